@@ -1,0 +1,2 @@
+//! spindle-dispatch (placeholder, being written).
+#![cfg_attr(not(test), no_std)]

@@ -1,0 +1,102 @@
+//! Per-hart state reached through the `tp` register.
+//!
+//! Every hart's `tp` points at its [`HartLocal`] from boot on; the trap vector reads the
+//! first fields from assembly (offsets fixed by `#[repr(C)]` and checked below), so the
+//! layout of the first fields is part of the trap ABI.
+
+use core::sync::atomic::{AtomicUsize, Ordering};
+
+/// The most harts the kernel supports (boot stacks and per-hart state are sized by this).
+pub const MAX_HARTS: usize = 8;
+
+/// State private to one hart. The first three fields are read by assembly.
+#[repr(C)]
+pub struct HartLocal {
+    /// Lowest usable address of the stack the hart currently runs on; the trap vector
+    /// switches to the emergency stack when a trap would push below it.
+    pub stack_bottom: AtomicUsize,
+    /// Top of this hart's emergency stack (used for traps on kernel stack overflow).
+    pub emergency_stack_top: AtomicUsize,
+    /// Address of the innermost armed recovery point, or 0 (see [`super::recovery`]).
+    pub recovery_point: AtomicUsize,
+    /// This hart's id, as given by the firmware.
+    pub hart_id: AtomicUsize,
+    /// Cause of the last fault recovered on this hart (scause).
+    pub last_fault_cause: AtomicUsize,
+    /// Faulting address or instruction bits of the last recovered fault (stval).
+    pub last_fault_value: AtomicUsize,
+    /// Program counter of the last recovered fault (sepc).
+    pub last_fault_pc: AtomicUsize,
+    /// Whether the last recovered fault was a kernel stack overflow.
+    pub last_fault_was_overflow: AtomicUsize,
+    /// Number of traps taken by this hart.
+    pub trap_count: AtomicUsize,
+}
+
+/// Byte offsets of [`HartLocal`] fields used by assembly.
+pub const HART_STACK_BOTTOM_OFFSET: usize = 0;
+/// See [`HartLocal::emergency_stack_top`].
+pub const HART_EMERGENCY_STACK_OFFSET: usize = 8;
+/// See [`HartLocal::recovery_point`].
+pub const HART_RECOVERY_OFFSET: usize = 16;
+
+const _: () = {
+    assert!(core::mem::offset_of!(HartLocal, stack_bottom) == HART_STACK_BOTTOM_OFFSET);
+    assert!(core::mem::offset_of!(HartLocal, emergency_stack_top) == HART_EMERGENCY_STACK_OFFSET);
+    assert!(core::mem::offset_of!(HartLocal, recovery_point) == HART_RECOVERY_OFFSET);
+};
+
+impl HartLocal {
+    const fn new() -> Self {
+        HartLocal {
+            stack_bottom: AtomicUsize::new(0),
+            emergency_stack_top: AtomicUsize::new(0),
+            recovery_point: AtomicUsize::new(0),
+            hart_id: AtomicUsize::new(0),
+            last_fault_cause: AtomicUsize::new(0),
+            last_fault_value: AtomicUsize::new(0),
+            last_fault_pc: AtomicUsize::new(0),
+            last_fault_was_overflow: AtomicUsize::new(0),
+            trap_count: AtomicUsize::new(0),
+        }
+    }
+}
+
+/// Size of one emergency stack (traps taken after a kernel stack overflow run here).
+pub const EMERGENCY_STACK_SIZE: usize = 16 * 1024;
+
+/// The per-hart state array; entry `i` belongs to hart id `i`. Boot code sets `tp` to it.
+#[unsafe(no_mangle)]
+pub static HART_LOCALS: [HartLocal; MAX_HARTS] = [const { HartLocal::new() }; MAX_HARTS];
+
+#[repr(C, align(16))]
+struct EmergencyStacks([[u8; EMERGENCY_STACK_SIZE]; MAX_HARTS]);
+
+/// Emergency stacks; only their addresses are taken (for the trap vector), never references.
+static mut EMERGENCY_STACKS: EmergencyStacks = EmergencyStacks([[0; EMERGENCY_STACK_SIZE]; MAX_HARTS]);
+
+/// The calling hart's [`HartLocal`].
+pub fn current() -> &'static HartLocal {
+    let tp: usize;
+    // SAFETY: reading `tp` has no side effects; boot code points it at HART_LOCALS[hart]
+    // before any Rust code runs and nothing else writes it in the kernel.
+    unsafe { core::arch::asm!("mv {}, tp", out(reg) tp, options(nomem, nostack, preserves_flags)) };
+    let base = HART_LOCALS.as_ptr() as usize;
+    let index = (tp - base) / core::mem::size_of::<HartLocal>();
+    &HART_LOCALS[index]
+}
+
+/// Initialises the calling hart's state once its boot stack is known.
+pub fn init_current(hart_id: usize, stack_bottom: usize) {
+    let local = current();
+    local.hart_id.store(hart_id, Ordering::Relaxed);
+    let stacks = (&raw const EMERGENCY_STACKS) as usize;
+    let top = stacks + (hart_id + 1) * EMERGENCY_STACK_SIZE;
+    local.emergency_stack_top.store(top, Ordering::Relaxed);
+    local.stack_bottom.store(stack_bottom, Ordering::Relaxed);
+}
+
+/// The calling hart's id.
+pub fn id() -> usize {
+    current().hart_id.load(Ordering::Relaxed)
+}

@@ -1,0 +1,158 @@
+//! Fault recovery points: run a closure so that a fault inside it returns an error to
+//! the caller instead of stopping the kernel.
+//!
+//! [`catch_faults`] saves the callee-saved registers, `ra` and `sp` in a
+//! [`RecoveryPoint`] on the stack and links it into the hart's chain. If the closure
+//! traps (page fault, illegal instruction, …, or a kernel stack overflow into a guard
+//! page), the trap handler rewrites the trap frame so that `sret` lands in
+//! `recovery_landing`, which restores the saved registers and makes `recovery_call`
+//! return 1 — a longjmp in the trap frame. This is the dispatcher boundary used to
+//! contain extensions (DESIGN.md §6) and the mechanism behind fault tests.
+//!
+//! Limitations: destructors of values live inside the closure do not run after a
+//! fault (their memory is leaked unless it came from a per-extension arena), and a
+//! lock held by the closure at the time of the fault stays held. Callers must not hold
+//! kernel locks across code that may fault.
+
+use core::sync::atomic::Ordering;
+
+use super::hart::{self, HART_RECOVERY_OFFSET};
+use super::trap::{FaultReport, TrapFrame, reg};
+
+/// Saved state of a recovery point: ra, sp, s0..s11 and the previous point in the chain.
+#[repr(C)]
+#[derive(Default)]
+pub struct RecoveryPoint {
+    saved: [usize; 14],
+    previous: usize,
+}
+
+const PREVIOUS_OFFSET: usize = 14 * 8;
+
+core::arch::global_asm!(
+    ".section .text",
+    ".balign 4",
+    // usize recovery_call(RecoveryPoint *point, void (*f)(void *), void *data)
+    ".globl recovery_call",
+    "recovery_call:",
+    "    sd ra, 0*8(a0)",
+    "    sd sp, 1*8(a0)",
+    "    sd s0, 2*8(a0)",
+    "    sd s1, 3*8(a0)",
+    "    sd s2, 4*8(a0)",
+    "    sd s3, 5*8(a0)",
+    "    sd s4, 6*8(a0)",
+    "    sd s5, 7*8(a0)",
+    "    sd s6, 8*8(a0)",
+    "    sd s7, 9*8(a0)",
+    "    sd s8, 10*8(a0)",
+    "    sd s9, 11*8(a0)",
+    "    sd s10, 12*8(a0)",
+    "    sd s11, 13*8(a0)",
+    "    ld t0, {recovery}(tp)",
+    "    sd t0, {previous}(a0)",
+    "    sd a0, {recovery}(tp)",
+    "    mv s0, a0",
+    "    mv t1, a1",
+    "    mv a0, a2",
+    "    jalr t1",
+    // Normal return: unlink, restore ra and s0, return 0.
+    "    ld t0, {previous}(s0)",
+    "    sd t0, {recovery}(tp)",
+    "    ld ra, 0*8(s0)",
+    "    ld s0, 2*8(s0)",
+    "    li a0, 0",
+    "    ret",
+    // Entered by sret from the trap handler with a0 = the recovery point.
+    ".globl recovery_landing",
+    "recovery_landing:",
+    "    ld t0, {previous}(a0)",
+    "    sd t0, {recovery}(tp)",
+    "    ld ra, 0*8(a0)",
+    "    ld sp, 1*8(a0)",
+    "    ld s0, 2*8(a0)",
+    "    ld s1, 3*8(a0)",
+    "    ld s2, 4*8(a0)",
+    "    ld s3, 5*8(a0)",
+    "    ld s4, 6*8(a0)",
+    "    ld s5, 7*8(a0)",
+    "    ld s6, 8*8(a0)",
+    "    ld s7, 9*8(a0)",
+    "    ld s8, 10*8(a0)",
+    "    ld s9, 11*8(a0)",
+    "    ld s10, 12*8(a0)",
+    "    ld s11, 13*8(a0)",
+    "    li a0, 1",
+    "    ret",
+    recovery = const HART_RECOVERY_OFFSET,
+    previous = const PREVIOUS_OFFSET,
+);
+
+unsafe extern "C" {
+    fn recovery_call(point: *mut RecoveryPoint, f: extern "C" fn(*mut u8), data: *mut u8) -> usize;
+    fn recovery_landing();
+}
+
+struct CallState<F, R> {
+    function: Option<F>,
+    result: Option<R>,
+}
+
+extern "C" fn call_closure<F: FnOnce() -> R, R>(data: *mut u8) {
+    // SAFETY: `catch_faults` passes a pointer to its live `CallState<F, R>`, exclusively
+    // borrowed for the duration of `recovery_call`, which is the only caller of this.
+    let state = unsafe { &mut *data.cast::<CallState<F, R>>() };
+    if let Some(function) = state.function.take() {
+        state.result = Some(function());
+    }
+}
+
+/// Runs `f`; if it faults, returns the fault instead of stopping the kernel.
+///
+/// Returns `Err(report)` with the cause, faulting address and pc when `f` traps with a
+/// synchronous exception. See the module documentation for what is not cleaned up.
+pub fn catch_faults<F: FnOnce() -> R, R>(f: F) -> Result<R, FaultReport> {
+    let mut state = CallState { function: Some(f), result: None };
+    let mut point = RecoveryPoint::default();
+    // SAFETY: `point` and `state` outlive the call; `call_closure::<F, R>` matches the
+    // type of `state`. `recovery_call` saves/restores every callee-saved register, so
+    // on both return paths the Rust ABI's register contract holds.
+    let faulted = unsafe {
+        recovery_call(&mut point, call_closure::<F, R>, (&raw mut state).cast::<u8>())
+    };
+    if faulted == 0 {
+        // The closure ran to completion, so `result` is set.
+        return state.result.ok_or_else(|| take_last_fault());
+    }
+    Err(take_last_fault())
+}
+
+fn take_last_fault() -> FaultReport {
+    let local = hart::current();
+    let scause = local.last_fault_cause.load(Ordering::Relaxed);
+    FaultReport {
+        cause: super::trap::TrapCause::from_scause(scause),
+        scause,
+        stval: local.last_fault_value.load(Ordering::Relaxed),
+        pc: local.last_fault_pc.load(Ordering::Relaxed),
+        stack_overflow: local.last_fault_was_overflow.load(Ordering::Relaxed) != 0,
+    }
+}
+
+/// Called by the trap handler for a fault in S-mode: if a recovery point is armed,
+/// records the fault and rewrites `frame` so that `sret` resumes at the recovery
+/// point; returns false when none is armed.
+pub(super) fn redirect_to_recovery_point(frame: &mut TrapFrame, report: &FaultReport) -> bool {
+    let local = hart::current();
+    let point = local.recovery_point.load(Ordering::Relaxed);
+    if point == 0 {
+        return false;
+    }
+    local.last_fault_cause.store(report.scause, Ordering::Relaxed);
+    local.last_fault_value.store(report.stval, Ordering::Relaxed);
+    local.last_fault_pc.store(report.pc, Ordering::Relaxed);
+    local.last_fault_was_overflow.store(usize::from(report.stack_overflow), Ordering::Relaxed);
+    frame.regs[reg::A0] = point;
+    frame.sepc = recovery_landing as *const () as usize;
+    true
+}

@@ -1,0 +1,249 @@
+//! Sv39 page tables: three levels of 512 eight-byte entries, 4 KiB / 2 MiB / 1 GiB pages.
+//!
+//! The kernel maps physical memory at the same virtual address (identity), so a page
+//! table's physical address is also the address used to edit it. Table pages come from
+//! a caller-supplied frame source, which keeps this module free of allocator policy.
+
+use core::fmt;
+
+use super::PAGE_SIZE;
+
+/// Number of entries in one table.
+const ENTRIES: usize = 512;
+/// Bits of virtual address translated per level.
+const BITS_PER_LEVEL: usize = 9;
+/// Page offset bits.
+const PAGE_SHIFT: usize = 12;
+/// Size of a level-1 leaf (megapage).
+pub const MEGAPAGE_SIZE: usize = 2 * 1024 * 1024;
+/// Size of a level-2 leaf (gigapage).
+pub const GIGAPAGE_SIZE: usize = 1024 * 1024 * 1024;
+/// Highest virtual address + 1 in the lower half of Sv39.
+pub const LOWER_HALF_END: usize = 1 << 38;
+
+/// Permission and attribute bits of a leaf entry.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct PteFlags(u64);
+
+impl PteFlags {
+    /// Valid.
+    pub const VALID: PteFlags = PteFlags(1 << 0);
+    /// Readable.
+    pub const READ: PteFlags = PteFlags(1 << 1);
+    /// Writable.
+    pub const WRITE: PteFlags = PteFlags(1 << 2);
+    /// Executable.
+    pub const EXECUTE: PteFlags = PteFlags(1 << 3);
+    /// Accessible from U-mode.
+    pub const USER: PteFlags = PteFlags(1 << 4);
+    /// Global (present in every address space).
+    pub const GLOBAL: PteFlags = PteFlags(1 << 5);
+    /// Accessed (set up front so hardware never needs to trap to set it).
+    pub const ACCESSED: PteFlags = PteFlags(1 << 6);
+    /// Dirty (likewise).
+    pub const DIRTY: PteFlags = PteFlags(1 << 7);
+
+    /// No bits.
+    pub const fn empty() -> PteFlags {
+        PteFlags(0)
+    }
+    /// Union of two sets.
+    pub const fn union(self, other: PteFlags) -> PteFlags {
+        PteFlags(self.0 | other.0)
+    }
+    /// Whether every bit of `other` is set.
+    pub const fn contains(self, other: PteFlags) -> bool {
+        self.0 & other.0 == other.0
+    }
+    /// The raw bits.
+    pub const fn bits(self) -> u64 {
+        self.0
+    }
+}
+
+impl core::ops::BitOr for PteFlags {
+    type Output = PteFlags;
+    fn bitor(self, other: PteFlags) -> PteFlags {
+        self.union(other)
+    }
+}
+
+impl fmt::Display for PteFlags {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (flag, letter) in [(Self::READ, "r"), (Self::WRITE, "w"), (Self::EXECUTE, "x"), (Self::USER, "u"), (Self::GLOBAL, "g")] {
+            f.write_str(if self.contains(flag) { letter } else { "-" })?;
+        }
+        Ok(())
+    }
+}
+
+/// Why a mapping could not be made.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MapError {
+    /// An address or length is not page-aligned.
+    Misaligned,
+    /// The virtual address is outside the Sv39 range the kernel uses.
+    OutOfRange,
+    /// Part of the range is already mapped.
+    AlreadyMapped(usize),
+    /// No frame was available for a page-table page.
+    OutOfFrames,
+    /// A leaf must be readable or executable (write-only is reserved by the spec).
+    InvalidPermissions,
+}
+
+impl fmt::Display for MapError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            MapError::Misaligned => f.write_str("address or length not page-aligned"),
+            MapError::OutOfRange => f.write_str("virtual address outside the Sv39 lower half"),
+            MapError::AlreadyMapped(va) => write!(f, "virtual address {va:#x} is already mapped"),
+            MapError::OutOfFrames => f.write_str("out of frames for page tables"),
+            MapError::InvalidPermissions => f.write_str("invalid permission combination"),
+        }
+    }
+}
+
+/// A source of zeroed 4 KiB frames for page-table pages; returns a physical address.
+pub trait FrameSource {
+    /// Allocates one zeroed frame, or `None` when memory is exhausted.
+    fn allocate_zeroed_frame(&mut self) -> Option<usize>;
+}
+
+/// Handle to a root page table (its physical address).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PageTableRoot(usize);
+
+fn table_at(physical: usize) -> *mut u64 {
+    physical as *mut u64
+}
+
+fn read_entry(table: usize, index: usize) -> u64 {
+    // SAFETY: `table` is a page-table page (allocated from a FrameSource or the root),
+    // identity-mapped, and `index < ENTRIES` (callers mask the index with 511).
+    unsafe { table_at(table).add(index).read_volatile() }
+}
+
+fn write_entry(table: usize, index: usize, value: u64) {
+    // SAFETY: as for `read_entry`; the kernel owns its page tables exclusively and
+    // edits them with the table's lock held (by the caller's &mut borrow).
+    unsafe { table_at(table).add(index).write_volatile(value) }
+}
+
+fn entry_address(entry: u64) -> usize {
+    ((entry >> 10) << PAGE_SHIFT) as usize
+}
+
+fn is_leaf(entry: u64) -> bool {
+    entry & (PteFlags::READ.0 | PteFlags::WRITE.0 | PteFlags::EXECUTE.0) != 0
+}
+
+fn index_at(virtual_address: usize, level: usize) -> usize {
+    (virtual_address >> (PAGE_SHIFT + level * BITS_PER_LEVEL)) & (ENTRIES - 1)
+}
+
+impl PageTableRoot {
+    /// Allocates an empty root table.
+    pub fn new(frames: &mut dyn FrameSource) -> Result<PageTableRoot, MapError> {
+        frames.allocate_zeroed_frame().map(PageTableRoot).ok_or(MapError::OutOfFrames)
+    }
+
+    /// Physical address of the root table.
+    pub fn physical_address(self) -> usize {
+        self.0
+    }
+
+    /// Maps `[virtual_address, virtual_address + length)` to physical memory starting at
+    /// `physical_address`, using the largest page size alignment allows.
+    pub fn map_range(
+        self,
+        virtual_address: usize,
+        physical_address: usize,
+        length: usize,
+        flags: PteFlags,
+        frames: &mut dyn FrameSource,
+    ) -> Result<(), MapError> {
+        if virtual_address % PAGE_SIZE != 0 || physical_address % PAGE_SIZE != 0 || length % PAGE_SIZE != 0 {
+            return Err(MapError::Misaligned);
+        }
+        if virtual_address.checked_add(length).is_none_or(|end| end > LOWER_HALF_END) {
+            return Err(MapError::OutOfRange);
+        }
+        if !flags.contains(PteFlags::READ) && !flags.contains(PteFlags::EXECUTE) {
+            return Err(MapError::InvalidPermissions);
+        }
+        let mut offset = 0;
+        while offset < length {
+            let va = virtual_address + offset;
+            let pa = physical_address + offset;
+            let remaining = length - offset;
+            let page_size = [GIGAPAGE_SIZE, MEGAPAGE_SIZE]
+                .into_iter()
+                .find(|&size| va % size == 0 && pa % size == 0 && remaining >= size)
+                .unwrap_or(PAGE_SIZE);
+            self.map_page(va, pa, page_size, flags, frames)?;
+            offset += page_size;
+        }
+        Ok(())
+    }
+
+    fn map_page(self, va: usize, pa: usize, page_size: usize, flags: PteFlags, frames: &mut dyn FrameSource) -> Result<(), MapError> {
+        let leaf_level = match page_size {
+            GIGAPAGE_SIZE => 2,
+            MEGAPAGE_SIZE => 1,
+            _ => 0,
+        };
+        let mut table = self.0;
+        for level in (leaf_level + 1..=2).rev() {
+            let index = index_at(va, level);
+            let entry = read_entry(table, index);
+            if entry & PteFlags::VALID.0 == 0 {
+                let next = frames.allocate_zeroed_frame().ok_or(MapError::OutOfFrames)?;
+                write_entry(table, index, ((next >> PAGE_SHIFT) << 10) as u64 | PteFlags::VALID.0);
+                table = next;
+            } else if is_leaf(entry) {
+                return Err(MapError::AlreadyMapped(va));
+            } else {
+                table = entry_address(entry);
+            }
+        }
+        let index = index_at(va, leaf_level);
+        if read_entry(table, index) & PteFlags::VALID.0 != 0 {
+            return Err(MapError::AlreadyMapped(va));
+        }
+        let leaf = ((pa >> PAGE_SHIFT) << 10) as u64 | (flags | PteFlags::VALID | PteFlags::ACCESSED | PteFlags::DIRTY).0;
+        write_entry(table, index, leaf);
+        Ok(())
+    }
+
+    /// Translates a virtual address: the physical address and leaf flags, if mapped.
+    pub fn translate(self, virtual_address: usize) -> Option<(usize, PteFlags)> {
+        if virtual_address >= LOWER_HALF_END {
+            return None;
+        }
+        let mut table = self.0;
+        for level in (0..=2).rev() {
+            let entry = read_entry(table, index_at(virtual_address, level));
+            if entry & PteFlags::VALID.0 == 0 {
+                return None;
+            }
+            if is_leaf(entry) {
+                let page_size = PAGE_SIZE << (level * BITS_PER_LEVEL);
+                let physical = entry_address(entry) + virtual_address % page_size;
+                return Some((physical, PteFlags(entry & 0xff)));
+            }
+            table = entry_address(entry);
+        }
+        None
+    }
+
+    /// Makes this table the active one on the calling hart.
+    ///
+    /// # Safety
+    /// The table must map the running code, its stacks, and all memory the kernel uses
+    /// afterwards, with suitable permissions.
+    pub unsafe fn activate(self) {
+        // SAFETY: forwarded from the caller.
+        unsafe { super::csr::write_satp_sv39(self.0 >> PAGE_SHIFT) };
+    }
+}

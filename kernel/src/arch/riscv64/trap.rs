@@ -1,0 +1,347 @@
+//! The trap vector, trap frames and trap decoding.
+//!
+//! Every trap enters `trap_vector`, which saves all 31 general registers plus `sepc`,
+//! `sstatus`, `scause` and `stval` into a [`TrapFrame`] on the current kernel stack and
+//! calls [`trap_handler`]. Before pushing, it checks the stack pointer against the
+//! hart's `stack_bottom`; a trap that would write below it (a kernel stack overflow into
+//! the guard page) is moved to the hart's emergency stack so that it can still be
+//! reported. Registers are restored from the (possibly modified) frame on return, which
+//! is how fault recovery redirects execution.
+//!
+//! Limitations: only traps from S-mode exist so far (user mode comes with processes);
+//! floating-point registers are not saved because trap handlers do not use them.
+
+use core::fmt;
+use core::sync::atomic::Ordering;
+
+use super::hart::{self, HART_EMERGENCY_STACK_OFFSET, HART_STACK_BOTTOM_OFFSET};
+
+/// Registers saved on trap entry. `regs[n]` holds `x<n>`; `regs[0]` is unused.
+#[repr(C)]
+#[derive(Clone)]
+pub struct TrapFrame {
+    /// General registers x0..x31 (x2 = sp at the time of the trap).
+    pub regs: [usize; 32],
+    /// Program counter of the trapping instruction (or the next one, for interrupts).
+    pub sepc: usize,
+    /// `sstatus` at the time of the trap.
+    pub sstatus: usize,
+    /// Trap cause.
+    pub scause: usize,
+    /// Trap value (faulting address or instruction bits).
+    pub stval: usize,
+}
+
+/// Size of a trap frame on the stack (a multiple of 16, as the ABI requires for sp).
+pub const TRAP_FRAME_SIZE: usize = core::mem::size_of::<TrapFrame>();
+const _: () = assert!(TRAP_FRAME_SIZE % 16 == 0);
+
+/// Register numbers used by the rest of the kernel.
+pub mod reg {
+    /// Return address.
+    pub const RA: usize = 1;
+    /// Stack pointer.
+    pub const SP: usize = 2;
+    /// First argument / return value.
+    pub const A0: usize = 10;
+    /// Second argument.
+    pub const A1: usize = 11;
+}
+
+core::arch::global_asm!(
+    ".section .text",
+    ".balign 4",
+    ".globl trap_vector",
+    "trap_vector:",
+    "    csrw sscratch, t0",
+    "    addi sp, sp, -{frame}",
+    "    ld t0, {stack_bottom}(tp)",
+    "    bltu sp, t0, 1f",
+    // Normal case: t0 = sp before the trap.
+    "    addi t0, sp, {frame}",
+    "    j 2f",
+    // Kernel stack overflow: move to the emergency stack, remembering the bad sp.
+    "1:  addi t0, sp, {frame}",
+    "    ld sp, {emergency}(tp)",
+    "    addi sp, sp, -{frame}",
+    "2:  sd t0, 2*8(sp)",
+    "    csrr t0, sscratch",
+    "    sd x1, 1*8(sp)",
+    "    sd x3, 3*8(sp)",
+    "    sd x4, 4*8(sp)",
+    "    sd x5, 5*8(sp)",
+    "    sd x6, 6*8(sp)",
+    "    sd x7, 7*8(sp)",
+    "    sd x8, 8*8(sp)",
+    "    sd x9, 9*8(sp)",
+    "    sd x10, 10*8(sp)",
+    "    sd x11, 11*8(sp)",
+    "    sd x12, 12*8(sp)",
+    "    sd x13, 13*8(sp)",
+    "    sd x14, 14*8(sp)",
+    "    sd x15, 15*8(sp)",
+    "    sd x16, 16*8(sp)",
+    "    sd x17, 17*8(sp)",
+    "    sd x18, 18*8(sp)",
+    "    sd x19, 19*8(sp)",
+    "    sd x20, 20*8(sp)",
+    "    sd x21, 21*8(sp)",
+    "    sd x22, 22*8(sp)",
+    "    sd x23, 23*8(sp)",
+    "    sd x24, 24*8(sp)",
+    "    sd x25, 25*8(sp)",
+    "    sd x26, 26*8(sp)",
+    "    sd x27, 27*8(sp)",
+    "    sd x28, 28*8(sp)",
+    "    sd x29, 29*8(sp)",
+    "    sd x30, 30*8(sp)",
+    "    sd x31, 31*8(sp)",
+    "    csrr t0, sepc",
+    "    sd t0, 32*8(sp)",
+    "    csrr t0, sstatus",
+    "    sd t0, 33*8(sp)",
+    "    csrr t0, scause",
+    "    sd t0, 34*8(sp)",
+    "    csrr t0, stval",
+    "    sd t0, 35*8(sp)",
+    "    mv a0, sp",
+    "    call {handler}",
+    // Restore from the frame (the handler may have changed sepc, sstatus or registers).
+    "    ld t0, 32*8(sp)",
+    "    csrw sepc, t0",
+    "    ld t0, 33*8(sp)",
+    "    csrw sstatus, t0",
+    "    ld x1, 1*8(sp)",
+    "    ld x3, 3*8(sp)",
+    "    ld x4, 4*8(sp)",
+    "    ld x5, 5*8(sp)",
+    "    ld x6, 6*8(sp)",
+    "    ld x7, 7*8(sp)",
+    "    ld x8, 8*8(sp)",
+    "    ld x9, 9*8(sp)",
+    "    ld x10, 10*8(sp)",
+    "    ld x11, 11*8(sp)",
+    "    ld x12, 12*8(sp)",
+    "    ld x13, 13*8(sp)",
+    "    ld x14, 14*8(sp)",
+    "    ld x15, 15*8(sp)",
+    "    ld x16, 16*8(sp)",
+    "    ld x17, 17*8(sp)",
+    "    ld x18, 18*8(sp)",
+    "    ld x19, 19*8(sp)",
+    "    ld x20, 20*8(sp)",
+    "    ld x21, 21*8(sp)",
+    "    ld x22, 22*8(sp)",
+    "    ld x23, 23*8(sp)",
+    "    ld x24, 24*8(sp)",
+    "    ld x25, 25*8(sp)",
+    "    ld x26, 26*8(sp)",
+    "    ld x27, 27*8(sp)",
+    "    ld x28, 28*8(sp)",
+    "    ld x29, 29*8(sp)",
+    "    ld x30, 30*8(sp)",
+    "    ld x31, 31*8(sp)",
+    "    ld sp, 2*8(sp)",
+    "    sret",
+    frame = const TRAP_FRAME_SIZE,
+    stack_bottom = const HART_STACK_BOTTOM_OFFSET,
+    emergency = const HART_EMERGENCY_STACK_OFFSET,
+    handler = sym trap_handler,
+);
+
+/// A decoded trap cause.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TrapCause {
+    /// Supervisor software interrupt (inter-processor).
+    SoftwareInterrupt,
+    /// Supervisor timer interrupt.
+    TimerInterrupt,
+    /// Supervisor external interrupt (PLIC).
+    ExternalInterrupt,
+    /// A synchronous exception.
+    Exception(Exception),
+    /// A cause this kernel does not know.
+    Unknown(usize),
+}
+
+/// Synchronous exceptions (RISC-V privileged spec, Table 4.2).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Exception {
+    /// 0
+    InstructionMisaligned,
+    /// 1
+    InstructionAccessFault,
+    /// 2
+    IllegalInstruction,
+    /// 3
+    Breakpoint,
+    /// 4
+    LoadMisaligned,
+    /// 5
+    LoadAccessFault,
+    /// 6
+    StoreMisaligned,
+    /// 7
+    StoreAccessFault,
+    /// 8
+    UserEnvironmentCall,
+    /// 9
+    SupervisorEnvironmentCall,
+    /// 12
+    InstructionPageFault,
+    /// 13
+    LoadPageFault,
+    /// 15
+    StorePageFault,
+}
+
+const INTERRUPT_BIT: usize = 1 << 63;
+
+impl TrapCause {
+    /// Decodes an `scause` value.
+    pub fn from_scause(scause: usize) -> TrapCause {
+        let code = scause & !INTERRUPT_BIT;
+        if scause & INTERRUPT_BIT != 0 {
+            return match code {
+                1 => TrapCause::SoftwareInterrupt,
+                5 => TrapCause::TimerInterrupt,
+                9 => TrapCause::ExternalInterrupt,
+                _ => TrapCause::Unknown(scause),
+            };
+        }
+        let exception = match code {
+            0 => Exception::InstructionMisaligned,
+            1 => Exception::InstructionAccessFault,
+            2 => Exception::IllegalInstruction,
+            3 => Exception::Breakpoint,
+            4 => Exception::LoadMisaligned,
+            5 => Exception::LoadAccessFault,
+            6 => Exception::StoreMisaligned,
+            7 => Exception::StoreAccessFault,
+            8 => Exception::UserEnvironmentCall,
+            9 => Exception::SupervisorEnvironmentCall,
+            12 => Exception::InstructionPageFault,
+            13 => Exception::LoadPageFault,
+            15 => Exception::StorePageFault,
+            _ => return TrapCause::Unknown(scause),
+        };
+        TrapCause::Exception(exception)
+    }
+}
+
+impl Exception {
+    /// What `stval` means for this exception, for messages.
+    pub fn stval_meaning(self) -> &'static str {
+        match self {
+            Exception::IllegalInstruction => "instruction bits",
+            Exception::Breakpoint | Exception::UserEnvironmentCall | Exception::SupervisorEnvironmentCall => "value",
+            _ => "address",
+        }
+    }
+}
+
+impl fmt::Display for Exception {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let text = match self {
+            Exception::InstructionMisaligned => "instruction address misaligned",
+            Exception::InstructionAccessFault => "instruction access fault",
+            Exception::IllegalInstruction => "illegal instruction",
+            Exception::Breakpoint => "breakpoint",
+            Exception::LoadMisaligned => "load address misaligned",
+            Exception::LoadAccessFault => "load access fault",
+            Exception::StoreMisaligned => "store/AMO address misaligned",
+            Exception::StoreAccessFault => "store/AMO access fault",
+            Exception::UserEnvironmentCall => "environment call from U-mode",
+            Exception::SupervisorEnvironmentCall => "environment call from S-mode",
+            Exception::InstructionPageFault => "instruction page fault",
+            Exception::LoadPageFault => "load page fault",
+            Exception::StorePageFault => "store/AMO page fault",
+        };
+        f.write_str(text)
+    }
+}
+
+impl fmt::Display for TrapCause {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            TrapCause::SoftwareInterrupt => f.write_str("supervisor software interrupt"),
+            TrapCause::TimerInterrupt => f.write_str("supervisor timer interrupt"),
+            TrapCause::ExternalInterrupt => f.write_str("supervisor external interrupt"),
+            TrapCause::Exception(exception) => exception.fmt(f),
+            TrapCause::Unknown(scause) => write!(f, "unknown trap (scause={scause:#x})"),
+        }
+    }
+}
+
+/// A fault described for humans: cause, value, pc, and whether the stack overflowed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FaultReport {
+    /// Decoded cause.
+    pub cause: TrapCause,
+    /// Raw `scause`.
+    pub scause: usize,
+    /// `stval` (address or instruction bits, see [`Exception::stval_meaning`]).
+    pub stval: usize,
+    /// Program counter of the faulting instruction.
+    pub pc: usize,
+    /// True when the trap hit the guard page below the kernel stack.
+    pub stack_overflow: bool,
+}
+
+impl fmt::Display for FaultReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let meaning = match self.cause {
+            TrapCause::Exception(exception) => exception.stval_meaning(),
+            _ => "value",
+        };
+        write!(f, "{} (scause={:#x}) at pc={:#x}, stval={:#x} ({meaning})", self.cause, self.scause, self.pc, self.stval)?;
+        if self.stack_overflow {
+            f.write_str(" [kernel stack overflow]")?;
+        }
+        Ok(())
+    }
+}
+
+/// Rust side of the trap vector. Interrupts are routed to the kernel's handlers;
+/// exceptions in S-mode go to an armed recovery point if there is one, otherwise they
+/// are fatal and reported with cause and address.
+extern "C" fn trap_handler(frame: &mut TrapFrame) {
+    let local = hart::current();
+    local.trap_count.fetch_add(1, Ordering::Relaxed);
+    let cause = TrapCause::from_scause(frame.scause);
+    match cause {
+        TrapCause::TimerInterrupt => crate::time::on_timer_interrupt(),
+        TrapCause::SoftwareInterrupt | TrapCause::ExternalInterrupt => {
+            crate::println!("[trap] spurious {cause}");
+        }
+        TrapCause::Exception(_) | TrapCause::Unknown(_) => {
+            let stack_bottom = local.stack_bottom.load(Ordering::Relaxed);
+            let report = FaultReport {
+                cause,
+                scause: frame.scause,
+                stval: frame.stval,
+                pc: frame.sepc,
+                stack_overflow: frame.regs[reg::SP] - TRAP_FRAME_SIZE < stack_bottom,
+            };
+            if super::recovery::redirect_to_recovery_point(frame, &report) {
+                return;
+            }
+            crate::fault::fatal_kernel_fault(&report, frame);
+        }
+    }
+}
+
+/// Prints the general registers of a frame, four per line.
+pub fn dump_registers(frame: &TrapFrame, out: &mut dyn fmt::Write) -> fmt::Result {
+    const NAMES: [&str; 32] = [
+        "zero", "ra", "sp", "gp", "tp", "t0", "t1", "t2", "s0", "s1", "a0", "a1", "a2", "a3", "a4", "a5", "a6", "a7",
+        "s2", "s3", "s4", "s5", "s6", "s7", "s8", "s9", "s10", "s11", "t3", "t4", "t5", "t6",
+    ];
+    for row in (0..32).step_by(4) {
+        for index in row..row + 4 {
+            write!(out, "{:>4}={:#018x} ", NAMES[index], frame.regs[index])?;
+        }
+        writeln!(out)?;
+    }
+    writeln!(out, "sepc={:#018x} sstatus={:#018x}", frame.sepc, frame.sstatus)
+}

@@ -1,0 +1,93 @@
+//! The kernel command line (`/chosen/bootargs`, set by `qemu -append`).
+//!
+//! Recognised words (everything else is ignored, so firmware additions do no harm):
+//!
+//! | word | meaning |
+//! |---|---|
+//! | `spindle.mode=test` | run the in-kernel tests and exit with their status |
+//! | `spindle.test.from=N` | start at test index N (the host resumes after a crash) |
+//! | `spindle.test.only=NAME` | run only the named test (also reaches harness tests) |
+//! | `spindle.test.watchdog=S` | fail a test after S seconds (default `param::TEST_WATCHDOG_SECONDS`) |
+//! | `spindle.script=L1,L2,…` | run these console lines in order, then exit; each line is percent-encoded |
+
+/// What the kernel does after booting.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode<'a> {
+    /// The interactive console.
+    Interactive,
+    /// Run console lines from the command line, then exit.
+    Script(&'a str),
+    /// Run the in-kernel tests.
+    Test {
+        /// First test index to run.
+        from: usize,
+        /// Only this test, if given.
+        only: Option<&'a str>,
+        /// Watchdog limit in seconds, if given.
+        watchdog_seconds: Option<u64>,
+    },
+}
+
+/// Parses the command line into a [`Mode`].
+pub fn parse(command_line: &str) -> Mode<'_> {
+    let mut test = false;
+    let mut from = 0;
+    let mut only = None;
+    let mut script = None;
+    let mut watchdog_seconds = None;
+    for word in command_line.split_ascii_whitespace() {
+        if let Some(value) = word.strip_prefix("spindle.mode=") {
+            test = value == "test";
+        } else if let Some(value) = word.strip_prefix("spindle.test.from=") {
+            from = value.parse().unwrap_or(0);
+        } else if let Some(value) = word.strip_prefix("spindle.test.only=") {
+            only = Some(value);
+        } else if let Some(value) = word.strip_prefix("spindle.test.watchdog=") {
+            watchdog_seconds = value.parse().ok();
+        } else if let Some(value) = word.strip_prefix("spindle.script=") {
+            script = Some(value);
+        }
+    }
+    if test {
+        Mode::Test { from, only, watchdog_seconds }
+    } else if let Some(lines) = script {
+        Mode::Script(lines)
+    } else {
+        Mode::Interactive
+    }
+}
+
+/// Why a percent-encoded script line could not be decoded.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DecodeError {
+    /// A `%` not followed by two hex digits.
+    BadEscape,
+    /// The decoded line does not fit the buffer.
+    TooLong,
+    /// The decoded bytes are not UTF-8.
+    NotUtf8,
+}
+
+/// Decodes one percent-encoded line into `buffer`, returning the text.
+pub fn decode_line<'b>(encoded: &str, buffer: &'b mut [u8]) -> Result<&'b str, DecodeError> {
+    let bytes = encoded.as_bytes();
+    let mut length = 0;
+    let mut index = 0;
+    while index < bytes.len() {
+        let byte = if bytes[index] == b'%' {
+            let high = bytes.get(index + 1).and_then(|&digit| (digit as char).to_digit(16));
+            let low = bytes.get(index + 2).and_then(|&digit| (digit as char).to_digit(16));
+            index += 3;
+            match (high, low) {
+                (Some(high), Some(low)) => (high * 16 + low) as u8,
+                _ => return Err(DecodeError::BadEscape),
+            }
+        } else {
+            index += 1;
+            bytes[index - 1]
+        };
+        *buffer.get_mut(length).ok_or(DecodeError::TooLong)? = byte;
+        length += 1;
+    }
+    core::str::from_utf8(&buffer[..length]).map_err(|_| DecodeError::NotUtf8)
+}

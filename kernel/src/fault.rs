@@ -1,0 +1,30 @@
+//! What happens when the kernel itself faults or panics: a report with cause, address
+//! and registers on the console, then a failure exit so a test run never passes by
+//! accident.
+
+use core::fmt::Write;
+
+use crate::arch::trap::{FaultReport, TrapFrame, dump_registers};
+use crate::power::{ExitStatus, exit};
+
+/// Reports an unrecoverable fault in S-mode and stops the machine.
+pub fn fatal_kernel_fault(report: &FaultReport, frame: &TrapFrame) -> ! {
+    let mut out = crate::console::unlocked_writer();
+    let _ = writeln!(out, "\n[fatal] kernel fault on hart {}: {report}", crate::arch::hart::id());
+    let _ = dump_registers(frame, &mut out);
+    crate::ktest::note_fatal_event("fatal kernel fault");
+    exit(ExitStatus::FatalFault)
+}
+
+#[panic_handler]
+fn panic(info: &core::panic::PanicInfo<'_>) -> ! {
+    crate::arch::csr::disable_interrupts();
+    let mut out = crate::console::unlocked_writer();
+    let _ = write!(out, "\n[panic] hart {}", crate::arch::hart::id());
+    if let Some(location) = info.location() {
+        let _ = write!(out, " at {}:{}:{}", location.file(), location.line(), location.column());
+    }
+    let _ = writeln!(out, ": {}", info.message());
+    crate::ktest::note_fatal_event("panic");
+    exit(ExitStatus::Panic)
+}

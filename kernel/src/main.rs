@@ -1,0 +1,73 @@
+//! Spindle: a SPIN-style extensible kernel for 64-bit RISC-V (QEMU `virt`, OpenSBI, Sv39).
+//!
+//! Boot order: `arch` entry code (stack, BSS, trap vector) → [`kernel_main`]: per-hart
+//! state, FPU, device tree, console, memory (heap, frames, W^X paging), timer tick,
+//! then the mode chosen by the boot arguments: interactive console, a script of console
+//! lines, or the in-kernel tests. See `docs/` and DESIGN.md for the architecture.
+
+#![no_std]
+#![no_main]
+#![deny(unsafe_op_in_unsafe_fn)]
+#![warn(clippy::undocumented_unsafe_blocks)]
+
+extern crate alloc;
+
+pub mod arch;
+pub mod bootargs;
+pub mod console;
+pub mod devicetree;
+pub mod fault;
+pub mod ktest;
+pub mod memlayout;
+pub mod mm;
+pub mod mmio;
+pub mod param;
+pub mod power;
+pub mod shell;
+pub mod time;
+
+use power::{ExitStatus, exit};
+
+/// The first Rust code, entered from `_start` on the boot hart's stack.
+#[unsafe(no_mangle)]
+pub extern "C" fn kernel_main(hart_id: usize, device_tree_address: usize) -> ! {
+    arch::hart::init_current(hart_id, arch::boot::boot_stack_bottom(hart_id));
+    arch::csr::enable_fpu();
+    if let Err(error) = arch::boot::check_layout() {
+        println!("[boot] {error}");
+        exit(ExitStatus::FatalFault);
+    }
+    if let Err(error) = devicetree::init(device_tree_address) {
+        println!("[boot] {error}");
+        exit(ExitStatus::FatalFault);
+    }
+    console::init(devicetree::uart_base());
+    power::init(devicetree::test_device_base());
+    println!();
+    println!("Spindle {} — an extensible kernel (SPIN-style) for RISC-V", env!("CARGO_PKG_VERSION"));
+    println!("[boot] hart {hart_id}, {} hart(s), model \"{}\"", devicetree::hart_count(), devicetree::model());
+    for (start, size) in devicetree::memory_regions() {
+        println!("[boot] memory {:#x}..{:#x} ({} MiB)", start, start + size, size >> 20);
+    }
+    for device in devicetree::devices().filter(|device| device.compatible != "virtio,mmio") {
+        println!("[boot] device {} ({}) at {:#x}", device.name, device.compatible, device.base);
+    }
+    let virtio_slots = devicetree::devices().filter(|device| device.compatible == "virtio,mmio").count();
+    println!("[boot] {virtio_slots} virtio-mmio slots");
+    if let Err(error) = mm::init() {
+        println!("[boot] memory: {error}");
+        exit(ExitStatus::FatalFault);
+    }
+    let frames = mm::frame::stats();
+    println!("[boot] paging on (Sv39, W^X); {} free frames, {} MiB heap", frames.total - frames.allocated,
+        mm::heap::stats().total_bytes >> 20);
+    time::init(devicetree::timebase_frequency().unwrap_or(0));
+    arch::csr::enable_interrupts();
+    println!("[boot] timer at {} Hz (timebase {} Hz)", param::TICKS_PER_SECOND, time::timebase_hz());
+
+    match bootargs::parse(devicetree::bootargs()) {
+        bootargs::Mode::Test { from, only, watchdog_seconds } => ktest::run(from, only, watchdog_seconds),
+        bootargs::Mode::Script(lines) => shell::run_script(lines),
+        bootargs::Mode::Interactive => shell::interactive(),
+    }
+}

@@ -1,0 +1,99 @@
+//! The physical frame allocator: a buddy allocator over 4 KiB frames, with counters.
+
+use core::sync::atomic::{AtomicUsize, Ordering};
+
+use buddy_system_allocator::FrameAllocator;
+
+use crate::arch::PAGE_SIZE;
+use crate::arch::sv39::FrameSource;
+
+/// Largest block order (2^ORDER frames).
+const FRAME_ORDER: usize = 32;
+
+static FRAMES: spin::Mutex<FrameAllocator<FRAME_ORDER>> = spin::Mutex::new(FrameAllocator::new());
+static TOTAL_FRAMES: AtomicUsize = AtomicUsize::new(0);
+static ALLOCATED_FRAMES: AtomicUsize = AtomicUsize::new(0);
+
+/// Adds the page-aligned range `[start, end)` to the allocator (boot only).
+pub fn add_range(start: usize, end: usize) {
+    let first = start / PAGE_SIZE;
+    let last = end / PAGE_SIZE;
+    if first >= last {
+        return;
+    }
+    FRAMES.lock().add_frame(first, last);
+    TOTAL_FRAMES.fetch_add(last - first, Ordering::Relaxed);
+}
+
+/// A run of physically contiguous frames owned by the holder; freed on drop.
+#[derive(Debug)]
+pub struct FrameRun {
+    start: usize,
+    count: usize,
+}
+
+impl FrameRun {
+    /// Physical (= kernel virtual) address of the first frame.
+    pub fn address(&self) -> usize {
+        self.start
+    }
+    /// Number of frames.
+    pub fn count(&self) -> usize {
+        self.count
+    }
+    /// Size in bytes.
+    pub fn size(&self) -> usize {
+        self.count * PAGE_SIZE
+    }
+    /// Gives up ownership without freeing (for frames that live forever, e.g. kernel
+    /// page tables); returns the address.
+    pub fn leak(self) -> usize {
+        let address = self.start;
+        core::mem::forget(self);
+        address
+    }
+}
+
+impl Drop for FrameRun {
+    fn drop(&mut self) {
+        crate::arch::csr::without_interrupts(|| FRAMES.lock().dealloc(self.start / PAGE_SIZE, self.count));
+        ALLOCATED_FRAMES.fetch_sub(self.count, Ordering::Relaxed);
+    }
+}
+
+/// Allocates `count` contiguous zeroed frames, or `None` when memory is exhausted.
+pub fn allocate_zeroed(count: usize) -> Option<FrameRun> {
+    if count == 0 {
+        return None;
+    }
+    let first = crate::arch::csr::without_interrupts(|| FRAMES.lock().alloc(count))?;
+    ALLOCATED_FRAMES.fetch_add(count, Ordering::Relaxed);
+    let run = FrameRun { start: first * PAGE_SIZE, count };
+    // SAFETY: the frames were just taken from the allocator, so nothing else refers to
+    // them; RAM is identity-mapped read-write for the kernel.
+    unsafe { core::ptr::write_bytes(run.start as *mut u8, 0, run.size()) };
+    Some(run)
+}
+
+/// Frame counters.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FrameStats {
+    /// Frames managed.
+    pub total: usize,
+    /// Frames currently allocated.
+    pub allocated: usize,
+}
+
+/// Current frame counters (used by `mem` and by leak checks).
+pub fn stats() -> FrameStats {
+    FrameStats { total: TOTAL_FRAMES.load(Ordering::Relaxed), allocated: ALLOCATED_FRAMES.load(Ordering::Relaxed) }
+}
+
+/// Hands out frames that are never freed (kernel page-table pages).
+pub struct PermanentFrames;
+
+impl FrameSource for PermanentFrames {
+    fn allocate_zeroed_frame(&mut self) -> Option<usize> {
+        allocate_zeroed(1).map(FrameRun::leak)
+    }
+}

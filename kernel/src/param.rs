@@ -1,0 +1,15 @@
+//! Kernel tunables, each with the reason for its value.
+
+/// Timer interrupts per second: 100 Hz (10 ms) gives responsive consoles and budgets
+/// without measurable overhead under QEMU.
+pub const TICKS_PER_SECOND: u64 = 100;
+/// Size of the kernel heap carved out of RAM at boot. 32 MiB holds the dispatcher,
+/// extension images and `wasmi` engines comfortably in the default 256 MiB machine.
+pub const KERNEL_HEAP_SIZE: usize = 32 * 1024 * 1024;
+/// In test mode, a test running longer than this (in seconds of guest time) is failed
+/// by the kernel's watchdog as hung; the host's timeout catches hangs with interrupts off.
+pub const TEST_WATCHDOG_SECONDS: u64 = 20;
+/// Longest console line accepted (longer input is rejected with a message).
+pub const CONSOLE_LINE_MAX: usize = 512;
+/// Most console command lines accepted from the boot arguments.
+pub const SCRIPT_LINES_MAX: usize = 64;

@@ -1,0 +1,203 @@
+//! The kernel console: a small command interpreter on the UART.
+//!
+//! Used interactively (`cargo xtask qemu`) and non-interactively: each line given on the
+//! host's command line (`cargo xtask qemu -- mem halt`) reaches the kernel through the
+//! boot arguments and runs in order; the kernel exits after the last one with status 0 if
+//! every line succeeded, or 1 at the first failing line.
+
+use core::fmt;
+
+use crate::arch;
+use crate::power::{ExitStatus, exit};
+
+/// Why a console command failed.
+#[derive(Debug)]
+pub enum CommandError {
+    /// No command has this name.
+    UnknownCommand,
+    /// The arguments do not match the command's usage.
+    Usage(&'static str),
+    /// The command ran and failed.
+    Failed(alloc::string::String),
+}
+
+impl fmt::Display for CommandError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CommandError::UnknownCommand => f.write_str("unknown command (try `help`)"),
+            CommandError::Usage(usage) => write!(f, "usage: {usage}"),
+            CommandError::Failed(reason) => f.write_str(reason),
+        }
+    }
+}
+
+/// A console command.
+pub struct Command {
+    /// Name typed at the prompt.
+    pub name: &'static str,
+    /// One-line usage.
+    pub usage: &'static str,
+    /// One-line description.
+    pub help: &'static str,
+    /// Runs the command with its arguments (the words after the name).
+    pub run: fn(&[&str]) -> Result<(), CommandError>,
+}
+
+/// Every console command, in `help` order.
+pub static COMMANDS: &[Command] = &[
+    Command { name: "help", usage: "help", help: "list commands", run: help },
+    Command { name: "mem", usage: "mem", help: "memory map, frames and heap usage", run: mem },
+    Command { name: "uptime", usage: "uptime", help: "time since boot and timer ticks", run: uptime },
+    Command { name: "devices", usage: "devices", help: "devices from the device tree", run: devices },
+    Command { name: "echo", usage: "echo WORD…", help: "print the words", run: echo },
+    Command { name: "fault", usage: "fault ADDRESS", help: "load from ADDRESS under a recovery point and report the fault", run: fault },
+    Command { name: "halt", usage: "halt [STATUS]", help: "stop the machine (STATUS 0 = success)", run: halt },
+];
+
+const MAX_WORDS: usize = 16;
+
+/// Runs one console line; empty lines succeed.
+pub fn run_line(line: &str) -> Result<(), CommandError> {
+    let mut words = [""; MAX_WORDS];
+    let mut count = 0;
+    for word in line.split_ascii_whitespace() {
+        if count == MAX_WORDS {
+            return Err(CommandError::Usage("at most 16 words per line"));
+        }
+        words[count] = word;
+        count += 1;
+    }
+    let Some((&name, arguments)) = words[..count].split_first() else {
+        return Ok(());
+    };
+    let command = COMMANDS.iter().find(|command| command.name == name).ok_or(CommandError::UnknownCommand)?;
+    (command.run)(arguments)
+}
+
+/// The interactive console loop.
+pub fn interactive() -> ! {
+    crate::println!("Type `help` for commands; Ctrl-A X leaves QEMU.");
+    let mut buffer = [0u8; crate::param::CONSOLE_LINE_MAX];
+    loop {
+        crate::print!("spindle> ");
+        match crate::console::read_line(&mut buffer) {
+            crate::console::LineInput::TooLong => crate::println!("error: line longer than {} bytes", buffer.len()),
+            crate::console::LineInput::Line(length) => {
+                let line = core::str::from_utf8(&buffer[..length]).unwrap_or("");
+                if let Err(error) = run_line(line) {
+                    crate::println!("error: {error}");
+                }
+            }
+        }
+    }
+}
+
+/// Runs a script of comma-separated, percent-encoded lines, then exits.
+pub fn run_script(encoded_lines: &str) -> ! {
+    let mut buffer = [0u8; crate::param::CONSOLE_LINE_MAX];
+    for encoded in encoded_lines.split(',').take(crate::param::SCRIPT_LINES_MAX) {
+        let line = match crate::bootargs::decode_line(encoded, &mut buffer) {
+            Ok(line) => line,
+            Err(error) => {
+                crate::println!("error: script line {encoded:?} does not decode: {error:?}");
+                exit(ExitStatus::Failure);
+            }
+        };
+        crate::println!("spindle> {line}");
+        if let Err(error) = run_line(line) {
+            crate::println!("error: {error}");
+            exit(ExitStatus::Failure);
+        }
+    }
+    exit(ExitStatus::Success)
+}
+
+fn help(_: &[&str]) -> Result<(), CommandError> {
+    for command in COMMANDS {
+        crate::println!("  {:<16} {}", command.usage, command.help);
+    }
+    Ok(())
+}
+
+fn mem(_: &[&str]) -> Result<(), CommandError> {
+    crate::println!("RAM (device tree):");
+    for (start, size) in crate::devicetree::memory_regions() {
+        crate::println!("  {:#012x}..{:#012x}  {:>6} KiB", start, start + size, size / 1024);
+    }
+    crate::println!("reserved:");
+    for (start, size) in crate::devicetree::reserved_regions() {
+        crate::println!("  {:#012x}..{:#012x}  {:>6} KiB  (firmware)", start, start + size, size / 1024);
+    }
+    let (blob_start, blob_end) = crate::devicetree::blob_range();
+    crate::println!("  {:#012x}..{:#012x}  {:>6} KiB  (device tree)", blob_start, blob_end, (blob_end - blob_start) / 1024);
+    crate::println!("  {:#012x}..{:#012x}  {:>6} KiB  (kernel image)", crate::memlayout::KERNEL_BASE, crate::mm::kernel_end(),
+        (crate::mm::kernel_end() - crate::memlayout::KERNEL_BASE) / 1024);
+    if let Some(free) = crate::mm::boot_free_ranges() {
+        crate::println!("free at boot:");
+        for (start, end) in free.iter() {
+            crate::println!("  {:#012x}..{:#012x}  {:>6} KiB", start, end, (end - start) / 1024);
+        }
+    }
+    let frames = crate::mm::frame::stats();
+    let heap = crate::mm::heap::stats();
+    crate::println!("frames: {} total, {} allocated, {} free ({} KiB each)", frames.total, frames.allocated,
+        frames.total - frames.allocated, arch::PAGE_SIZE / 1024);
+    crate::println!("heap:   {} KiB total, {} bytes requested, {} bytes allocated", heap.total_bytes / 1024,
+        heap.requested_bytes, heap.allocated_bytes);
+    Ok(())
+}
+
+fn uptime(_: &[&str]) -> Result<(), CommandError> {
+    let micros = crate::time::uptime_micros();
+    crate::println!("up {}.{:06} s, {} ticks at {} Hz, timebase {} Hz", micros / 1_000_000, micros % 1_000_000,
+        crate::time::ticks(), crate::param::TICKS_PER_SECOND, crate::time::timebase_hz());
+    Ok(())
+}
+
+fn devices(_: &[&str]) -> Result<(), CommandError> {
+    crate::println!("model: {}, {} hart(s)", crate::devicetree::model(), crate::devicetree::hart_count());
+    for device in crate::devicetree::devices() {
+        crate::println!("  {:<28} {:<24} {:#012x} +{:#x}", device.name, device.compatible, device.base, device.size);
+    }
+    Ok(())
+}
+
+fn echo(words: &[&str]) -> Result<(), CommandError> {
+    let mut first = true;
+    for word in words {
+        if !first {
+            crate::print!(" ");
+        }
+        crate::print!("{word}");
+        first = false;
+    }
+    crate::println!();
+    Ok(())
+}
+
+fn parse_number(text: &str) -> Option<usize> {
+    match text.strip_prefix("0x") {
+        Some(hex) => usize::from_str_radix(hex, 16).ok(),
+        None => text.parse().ok(),
+    }
+}
+
+fn fault(arguments: &[&str]) -> Result<(), CommandError> {
+    let [address] = arguments else { return Err(CommandError::Usage("fault ADDRESS")) };
+    let address = parse_number(address).ok_or(CommandError::Usage("fault ADDRESS (decimal or 0x hex)"))?;
+    let report = crate::mm::kernel_space::probe_unmapped_load(address)
+        .map_err(|reason| CommandError::Failed(alloc::format!("{address:#x}: {reason}")))?;
+    crate::println!("caught: {report}");
+    Ok(())
+}
+
+fn halt(arguments: &[&str]) -> Result<(), CommandError> {
+    let status = match arguments {
+        [] => ExitStatus::Success,
+        ["0"] => ExitStatus::Success,
+        [_] => ExitStatus::Failure,
+        _ => return Err(CommandError::Usage("halt [STATUS]")),
+    };
+    crate::println!("halting");
+    exit(status)
+}

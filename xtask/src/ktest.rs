@@ -1,0 +1,323 @@
+//! In-kernel tests under QEMU, harness self-tests and console system tests.
+//!
+//! The kernel prints `ktest begin/run/pass/fail/end` lines (see `kernel/src/ktest`).
+//! A run that ends early — panic, fatal fault, watchdog, host timeout — fails the test
+//! that was running, and the kernel is booted again from the next test, so one crash
+//! never hides the results of the tests after it.
+
+use std::path::Path;
+use std::time::Duration;
+
+use crate::Result;
+use crate::qemu::{Exit, Machine};
+
+/// Host timeout for one boot running the test suite (a hung kernel fails, never passes).
+const SUITE_TIMEOUT: Duration = Duration::from_secs(180);
+/// Host timeout for one harness self-test or system test.
+const SHORT_TIMEOUT: Duration = Duration::from_secs(30);
+/// Host timeout for the self-test that hangs with interrupts off (only the host can stop it).
+const HANG_TIMEOUT: Duration = Duration::from_secs(8);
+/// Guest watchdog used for the harness's own hang test, in seconds.
+const HARNESS_WATCHDOG_SECONDS: u64 = 2;
+
+/// Kernel exit statuses (kernel/src/power.rs).
+const EXIT_FAILURE: i32 = 1;
+const EXIT_PANIC: i32 = 3;
+const EXIT_FATAL_FAULT: i32 = 4;
+
+/// Passed and failed counts plus the names of failures.
+#[derive(Default)]
+pub struct Tally {
+    /// Tests that passed.
+    pub passed: usize,
+    /// Tests that failed.
+    pub failed: usize,
+    /// Names of the failed tests.
+    pub failures: Vec<String>,
+}
+
+impl Tally {
+    fn record(&mut self, name: &str, outcome: &std::result::Result<(), String>) {
+        match outcome {
+            Ok(()) => {
+                self.passed += 1;
+                println!("  ok    {name}");
+            }
+            Err(reason) => {
+                self.failed += 1;
+                self.failures.push(name.to_string());
+                println!("  FAIL  {name}: {reason}");
+            }
+        }
+    }
+}
+
+/// One parsed `ktest` event.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Event {
+    /// `ktest begin <count>`
+    Begin(usize),
+    /// `ktest run <index> <name>`
+    Run(usize, String),
+    /// `ktest pass <index> <name>`
+    Pass(usize, String),
+    /// `ktest fail <index> <name>: <reason>`
+    Fail(usize, String, String),
+    /// `ktest end <passed> <failed>`
+    End(usize, usize),
+}
+
+/// Parses one console line; `None` if it is not a ktest line.
+pub fn parse_event(line: &str) -> Option<Event> {
+    let rest = line.trim().strip_prefix("ktest ")?;
+    let (verb, rest) = rest.split_once(' ')?;
+    match verb {
+        "begin" => Some(Event::Begin(rest.trim().parse().ok()?)),
+        "end" => {
+            let (passed, failed) = rest.split_once(' ')?;
+            Some(Event::End(passed.parse().ok()?, failed.trim().parse().ok()?))
+        }
+        "run" | "pass" | "fail" => {
+            let (index, rest) = rest.split_once(' ')?;
+            let index = index.parse().ok()?;
+            match verb {
+                "run" => Some(Event::Run(index, rest.trim().to_string())),
+                "pass" => Some(Event::Pass(index, rest.trim().to_string())),
+                _ => {
+                    let (name, reason) = rest.split_once(": ").unwrap_or((rest, "failed"));
+                    Some(Event::Fail(index, name.to_string(), reason.to_string()))
+                }
+            }
+        }
+        _ => None,
+    }
+}
+
+fn describe_exit(exit: Exit) -> String {
+    match exit {
+        Exit::TimedOut => "hung (host timeout)".into(),
+        Exit::Status(EXIT_PANIC) => "kernel panic".into(),
+        Exit::Status(EXIT_FATAL_FAULT) => "fatal kernel fault".into(),
+        Exit::Status(code) => format!("kernel exited with status {code}"),
+    }
+}
+
+fn show_tail(lines: &[String]) {
+    let start = lines.len().saturating_sub(30);
+    println!("    --- last {} lines of the kernel log ---", lines.len() - start);
+    for line in &lines[start..] {
+        println!("    | {line}");
+    }
+}
+
+/// Runs the in-kernel suite, the harness self-tests and the console system tests.
+pub fn run_all(kernel: &Path, verbose: bool, tally: &mut Tally) -> Result<()> {
+    println!("== in-kernel tests (QEMU)");
+    run_suite(kernel, verbose, tally)?;
+    println!("== harness self-tests (each kernel test here must be reported as failing)");
+    run_harness_self_tests(kernel, verbose, tally)?;
+    println!("== console system tests (`cargo xtask qemu -- …`)");
+    run_console_tests(kernel, verbose, tally)?;
+    Ok(())
+}
+
+fn run_suite(kernel: &Path, verbose: bool, tally: &mut Tally) -> Result<()> {
+    let mut from = 0;
+    let mut total = None;
+    loop {
+        let mut machine = Machine::new(kernel);
+        machine.append("spindle.mode=test").append(&format!("spindle.test.from={from}"));
+        let (exit, lines) = machine.run_captured(SUITE_TIMEOUT, verbose)?;
+        let mut running: Option<(usize, String)> = None;
+        let mut ended = false;
+        let mut last_index = None;
+        let mut failed_here = false;
+        for event in lines.iter().filter_map(|line| parse_event(line)) {
+            match event {
+                Event::Begin(count) => total = Some(count),
+                Event::Run(index, name) => running = Some((index, name)),
+                Event::Pass(index, name) => {
+                    tally.record(&format!("kernel::{name}"), &Ok(()));
+                    running = None;
+                    last_index = Some(index);
+                }
+                Event::Fail(index, name, reason) => {
+                    tally.record(&format!("kernel::{name}"), &Err(reason));
+                    running = None;
+                    last_index = Some(index);
+                    failed_here = true;
+                }
+                Event::End(..) => ended = true,
+            }
+        }
+        if let Some((index, name)) = running {
+            tally.record(&format!("kernel::{name}"), &Err(describe_exit(exit)));
+            last_index = Some(index);
+            failed_here = true;
+        }
+        if ended {
+            if exit != Exit::Status(if failed_here { EXIT_FAILURE } else { 0 }) {
+                tally.record("kernel::suite-exit-status", &Err(format!("suite ended but {}", describe_exit(exit))));
+            }
+            if failed_here && !verbose {
+                show_tail(&lines);
+            }
+            return Ok(());
+        }
+        if failed_here && !verbose {
+            show_tail(&lines);
+        }
+        match (last_index, total) {
+            (Some(index), Some(count)) if index + 1 < count => from = index + 1,
+            (Some(_), Some(_)) => return Ok(()),
+            _ => {
+                tally.record("kernel::boot", &Err(format!("the kernel did not start its tests ({})", describe_exit(exit))));
+                show_tail(&lines);
+                return Ok(());
+            }
+        }
+    }
+}
+
+/// What a harness self-test must produce: an exit, a reason in the `fail` line and a
+/// text in the log.
+struct SelfTest {
+    name: &'static str,
+    expected_exit: Exit,
+    reason_contains: &'static str,
+    log_contains: &'static str,
+    timeout: Duration,
+}
+
+const SELF_TESTS: &[SelfTest] = &[
+    SelfTest { name: "harness::fails", expected_exit: Exit::Status(EXIT_FAILURE), reason_contains: "must fail", log_contains: "ktest end 0 1", timeout: SHORT_TIMEOUT },
+    SelfTest { name: "harness::panics", expected_exit: Exit::Status(EXIT_PANIC), reason_contains: "panic", log_contains: "index out of bounds", timeout: SHORT_TIMEOUT },
+    SelfTest { name: "harness::faults", expected_exit: Exit::Status(EXIT_FATAL_FAULT), reason_contains: "fatal kernel fault", log_contains: "load page fault (scause=0xd) at pc=", timeout: SHORT_TIMEOUT },
+    SelfTest { name: "harness::hangs", expected_exit: Exit::Status(EXIT_FAILURE), reason_contains: "hung (watchdog", log_contains: "ktest fail", timeout: SHORT_TIMEOUT },
+    SelfTest { name: "harness::hangs_with_interrupts_off", expected_exit: Exit::TimedOut, reason_contains: "", log_contains: "ktest run", timeout: HANG_TIMEOUT },
+];
+
+fn run_harness_self_tests(kernel: &Path, verbose: bool, tally: &mut Tally) -> Result<()> {
+    for test in SELF_TESTS {
+        let mut machine = Machine::new(kernel);
+        machine
+            .append("spindle.mode=test")
+            .append(&format!("spindle.test.only={}", test.name))
+            .append(&format!("spindle.test.watchdog={HARNESS_WATCHDOG_SECONDS}"));
+        let (exit, lines) = machine.run_captured(test.timeout, verbose)?;
+        let fail_reason = lines.iter().find_map(|line| match parse_event(line) {
+            Some(Event::Fail(_, name, reason)) if name == test.name => Some(reason),
+            _ => None,
+        });
+        let passed_line = lines.iter().any(|line| matches!(parse_event(line), Some(Event::Pass(..))));
+        let mut problems = Vec::new();
+        if exit != test.expected_exit {
+            problems.push(format!("expected {:?}, got {:?}", test.expected_exit, exit));
+        }
+        if passed_line {
+            problems.push("the kernel reported it as passing".to_string());
+        }
+        if test.expected_exit != Exit::TimedOut {
+            match &fail_reason {
+                Some(reason) if reason.contains(test.reason_contains) => {}
+                Some(reason) => problems.push(format!("fail reason {reason:?} lacks {:?}", test.reason_contains)),
+                None => problems.push("no `ktest fail` line".to_string()),
+            }
+        }
+        if !lines.iter().any(|line| line.contains(test.log_contains)) {
+            problems.push(format!("log lacks {:?}", test.log_contains));
+        }
+        let outcome = if problems.is_empty() { Ok(()) } else { Err(problems.join("; ")) };
+        if outcome.is_err() && !verbose {
+            show_tail(&lines);
+        }
+        tally.record(&format!("harness-self-test::{}", test.name), &outcome);
+    }
+    Ok(())
+}
+
+/// A console script and what it must print and exit with.
+struct ConsoleTest {
+    name: &'static str,
+    lines: &'static [&'static str],
+    expected_exit: i32,
+    log_contains: &'static [&'static str],
+}
+
+const CONSOLE_TESTS: &[ConsoleTest] = &[
+    ConsoleTest {
+        name: "mem-halt",
+        lines: &["mem", "halt"],
+        expected_exit: 0,
+        log_contains: &["RAM (device tree):", "frames:", "heap:", "halting"],
+    },
+    ConsoleTest {
+        name: "lines-run-in-order-with-spaces",
+        lines: &["echo first, with a comma", "uptime", "echo second"],
+        expected_exit: 0,
+        log_contains: &["first, with a comma", "ticks at", "second"],
+    },
+    ConsoleTest {
+        name: "unknown-command-fails-the-script",
+        lines: &["echo before", "no-such-command", "echo never"],
+        expected_exit: EXIT_FAILURE,
+        log_contains: &["error: unknown command"],
+    },
+    ConsoleTest {
+        name: "fault-is-reported-with-cause-and-address",
+        lines: &["fault 0x10"],
+        expected_exit: 0,
+        log_contains: &["caught: load page fault (scause=0xd) at pc=", "stval=0x10 (address)"],
+    },
+];
+
+fn run_console_tests(kernel: &Path, verbose: bool, tally: &mut Tally) -> Result<()> {
+    for test in CONSOLE_TESTS {
+        let lines: Vec<String> = test.lines.iter().map(|line| line.to_string()).collect();
+        let mut machine = Machine::new(kernel);
+        machine.append(&format!("spindle.script={}", crate::encode::encode_script(&lines)));
+        let (exit, log) = machine.run_captured(SHORT_TIMEOUT, verbose)?;
+        let mut problems = Vec::new();
+        if exit != Exit::Status(test.expected_exit) {
+            problems.push(format!("expected exit {}, got {}", test.expected_exit, describe_exit(exit)));
+        }
+        for text in test.log_contains {
+            if !log.iter().any(|line| line.contains(text)) {
+                problems.push(format!("output lacks {text:?}"));
+            }
+        }
+        if test.expected_exit != 0 && log.iter().any(|line| line.contains("echo never")) {
+            problems.push("a line after the failing one ran".into());
+        }
+        let outcome = if problems.is_empty() { Ok(()) } else { Err(problems.join("; ")) };
+        if outcome.is_err() && !verbose {
+            show_tail(&log);
+        }
+        tally.record(&format!("console::{}", test.name), &outcome);
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_every_event() {
+        assert_eq!(parse_event("ktest begin 12"), Some(Event::Begin(12)));
+        assert_eq!(parse_event("ktest run 3 mm::frames"), Some(Event::Run(3, "mm::frames".into())));
+        assert_eq!(parse_event("ktest pass 3 mm::frames"), Some(Event::Pass(3, "mm::frames".into())));
+        assert_eq!(
+            parse_event("ktest fail 4 a::b: expected x: got y"),
+            Some(Event::Fail(4, "a::b".into(), "expected x: got y".into()))
+        );
+        assert_eq!(parse_event("ktest end 10 2"), Some(Event::End(10, 2)));
+    }
+
+    #[test]
+    fn ignores_other_output() {
+        assert_eq!(parse_event("[boot] hart 0"), None);
+        assert_eq!(parse_event("ktest run x y"), None);
+        assert_eq!(parse_event("ktest bogus 1"), None);
+    }
+}

@@ -1,0 +1,128 @@
+//! `cargo xtask`: the only way to build, run, test and measure Spindle.
+//!
+//! Every verb first checks its prerequisites (rustup targets, QEMU, OpenSBI) and
+//! installs what is missing, so the README's commands work on a fresh Debian machine.
+
+mod encode;
+mod host_tests;
+mod kernel_build;
+mod ktest;
+mod qemu;
+mod setup;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// Spindle's build driver.
+#[derive(Parser)]
+#[command(name = "cargo xtask", about = "Build, run, test and measure the Spindle kernel")]
+struct Cli {
+    #[command(subcommand)]
+    verb: Verb,
+}
+
+#[derive(Subcommand)]
+enum Verb {
+    /// Build the kernel (release) and boot it in QEMU.
+    ///
+    /// With no LINES, opens the interactive kernel console (Ctrl-A X quits). Each LINE
+    /// after `--` is run as one console command line, in order, without interaction;
+    /// QEMU then exits with the kernel's status (0 when every line succeeded), e.g.
+    /// `cargo xtask qemu -- mem 'uptime' halt`.
+    Qemu {
+        /// Number of harts.
+        #[arg(long, default_value_t = 1)]
+        smp: u32,
+        /// Guest RAM in MiB.
+        #[arg(long, default_value_t = qemu::DEFAULT_MEMORY_MIB)]
+        memory: u32,
+        /// Seconds before a non-interactive run is stopped as hung.
+        #[arg(long, default_value_t = 300)]
+        timeout: u64,
+        /// Console command lines to run non-interactively.
+        #[arg(last = true)]
+        lines: Vec<String>,
+    },
+    /// Run every test: host unit tests and in-kernel tests under QEMU.
+    ///
+    /// Ends with one line `N passed, N failed` and exits non-zero on any failure.
+    Test {
+        /// Only the host unit tests.
+        #[arg(long, conflicts_with = "kernel_only")]
+        host_only: bool,
+        /// Only the in-kernel and system tests.
+        #[arg(long)]
+        kernel_only: bool,
+        /// Print the full kernel log of every QEMU run.
+        #[arg(long, short)]
+        verbose: bool,
+    },
+    /// Check and install prerequisites only (rustup targets, QEMU, OpenSBI).
+    Setup,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.verb {
+        Verb::Setup => setup::ensure_prerequisites().map(|()| ExitCode::SUCCESS),
+        Verb::Qemu { smp, memory, timeout, lines } => run_qemu(smp, memory, timeout, &lines),
+        Verb::Test { host_only, kernel_only, verbose } => run_tests(!kernel_only, !host_only, verbose),
+    };
+    match result {
+        Ok(code) => code,
+        Err(error) => {
+            eprintln!("xtask: error: {error}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Errors are reported as text: xtask is the outermost layer and only prints them.
+pub type Result<T, E = String> = std::result::Result<T, E>;
+
+fn run_qemu(smp: u32, memory: u32, timeout: u64, lines: &[String]) -> Result<ExitCode> {
+    setup::ensure_prerequisites()?;
+    let kernel = kernel_build::build_kernel()?;
+    let mut machine = qemu::Machine::new(&kernel);
+    machine.smp = smp;
+    machine.memory_mib = memory;
+    if lines.is_empty() {
+        let status = machine.run_interactive()?;
+        return Ok(ExitCode::from(status.code().unwrap_or(1) as u8));
+    }
+    machine.append(&format!("spindle.script={}", encode::encode_script(lines)));
+    let outcome = machine.run_to_terminal(std::time::Duration::from_secs(timeout))?;
+    match outcome {
+        qemu::Exit::Status(code) => Ok(ExitCode::from(code as u8)),
+        qemu::Exit::TimedOut => {
+            eprintln!("xtask: QEMU stopped after {timeout} s (the kernel did not exit)");
+            Ok(ExitCode::from(124))
+        }
+    }
+}
+
+fn run_tests(host: bool, kernel: bool, verbose: bool) -> Result<ExitCode> {
+    let started = std::time::Instant::now();
+    let mut tally = ktest::Tally::default();
+    if kernel {
+        setup::ensure_prerequisites()?;
+    } else {
+        setup::ensure_rust_targets()?;
+    }
+    if host {
+        let (passed, failed) = host_tests::run()?;
+        tally.passed += passed;
+        tally.failed += failed;
+    }
+    if kernel {
+        let kernel_image = kernel_build::build_kernel()?;
+        ktest::run_all(&kernel_image, verbose, &mut tally)?;
+    }
+    for name in &tally.failures {
+        println!("FAILED: {name}");
+    }
+    println!("test time: {:.1} s", started.elapsed().as_secs_f64());
+    println!("{} passed, {} failed", tally.passed, tally.failed);
+    Ok(if tally.failed == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+}
