@@ -33,12 +33,12 @@ impl core::fmt::Display for DeviceTreeError {
 
 /// Parses the device tree at `address` and keeps it for later queries.
 pub fn init(address: usize) -> Result<&'static Fdt<'static>, DeviceTreeError> {
-    if address == 0 || address % 8 != 0 {
+    if address == 0 || !address.is_multiple_of(8) {
         return Err(DeviceTreeError::BadAddress(address));
     }
-    // SAFETY: the firmware passes the physical address of a device-tree blob in a1; the
-    // MMU is off (or identity-mapped), and the blob's range is reserved from the frame
-    // allocator before any frame is handed out, so it is never overwritten. `from_ptr`
+    // The firmware passes the blob's physical address in a1; the MMU is off (or
+    // identity-mapped) and the range is reserved before any frame is handed out.
+    // SAFETY: as above, the pointer is valid and the blob is never overwritten; `from_ptr`
     // validates the magic and reads the length from the header.
     let tree = unsafe { Fdt::from_ptr(address as *const u8) }.map_err(DeviceTreeError::Parse)?;
     BLOB_ADDRESS.store(address, Ordering::Relaxed);

@@ -23,7 +23,7 @@ impl MmioRegion {
     }
 
     fn checked_address(&self, offset: usize, width: usize) -> usize {
-        assert!(offset + width <= self.length && offset % width == 0, "MMIO access outside the device window");
+        assert!(offset + width <= self.length && offset.is_multiple_of(width), "MMIO access outside the device window");
         self.base + offset
     }
 

@@ -122,7 +122,7 @@ pub fn catch_faults<F: FnOnce() -> R, R>(f: F) -> Result<R, FaultReport> {
     };
     if faulted == 0 {
         // The closure ran to completion, so `result` is set.
-        return state.result.ok_or_else(|| take_last_fault());
+        return state.result.ok_or_else(take_last_fault);
     }
     Err(take_last_fault())
 }

@@ -163,7 +163,7 @@ impl PageTableRoot {
         flags: PteFlags,
         frames: &mut dyn FrameSource,
     ) -> Result<(), MapError> {
-        if virtual_address % PAGE_SIZE != 0 || physical_address % PAGE_SIZE != 0 || length % PAGE_SIZE != 0 {
+        if !virtual_address.is_multiple_of(PAGE_SIZE) || !physical_address.is_multiple_of(PAGE_SIZE) || !length.is_multiple_of(PAGE_SIZE) {
             return Err(MapError::Misaligned);
         }
         if virtual_address.checked_add(length).is_none_or(|end| end > LOWER_HALF_END) {
@@ -179,7 +179,7 @@ impl PageTableRoot {
             let remaining = length - offset;
             let page_size = [GIGAPAGE_SIZE, MEGAPAGE_SIZE]
                 .into_iter()
-                .find(|&size| va % size == 0 && pa % size == 0 && remaining >= size)
+                .find(|&size| va.is_multiple_of(size) && pa.is_multiple_of(size) && remaining >= size)
                 .unwrap_or(PAGE_SIZE);
             self.map_page(va, pa, page_size, flags, frames)?;
             offset += page_size;

@@ -34,7 +34,7 @@ pub struct TrapFrame {
 
 /// Size of a trap frame on the stack (a multiple of 16, as the ABI requires for sp).
 pub const TRAP_FRAME_SIZE: usize = core::mem::size_of::<TrapFrame>();
-const _: () = assert!(TRAP_FRAME_SIZE % 16 == 0);
+const _: () = assert!(TRAP_FRAME_SIZE.is_multiple_of(16));
 
 /// Register numbers used by the rest of the kernel.
 pub mod reg {
@@ -337,9 +337,9 @@ pub fn dump_registers(frame: &TrapFrame, out: &mut dyn fmt::Write) -> fmt::Resul
         "zero", "ra", "sp", "gp", "tp", "t0", "t1", "t2", "s0", "s1", "a0", "a1", "a2", "a3", "a4", "a5", "a6", "a7",
         "s2", "s3", "s4", "s5", "s6", "s7", "s8", "s9", "s10", "s11", "t3", "t4", "t5", "t6",
     ];
-    for row in (0..32).step_by(4) {
-        for index in row..row + 4 {
-            write!(out, "{:>4}={:#018x} ", NAMES[index], frame.regs[index])?;
+    for (names, values) in NAMES.chunks(4).zip(frame.regs.chunks(4)) {
+        for (name, value) in names.iter().zip(values) {
+            write!(out, "{name:>4}={value:#018x} ")?;
         }
         writeln!(out)?;
     }
