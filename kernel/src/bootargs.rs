@@ -5,6 +5,7 @@
 //! | word | meaning |
 //! |---|---|
 //! | `spindle.mode=test` | run the in-kernel tests and exit with their status |
+//! | `spindle.mode=bench` | run the in-kernel benchmarks and exit |
 //! | `spindle.test.from=N` | start at test index N (the host resumes after a crash) |
 //! | `spindle.test.only=NAME` | run only the named test (also reaches harness tests) |
 //! | `spindle.test.watchdog=S` | fail a test after S seconds (default `param::TEST_WATCHDOG_SECONDS`) |
@@ -17,6 +18,8 @@ pub enum Mode<'a> {
     Interactive,
     /// Run console lines from the command line, then exit.
     Script(&'a str),
+    /// Run the in-kernel benchmarks.
+    Bench,
     /// Run the in-kernel tests.
     Test {
         /// First test index to run.
@@ -31,6 +34,7 @@ pub enum Mode<'a> {
 /// Parses the command line into a [`Mode`].
 pub fn parse(command_line: &str) -> Mode<'_> {
     let mut test = false;
+    let mut bench = false;
     let mut from = 0;
     let mut only = None;
     let mut script = None;
@@ -38,6 +42,7 @@ pub fn parse(command_line: &str) -> Mode<'_> {
     for word in command_line.split_ascii_whitespace() {
         if let Some(value) = word.strip_prefix("spindle.mode=") {
             test = value == "test";
+            bench = value == "bench";
         } else if let Some(value) = word.strip_prefix("spindle.test.from=") {
             from = value.parse().unwrap_or(0);
         } else if let Some(value) = word.strip_prefix("spindle.test.only=") {
@@ -48,7 +53,9 @@ pub fn parse(command_line: &str) -> Mode<'_> {
             script = Some(value);
         }
     }
-    if test {
+    if bench {
+        Mode::Bench
+    } else if test {
         Mode::Test { from, only, watchdog_seconds }
     } else if let Some(lines) = script {
         Mode::Script(lines)

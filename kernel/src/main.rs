@@ -13,6 +13,7 @@
 extern crate alloc;
 
 pub mod arch;
+pub mod bench;
 pub mod bootargs;
 pub mod console;
 pub mod devicetree;
@@ -67,6 +68,7 @@ pub extern "C" fn kernel_main(hart_id: usize, device_tree_address: usize) -> ! {
 
     match bootargs::parse(devicetree::bootargs()) {
         bootargs::Mode::Test { from, only, watchdog_seconds } => ktest::run(from, only, watchdog_seconds),
+        bootargs::Mode::Bench => bench::run(),
         bootargs::Mode::Script(lines) => shell::run_script(lines),
         bootargs::Mode::Interactive => shell::interactive(),
     }

@@ -3,6 +3,7 @@
 //! Every verb first checks its prerequisites (rustup targets, QEMU, OpenSBI) and
 //! installs what is missing, so the README's commands work on a fresh Debian machine.
 
+mod bench;
 mod encode;
 mod host_tests;
 mod kernel_build;
@@ -58,6 +59,11 @@ enum Verb {
         #[arg(long, short)]
         verbose: bool,
     },
+    /// Measure instructions per operation under QEMU -icount (run twice, must match).
+    ///
+    /// Prints tables and PASS / FALL SHORT lines for the goals, and writes
+    /// target/bench/results.json and target/bench/report.md.
+    Bench,
     /// Check and install prerequisites only (rustup targets, QEMU, OpenSBI).
     Setup,
 }
@@ -66,6 +72,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.verb {
         Verb::Setup => setup::ensure_prerequisites().map(|()| ExitCode::SUCCESS),
+        Verb::Bench => run_bench(),
         Verb::Qemu { smp, memory, timeout, lines } => run_qemu(smp, memory, timeout, &lines),
         Verb::Test { host_only, kernel_only, verbose } => run_tests(!kernel_only, !host_only, verbose),
     };
@@ -125,4 +132,11 @@ fn run_tests(host: bool, kernel: bool, verbose: bool) -> Result<ExitCode> {
     println!("test time: {:.1} s", started.elapsed().as_secs_f64());
     println!("{} passed, {} failed", tally.passed, tally.failed);
     Ok(if tally.failed == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+}
+
+fn run_bench() -> Result<ExitCode> {
+    setup::ensure_prerequisites()?;
+    let kernel = kernel_build::build_kernel()?;
+    bench::run(&kernel)?;
+    Ok(ExitCode::SUCCESS)
 }

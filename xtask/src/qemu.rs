@@ -46,7 +46,6 @@ impl Machine {
     }
 
     /// Adds raw QEMU arguments.
-    #[allow(dead_code)] // used by the benchmark verb (icount)
     pub fn extra(&mut self, arguments: &[&str]) -> &mut Machine {
         self.extra.extend(arguments.iter().map(|argument| argument.to_string()));
         self

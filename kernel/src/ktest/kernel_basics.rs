@@ -204,6 +204,7 @@ fn bootargs_modes() -> TestResult {
     ensure!(parse("spindle.mode=test spindle.test.from=5") == Mode::Test { from: 5, only: None, watchdog_seconds: None }, "from");
     ensure!(parse("spindle.mode=test spindle.test.only=a::b") == Mode::Test { from: 0, only: Some("a::b"), watchdog_seconds: None }, "only");
     ensure!(parse("spindle.mode=test spindle.test.watchdog=2") == Mode::Test { from: 0, only: None, watchdog_seconds: Some(2) }, "watchdog");
+    ensure!(parse("spindle.mode=bench") == Mode::Bench, "bench");
     ensure!(parse("spindle.script=mem,halt") == Mode::Script("mem,halt"), "script");
     Ok(())
 }
