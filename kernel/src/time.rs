@@ -11,6 +11,8 @@ const DEFAULT_TIMEBASE_HZ: u64 = 10_000_000;
 static TIMEBASE_HZ: AtomicU64 = AtomicU64::new(DEFAULT_TIMEBASE_HZ);
 static TICKS: AtomicU64 = AtomicU64::new(0);
 static BOOT_TIME: AtomicU64 = AtomicU64::new(0);
+/// `time` value of the next periodic tick.
+static NEXT_TICK: AtomicU64 = AtomicU64::new(0);
 
 /// Timer ticks per timer interrupt period.
 fn tick_interval() -> u64 {
@@ -22,16 +24,44 @@ pub fn init(timebase_hz: u64) {
     if timebase_hz > 0 {
         TIMEBASE_HZ.store(timebase_hz, Ordering::Relaxed);
     }
-    BOOT_TIME.store(csr::time() as u64, Ordering::Relaxed);
-    sbi::set_timer(csr::time() as u64 + tick_interval());
+    let now = csr::time() as u64;
+    BOOT_TIME.store(now, Ordering::Relaxed);
+    NEXT_TICK.store(now + tick_interval(), Ordering::Relaxed);
+    program_timer();
     csr::enable_interrupt_sources(csr::SIE_STIE);
 }
 
-/// Called from the trap handler on each timer interrupt.
+/// Programs the timer for the earlier of the next tick and this hart's budget deadline.
+pub fn program_timer() {
+    let next_tick = NEXT_TICK.load(Ordering::Relaxed);
+    let deadline = crate::arch::hart::current().budget_deadline.load(Ordering::Relaxed);
+    let next = if deadline != 0 { next_tick.min(deadline) } else { next_tick };
+    sbi::set_timer(next);
+}
+
+/// Called from the trap handler on each timer interrupt (tick or budget deadline).
 pub fn on_timer_interrupt() {
-    sbi::set_timer(csr::time() as u64 + tick_interval());
-    let tick = TICKS.fetch_add(1, Ordering::Relaxed) + 1;
-    crate::ktest::on_tick(tick);
+    let now = csr::time() as u64;
+    let next_tick = NEXT_TICK.load(Ordering::Relaxed);
+    if now >= next_tick {
+        // Skip ticks that were missed (e.g. with interrupts off) instead of bursting.
+        let interval = tick_interval();
+        let missed = (now - next_tick) / interval;
+        NEXT_TICK.store(next_tick + (missed + 1) * interval, Ordering::Relaxed);
+        let tick = TICKS.fetch_add(1, Ordering::Relaxed) + 1;
+        crate::ktest::on_tick(tick);
+    }
+    program_timer();
+}
+
+/// Converts microseconds to `time` CSR units.
+pub fn micros_to_timebase(micros: u64) -> u64 {
+    micros.saturating_mul(timebase_hz()) / 1_000_000
+}
+
+/// The current `time` CSR value.
+pub fn now() -> u64 {
+    csr::time() as u64
 }
 
 /// Timer interrupts taken since boot.

@@ -23,6 +23,9 @@ pub static TESTS: &[KernelTest] = &[
     KernelTest { name: "mm::frames_roundtrip_without_leak", run: frames_roundtrip_without_leak },
     KernelTest { name: "mm::heap_roundtrip_without_leak", run: heap_roundtrip_without_leak },
     KernelTest { name: "time::tick_advances", run: tick_advances },
+    KernelTest { name: "budget::infinite_loop_is_aborted", run: infinite_loop_is_aborted },
+    KernelTest { name: "budget::completed_call_returns_value", run: completed_bounded_call_returns_value },
+    KernelTest { name: "budget::fault_inside_bounded_call", run: fault_inside_bounded_call },
     KernelTest { name: "bootargs::modes", run: bootargs_modes },
     KernelTest { name: "bootargs::decode_line", run: bootargs_decode_line },
     KernelTest { name: "shell::commands_and_errors", run: shell_commands_and_errors },
@@ -239,4 +242,44 @@ fn devicetree_describes_virt() -> TestResult {
     ensure!(crate::devicetree::devices().any(|device| device.compatible == "ns16550a"), "no UART");
     ensure!(crate::devicetree::timebase_frequency() == Some(10_000_000), "timebase {:?}", crate::devicetree::timebase_frequency());
     Ok(())
+}
+
+fn infinite_loop_is_aborted() -> TestResult {
+    use crate::arch::recovery::{Abort, run_bounded};
+    let budget = crate::time::micros_to_timebase(2_000);
+    let start = crate::time::now();
+    let outcome = run_bounded(start + budget, || loop {
+        core::hint::spin_loop();
+    });
+    let elapsed = crate::time::now() - start;
+    ensure!(matches!(outcome, Err(Abort::BudgetExceeded)), "outcome {:?}", outcome.err());
+    ensure!(elapsed >= budget, "aborted early: {elapsed} < {budget}");
+    // Aborted within a tick of the deadline, not at some later tick.
+    ensure!(elapsed < budget + crate::time::micros_to_timebase(10_000), "aborted late: {elapsed}");
+    ensure!(crate::arch::hart::current().budget_deadline.load(core::sync::atomic::Ordering::Relaxed) == 0, "deadline left armed");
+    // The hart still works and ticks keep coming.
+    tick_advances()
+}
+
+fn completed_bounded_call_returns_value() -> TestResult {
+    let deadline = crate::time::now() + crate::time::micros_to_timebase(1_000_000);
+    let value = crate::arch::recovery::run_bounded(deadline, || 7 * 6).map_err(|abort| alloc::format!("{abort:?}"))?;
+    ensure!(value == 42, "value {value}");
+    Ok(())
+}
+
+fn fault_inside_bounded_call() -> TestResult {
+    use crate::arch::recovery::{Abort, run_bounded};
+    let deadline = crate::time::now() + crate::time::micros_to_timebase(1_000_000);
+    let outcome = run_bounded(deadline, || {
+        // SAFETY: the first page is never mapped; the load traps and is recovered.
+        unsafe { (core::hint::black_box(UNMAPPED_ADDRESS) as *const u64).read_volatile() }
+    });
+    match outcome {
+        Err(Abort::Fault(report)) => {
+            ensure!(report.stval == UNMAPPED_ADDRESS, "stval {:#x}", report.stval);
+            Ok(())
+        }
+        other => Err(alloc::format!("expected a fault, got {other:?}")),
+    }
 }

@@ -4,7 +4,7 @@
 //! first fields from assembly (offsets fixed by `#[repr(C)]` and checked below), so the
 //! layout of the first fields is part of the trap ABI.
 
-use core::sync::atomic::{AtomicUsize, Ordering};
+use core::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 /// The most harts the kernel supports (boot stacks and per-hart state are sized by this).
 pub const MAX_HARTS: usize = 8;
@@ -31,6 +31,12 @@ pub struct HartLocal {
     pub last_fault_was_overflow: AtomicUsize,
     /// Number of traps taken by this hart.
     pub trap_count: AtomicUsize,
+    /// `time` value at which the running bounded call is aborted, or 0 (none armed).
+    pub budget_deadline: AtomicU64,
+    /// Recovery point the bounded call returns to when its budget expires.
+    pub budget_point: AtomicUsize,
+    /// Whether the last abort of a recovery point was a budget overrun (not a fault).
+    pub last_abort_was_overrun: AtomicUsize,
 }
 
 /// Byte offsets of [`HartLocal`] fields used by assembly.
@@ -58,6 +64,9 @@ impl HartLocal {
             last_fault_pc: AtomicUsize::new(0),
             last_fault_was_overflow: AtomicUsize::new(0),
             trap_count: AtomicUsize::new(0),
+            budget_deadline: AtomicU64::new(0),
+            budget_point: AtomicUsize::new(0),
+            last_abort_was_overrun: AtomicUsize::new(0),
         }
     }
 }

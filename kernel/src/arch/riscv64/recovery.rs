@@ -9,6 +9,10 @@
 //! return 1 — a longjmp in the trap frame. This is the dispatcher boundary used to
 //! contain extensions (DESIGN.md §6) and the mechanism behind fault tests.
 //!
+//! [`run_bounded`] adds a deadline: the timer interrupt that finds the deadline passed
+//! while the bounded closure runs in S-mode redirects to the same kind of recovery
+//! point, so an infinite loop in an extension handler ends as `Abort::BudgetExceeded`.
+//!
 //! Limitations: destructors of values live inside the closure do not run after a
 //! fault (their memory is leaked unless it came from a per-extension arena), and a
 //! lock held by the closure at the time of the fault stays held. Callers must not hold
@@ -17,6 +21,7 @@
 use core::sync::atomic::Ordering;
 
 use super::hart::{self, HART_RECOVERY_OFFSET};
+use super::csr::SSTATUS_SPP;
 use super::trap::{FaultReport, TrapFrame, reg};
 
 /// Saved state of a recovery point: ra, sp, s0..s11 and the previous point in the chain.
@@ -152,7 +157,68 @@ pub(super) fn redirect_to_recovery_point(frame: &mut TrapFrame, report: &FaultRe
     local.last_fault_value.store(report.stval, Ordering::Relaxed);
     local.last_fault_pc.store(report.pc, Ordering::Relaxed);
     local.last_fault_was_overflow.store(usize::from(report.stack_overflow), Ordering::Relaxed);
+    local.last_abort_was_overrun.store(0, Ordering::Relaxed);
+    land_at(frame, point);
+    true
+}
+
+fn land_at(frame: &mut TrapFrame, point: usize) {
     frame.regs[reg::A0] = point;
     frame.sepc = recovery_landing as *const () as usize;
+}
+
+/// Why a bounded call did not complete.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Abort {
+    /// The closure trapped.
+    Fault(FaultReport),
+    /// The deadline passed while the closure was running.
+    BudgetExceeded,
+}
+
+/// Runs `f` until it returns, faults, or the `time` CSR reaches `deadline`.
+///
+/// Interrupts must be enabled for the deadline to be enforced (the timer delivers it);
+/// a bounded call started with interrupts off can still fault but not overrun. Nested
+/// bounded calls keep the outer deadline.
+pub fn run_bounded<F: FnOnce() -> R, R>(deadline: u64, f: F) -> Result<R, Abort> {
+    let local = hart::current();
+    if local.budget_deadline.load(Ordering::Relaxed) != 0 {
+        return catch_faults(f).map_err(Abort::Fault);
+    }
+    let outcome = catch_faults(|| {
+        // Armed inside the closure, so the innermost recovery point is ours and its
+        // registers are saved before the timer can redirect to it.
+        local.budget_point.store(local.recovery_point.load(Ordering::Relaxed), Ordering::Relaxed);
+        local.budget_deadline.store(deadline, Ordering::Relaxed);
+        crate::time::program_timer();
+        let result = f();
+        local.budget_deadline.store(0, Ordering::Relaxed);
+        result
+    });
+    local.budget_deadline.store(0, Ordering::Relaxed);
+    local.budget_point.store(0, Ordering::Relaxed);
+    match outcome {
+        Ok(result) => Ok(result),
+        Err(_) if local.last_abort_was_overrun.swap(0, Ordering::Relaxed) != 0 => Err(Abort::BudgetExceeded),
+        Err(report) => Err(Abort::Fault(report)),
+    }
+}
+
+/// Called on a timer interrupt: if a bounded call on this hart is past its deadline and
+/// the interrupted code runs in S-mode, redirects `frame` to the call's recovery point.
+pub(super) fn abort_overrun(frame: &mut TrapFrame, now: u64) -> bool {
+    let local = hart::current();
+    let deadline = local.budget_deadline.load(Ordering::Relaxed);
+    if deadline == 0 || now < deadline || frame.sstatus & SSTATUS_SPP == 0 {
+        return false;
+    }
+    let point = local.budget_point.load(Ordering::Relaxed);
+    if point == 0 {
+        return false;
+    }
+    local.budget_deadline.store(0, Ordering::Relaxed);
+    local.last_abort_was_overrun.store(1, Ordering::Relaxed);
+    land_at(frame, point);
     true
 }

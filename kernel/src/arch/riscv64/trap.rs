@@ -310,7 +310,10 @@ extern "C" fn trap_handler(frame: &mut TrapFrame) {
     local.trap_count.fetch_add(1, Ordering::Relaxed);
     let cause = TrapCause::from_scause(frame.scause);
     match cause {
-        TrapCause::TimerInterrupt => crate::time::on_timer_interrupt(),
+        TrapCause::TimerInterrupt => {
+            super::recovery::abort_overrun(frame, super::csr::time() as u64);
+            crate::time::on_timer_interrupt();
+        }
         TrapCause::SoftwareInterrupt | TrapCause::ExternalInterrupt => {
             crate::println!("[trap] spurious {cause}");
         }
