@@ -29,7 +29,8 @@ pub struct EventId(pub u32);
 
 impl fmt::Display for EventId {
     fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(formatter, "{}", self.0)
+        // Forward so that width and alignment flags apply.
+        fmt::Display::fmt(&self.0, formatter)
     }
 }
 
@@ -270,7 +271,26 @@ impl<Args, Result> fmt::Debug for Event<Args, Result> {
 }
 
 /// Panics (at compile time when used in a `const`) if two events in `events` share an id
-/// or a name. [`declare_events!`](crate::declare_events) calls it on every list it declares.
+/// or a name. [`declare_events!`](crate::declare_events) calls it on every list it declares,
+/// so this does not compile:
+///
+/// ```compile_fail
+/// spindle_abi::declare_records! {
+///     #[doc = "Arguments."]
+///     pub struct Ping {
+///         #[doc = "A number."]
+///         pub number: u64,
+///     }
+/// }
+/// spindle_abi::declare_events! {
+///     #[doc = "Two events with one id."]
+///     pub list CLASHING;
+///     #[doc = "First."]
+///     pub event FIRST = 7, "test.First", fn(Ping) -> ();
+///     #[doc = "Second, same id."]
+///     pub event SECOND = 7, "test.Second", fn(Ping) -> ();
+/// }
+/// ```
 pub const fn assert_distinct(events: &[EventDescriptor]) {
     let mut first = 0;
     while first < events.len() {
@@ -303,8 +323,20 @@ pub const fn fingerprint_of_events(events: &[EventDescriptor]) -> Fingerprint {
 ///
 /// Each record becomes a `#[repr(C)]` struct deriving `Clone, Copy, Debug, Default,
 /// PartialEq, Eq, PartialOrd, Ord, Hash` and implementing [`EventRecord`]. Fields must be
-/// fixed-width integers (anything else fails to compile) and should each carry a `///`
-/// line, which ends up in [`FieldDesc::doc`].
+/// fixed-width integers and should each carry a `///` line, which ends up in
+/// [`FieldDesc::doc`]. Anything else fails to compile:
+///
+/// ```compile_fail
+/// spindle_abi::declare_records! {
+///     #[doc = "Not marshallable: a pointer-sized and a floating-point field."]
+///     pub struct Bad {
+///         #[doc = "Width differs between wasm32 and riscv64."]
+///         pub size: usize,
+///         #[doc = "Not an integer."]
+///         pub ratio: f64,
+///     }
+/// }
+/// ```
 ///
 /// ```
 /// spindle_abi::declare_records! {

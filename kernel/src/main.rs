@@ -24,6 +24,7 @@ pub mod mm;
 pub mod mmio;
 pub mod param;
 pub mod power;
+pub mod sched;
 pub mod shell;
 pub mod time;
 
@@ -63,6 +64,10 @@ pub extern "C" fn kernel_main(hart_id: usize, device_tree_address: usize) -> ! {
     println!("[boot] paging on (Sv39, W^X); {} free frames, {} MiB heap", frames.total - frames.allocated,
         mm::heap::stats().total_bytes >> 20);
     time::init(devicetree::timebase_frequency().unwrap_or(0));
+    if let Err(error) = sched::init() {
+        println!("[boot] scheduler: {error}");
+        exit(ExitStatus::FatalFault);
+    }
     arch::csr::enable_interrupts();
     println!("[boot] timer at {} Hz (timebase {} Hz)", param::TICKS_PER_SECOND, time::timebase_hz());
 

@@ -13,3 +13,7 @@ pub const TEST_WATCHDOG_SECONDS: u64 = 20;
 pub const CONSOLE_LINE_MAX: usize = 512;
 /// Most console command lines accepted from the boot arguments.
 pub const SCRIPT_LINES_MAX: usize = 64;
+/// Size of each strand's kernel stack. `wasmi` runs in release builds with 256 KiB.
+pub const STRAND_STACK_SIZE: usize = 256 * 1024;
+/// Timer ticks a strand runs before the scheduler preempts it for an equal-priority one.
+pub const TIME_SLICE_TICKS: u64 = 2;

@@ -11,6 +11,7 @@ pub mod frame;
 pub mod heap;
 pub mod kernel_space;
 pub mod ranges;
+pub mod stack;
 
 use crate::arch::PAGE_SIZE;
 use crate::param::KERNEL_HEAP_SIZE;

@@ -6,6 +6,7 @@
 //! tables ([`sv39`]) and SBI calls ([`sbi`]).
 
 pub mod boot;
+pub mod context;
 pub mod csr;
 pub mod hart;
 pub mod recovery;

@@ -90,6 +90,8 @@ pub enum MapError {
     OutOfFrames,
     /// A leaf must be readable or executable (write-only is reserved by the spec).
     InvalidPermissions,
+    /// The page to unmap is not mapped by a 4 KiB leaf.
+    NotMapped(usize),
 }
 
 impl fmt::Display for MapError {
@@ -100,6 +102,7 @@ impl fmt::Display for MapError {
             MapError::AlreadyMapped(va) => write!(f, "virtual address {va:#x} is already mapped"),
             MapError::OutOfFrames => f.write_str("out of frames for page tables"),
             MapError::InvalidPermissions => f.write_str("invalid permission combination"),
+            MapError::NotMapped(va) => write!(f, "virtual address {va:#x} is not mapped by a 4 KiB page"),
         }
     }
 }
@@ -214,6 +217,42 @@ impl PageTableRoot {
         let leaf = ((pa >> PAGE_SHIFT) << 10) as u64 | (flags | PteFlags::VALID | PteFlags::ACCESSED | PteFlags::DIRTY).0;
         write_entry(table, index, leaf);
         Ok(())
+    }
+
+    /// Removes the 4 KiB mappings of `[virtual_address, virtual_address + length)`;
+    /// fails without changing anything if a page is unmapped or part of a larger page.
+    /// The caller flushes the TLB.
+    pub fn unmap_range(self, virtual_address: usize, length: usize) -> Result<(), MapError> {
+        if !virtual_address.is_multiple_of(PAGE_SIZE) || !length.is_multiple_of(PAGE_SIZE) {
+            return Err(MapError::Misaligned);
+        }
+        for page in (virtual_address..virtual_address + length).step_by(PAGE_SIZE) {
+            self.leaf_slot(page).ok_or(MapError::NotMapped(page))?;
+        }
+        for page in (virtual_address..virtual_address + length).step_by(PAGE_SIZE) {
+            if let Some((table, index)) = self.leaf_slot(page) {
+                write_entry(table, index, 0);
+            }
+        }
+        Ok(())
+    }
+
+    /// The level-0 table and index holding the 4 KiB leaf for `va`, if there is one.
+    fn leaf_slot(self, va: usize) -> Option<(usize, usize)> {
+        if va >= LOWER_HALF_END {
+            return None;
+        }
+        let mut table = self.0;
+        for level in (1..=2).rev() {
+            let entry = read_entry(table, index_at(va, level));
+            if entry & PteFlags::VALID.0 == 0 || is_leaf(entry) {
+                return None;
+            }
+            table = entry_address(entry);
+        }
+        let index = index_at(va, 0);
+        let entry = read_entry(table, index);
+        (entry & PteFlags::VALID.0 != 0 && is_leaf(entry)).then_some((table, index))
     }
 
     /// Translates a virtual address: the physical address and leaf flags, if mapped.

@@ -1,0 +1,53 @@
+//! Platform hooks: what the dispatcher needs from the machine, supplied at construction.
+//!
+//! The dispatcher has no globals and touches no hardware. The kernel passes an instruction
+//! counter (`rdinstret`) for the per-binding "instructions spent" counters and an executor
+//! for bounded bindings (it arms a budget timer and a recovery point around the handler).
+//! Host tests pass a fake counter and a fake executor.
+//!
+//! No hart-id hook is needed on the raise path: the kernel names the hart when it reports
+//! a quiescent state (see `rcu` and `Dispatcher::quiescent`). It says how many harts there
+//! are, so that the dispatcher knows whom to wait for before freeing a retired plan.
+
+use alloc::sync::Arc;
+
+use crate::handler::HandlerFault;
+
+/// Runs a handler under a budget. The kernel's implementation arms a timer for `budget`
+/// instructions and a recovery point; if the timer fires inside `body`, it abandons `body`
+/// and reports [`HandlerFault::Overrun`].
+pub trait BoundedExecutor: Send + Sync {
+    /// Runs `body` once under `budget` (instructions). Returns `body`'s own result if it
+    /// finished in time, `Err(HandlerFault::Overrun { budget })` if it was aborted, or
+    /// another fault if it trapped.
+    fn run_bounded(
+        &self,
+        budget: u64,
+        body: &mut dyn FnMut() -> Result<(), HandlerFault>,
+    ) -> Result<(), HandlerFault>;
+}
+
+/// The hooks one dispatcher uses.
+#[derive(Clone)]
+pub struct Platform {
+    /// Reads a monotonically increasing instruction count (kernel: `rdinstret`).
+    pub instruction_counter: fn() -> u64,
+    /// Runs bounded bindings; `None` makes installing a bounded binding fail with
+    /// `InstallError::BoundedUnsupported`.
+    pub bounded_executor: Option<Arc<dyn BoundedExecutor>>,
+    /// Harts that may raise events, numbered `0..hart_count` (kernel: the hart ids).
+    pub hart_count: usize,
+}
+
+impl Platform {
+    /// Hooks for `hart_count` harts with an instruction counter and no bounded executor.
+    pub fn new(instruction_counter: fn() -> u64, hart_count: usize) -> Self {
+        Platform { instruction_counter, bounded_executor: None, hart_count }
+    }
+
+    /// Adds a bounded executor.
+    pub fn with_bounded_executor(mut self, executor: Arc<dyn BoundedExecutor>) -> Self {
+        self.bounded_executor = Some(executor);
+        self
+    }
+}

@@ -1,0 +1,577 @@
+//! `EventTable`: one event's bindings, the plan raises follow, and the raise itself.
+//!
+//! Design: the authoritative binding list lives behind a writer lock and changes only on
+//! install, uninstall, replace and settings changes. Each change compiles the list into an
+//! immutable [`Plan`] (ordered bindings, declarative-guard indexes, the single-binding fast
+//! path if it applies) and publishes it through an [`Rcu`] cell. A raise reads the current
+//! plan with one load and follows it to the end, so it sees exactly one binding set: a
+//! replacement is one publication, so a raise runs the old binding or the new one, never
+//! both and never neither. Raises take no lock; handlers may raise, install and uninstall
+//! re-entrantly.
+//!
+//! Limitations: a binding disabled by the circuit breaker stays in the plan (skipped by a
+//! flag check) until it is uninstalled or re-enabled; retired plans (and the bindings only
+//! they hold) are freed after a grace period (see `rcu`), by the next change to the event or
+//! by [`EventTable::reclaim`], never during a raise.
+
+use alloc::string::String;
+use alloc::sync::Arc;
+use alloc::vec::Vec;
+use core::sync::atomic::{AtomicU64, Ordering};
+
+use spindle_abi::event::{Event, EventDescriptor, EventRecord};
+
+use crate::binding::{AtomicCounters, BindingCore, DISABLED, Parts};
+use crate::combiner::{Accumulator, Combiner, Step};
+use crate::error::{InstallError, UpdateError};
+use crate::guard::{BitSet, DeclarativeGuard, FieldIndex, FieldTest, MAX_BINDINGS_PER_EVENT, PredicateGuard};
+use crate::handler::{BindingId, BindingSpec, HandlerFault, Mode};
+use crate::introspect::{EventSnapshot, Fault};
+use crate::platform::Platform;
+use crate::primary::{InstallRequest, PrimaryModule};
+use crate::rcu::{Garbage, Harts, Rcu};
+
+/// What a raise follows: an immutable compilation of the binding list.
+pub(crate) struct Plan<A: EventRecord, R: EventRecord> {
+    /// The binding of the fast path: set when `single` is and accounting is off.
+    fast: Option<Arc<BindingCore<A, R>>>,
+    /// Set when there is exactly one binding, sync, without guards, and the primary module
+    /// does not validate results.
+    single: Option<Arc<BindingCore<A, R>>>,
+    /// All bindings, in the order they run; a binding's position is its index here.
+    bindings: Vec<Arc<BindingCore<A, R>>>,
+    /// Positions of bindings without a key guard: candidates for every raise.
+    unindexed: BitSet,
+    /// One index per argument field that some binding's key guard tests.
+    indexes: Vec<FieldIndex>,
+    /// Words of the candidate bit sets in use (`ceil(bindings / 64)`).
+    used_words: usize,
+    /// Whether to read the instruction counter around each handler call.
+    account_instructions: bool,
+}
+
+impl<A: EventRecord, R: EventRecord> Default for Plan<A, R> {
+    fn default() -> Self {
+        Plan {
+            fast: None,
+            single: None,
+            bindings: Vec::new(),
+            unindexed: BitSet::EMPTY,
+            indexes: Vec::new(),
+            used_words: 0,
+            account_instructions: false,
+        }
+    }
+}
+
+impl<A: EventRecord, R: EventRecord> Plan<A, R> {
+    /// Compiles an ordered binding list.
+    fn compile(bindings: &[Arc<BindingCore<A, R>>], account_instructions: bool, validates_results: bool) -> Self {
+        let single = match bindings {
+            [only] if only.mode == Mode::Sync && only.is_unguarded() && !validates_results => Some(only.clone()),
+            _ => None,
+        };
+        let mut unindexed = BitSet::EMPTY;
+        let mut keyed_fields: Vec<usize> = Vec::new();
+        for (position, binding) in bindings.iter().enumerate() {
+            match binding.key {
+                Some(key) => keyed_fields.push(key.field),
+                None => unindexed.insert(position),
+            }
+        }
+        keyed_fields.sort_unstable();
+        keyed_fields.dedup();
+        let indexes = keyed_fields
+            .iter()
+            .map(|&field| {
+                let keys: Vec<(usize, u64, u64)> = bindings
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(position, binding)| {
+                        binding.key.filter(|key| key.field == field).map(|key| (position, key.low, key.high))
+                    })
+                    .collect();
+                FieldIndex::build(field, &keys)
+            })
+            .collect();
+        Plan {
+            fast: if account_instructions { None } else { single.clone() },
+            single,
+            bindings: bindings.to_vec(),
+            unindexed,
+            indexes,
+            used_words: BitSet::words_for(bindings.len()),
+            account_instructions,
+        }
+    }
+}
+
+/// The authoritative state, behind the writer lock.
+struct TableState<A: EventRecord, R: EventRecord> {
+    /// Installed bindings in run order.
+    bindings: Vec<Arc<BindingCore<A, R>>>,
+    /// Next binding serial (also the next installation sequence number).
+    next_serial: u64,
+    /// Whether plans count instructions.
+    account_instructions: bool,
+}
+
+/// A checked, authorised installation waiting for the writer lock.
+struct Approved<A: EventRecord, R: EventRecord> {
+    spec: BindingSpec<A, R>,
+    mode: Mode,
+    declarative: Vec<(DeclarativeGuard, bool)>,
+    predicates: Vec<PredicateGuard<A>>,
+    imposed_predicates: usize,
+}
+
+/// One event registered with the dispatcher: raise it here, bind to it here.
+///
+/// The kernel service that owns the event keeps the `Arc<EventTable>` that
+/// [`Dispatcher::register`](crate::Dispatcher::register) returned and calls
+/// [`raise`](Self::raise) on it.
+pub struct EventTable<A: EventRecord, R: EventRecord> {
+    plans: Rcu<Plan<A, R>>,
+    descriptor: EventDescriptor,
+    owner: String,
+    primary: Arc<dyn PrimaryModule<A, R>>,
+    combiner: Combiner<R>,
+    validates_results: bool,
+    breaker_threshold: u32,
+    platform: Platform,
+    state: spin::Mutex<TableState<A, R>>,
+    /// Totals of removed bindings (shared with every binding, which adds to it).
+    removed_totals: Arc<AtomicCounters>,
+    /// Raises that took the general path (the others are the single binding's fast
+    /// invocations, so the fast path needs no per-event counter).
+    general_raises: AtomicU64,
+    defaulted: AtomicU64,
+    guard_evaluations: AtomicU64,
+}
+
+impl<A: EventRecord, R: EventRecord> EventTable<A, R> {
+    /// A table with no bindings; asks the primary module for its combiner and settings.
+    pub(crate) fn new(
+        event: &Event<A, R>,
+        primary: Arc<dyn PrimaryModule<A, R>>,
+        platform: Platform,
+        harts: Arc<Harts>,
+    ) -> Self {
+        EventTable {
+            plans: Rcu::new(Plan::default(), harts),
+            descriptor: event.descriptor(),
+            owner: String::from(primary.name()),
+            combiner: primary.combiner(),
+            validates_results: primary.validates_results(),
+            breaker_threshold: primary.breaker_threshold(),
+            primary,
+            platform,
+            state: spin::Mutex::new(TableState {
+                bindings: Vec::new(),
+                next_serial: 1,
+                account_instructions: true,
+            }),
+            removed_totals: Arc::new(AtomicCounters::default()),
+            general_raises: AtomicU64::new(0),
+            defaulted: AtomicU64::new(0),
+            guard_evaluations: AtomicU64::new(0),
+        }
+    }
+
+    /// The event's descriptor (id, name, fingerprint, records).
+    pub fn descriptor(&self) -> EventDescriptor {
+        self.descriptor
+    }
+
+    /// Raises the event: runs the bindings whose guards hold, in order, and returns their
+    /// combined result (the primary module's default if none runs).
+    ///
+    /// Never blocks and never allocates except for a `Vote` with many distinct results.
+    /// Must not be called on a hart that is offline (see `Dispatcher::hart_offline`).
+    #[inline]
+    pub fn raise(&self, args: &A) -> R {
+        // FAST PATH: one sync binding, no guards, no result validation, instruction
+        // accounting off, binding healthy. Cost before the handler's body: one load of the
+        // plan pointer (plus the acquire fence), a load and test of `fast`, a load and test
+        // of the binding's health word, and one indirect *tail* call into
+        // `ErasedHandler::raise_fast`, monomorphised for the handler type, which adds one
+        // relaxed atomic (the invocation counter) and a test of the handler's result.
+        // Nothing happens after the call, so this function needs no stack frame.
+        // docs/dispatcher.md has the measured instruction counts.
+        let plan = self.plans.read();
+        if let Some(binding) = &plan.fast
+            // Zero means "enabled, no fault streak"; anything else goes the general way,
+            // which knows how to reset a streak.
+            && binding.health.load(Ordering::Relaxed) == 0
+        {
+            return binding.handler.raise_fast(binding, self, args);
+        }
+        self.raise_slow(plan, args)
+    }
+
+    /// Everything but the fast path.
+    #[inline(never)]
+    fn raise_slow(&self, plan: &Plan<A, R>, args: &A) -> R {
+        match &plan.single {
+            Some(binding) if binding.health.load(Ordering::Relaxed) == 0 => self.raise_single_accounted(binding, args),
+            _ => self.raise_general(plan, args),
+        }
+    }
+
+    /// The fast path with instruction accounting on: two more indirect calls (the
+    /// counter) and one more atomic add.
+    fn raise_single_accounted(&self, binding: &BindingCore<A, R>, args: &A) -> R {
+        binding.counters.fast_invocations.fetch_add(1, Ordering::Relaxed);
+        let start = (self.platform.instruction_counter)();
+        let outcome = binding.handler.invoke(args);
+        let spent = (self.platform.instruction_counter)().wrapping_sub(start);
+        binding.counters.instructions.fetch_add(spent, Ordering::Relaxed);
+        match outcome {
+            Ok(result) => result,
+            Err(fault) => self.fault_contribution(binding, Fault::Handler(fault), args),
+        }
+    }
+
+    /// The general path: index lookup, guards, modes, validation, combining.
+    fn raise_general(&self, plan: &Plan<A, R>, args: &A) -> R {
+        self.general_raises.fetch_add(1, Ordering::Relaxed);
+        // Candidates: unguarded-by-key bindings, plus those the indexes select.
+        let mut candidates = plan.unindexed;
+        for index in &plan.indexes {
+            candidates.union_with(index.lookup(args.field(index.field)), plan.used_words);
+        }
+        let primary = &*self.primary;
+        let mut cached_default = None;
+        let mut default = move || *cached_default.get_or_insert_with(|| primary.default_result(args));
+        let mut accumulator = Accumulator::new(self.combiner);
+        let mut evaluations = 0u64;
+        let mut invoked = false;
+        for position in candidates.members(plan.used_words) {
+            let Some(binding) = plan.bindings.get(position) else { continue };
+            let health = binding.health.load(Ordering::Relaxed);
+            if health & DISABLED != 0 {
+                continue;
+            }
+            if !binding.other_guards_hold(args, &mut evaluations) {
+                binding.counters.guard_rejections.fetch_add(1, Ordering::Relaxed);
+                continue;
+            }
+            invoked = true;
+            binding.counters.general_invocations.fetch_add(1, Ordering::Relaxed);
+            let contribution = match self.run(binding, args, plan.account_instructions) {
+                Ok(result) => match self.validate(args, &result) {
+                    Ok(()) => {
+                        binding.record_success(health);
+                        result
+                    }
+                    Err(fault) => {
+                        binding.record_fault(fault, self.breaker_threshold);
+                        default()
+                    }
+                },
+                Err(fault) => {
+                    binding.record_fault(Fault::Handler(fault), self.breaker_threshold);
+                    default()
+                }
+            };
+            if accumulator.push(contribution, &mut default) == Step::Stop {
+                break;
+            }
+        }
+        if evaluations != 0 {
+            self.guard_evaluations.fetch_add(evaluations, Ordering::Relaxed);
+        }
+        if !invoked {
+            self.defaulted.fetch_add(1, Ordering::Relaxed);
+        }
+        accumulator.finish(&mut default)
+    }
+
+    /// Records a fast-path fault and returns the default result in the binding's place.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn fault_contribution(&self, binding: &BindingCore<A, R>, fault: Fault, args: &A) -> R {
+        binding.record_fault(fault, self.breaker_threshold);
+        self.primary.default_result(args)
+    }
+
+    /// Runs one binding's handler in its mode, counting instructions if asked.
+    #[inline]
+    fn run(&self, binding: &BindingCore<A, R>, args: &A, account_instructions: bool) -> Result<R, HandlerFault> {
+        let start = if account_instructions { (self.platform.instruction_counter)() } else { 0 };
+        let outcome = match binding.mode {
+            Mode::Bounded { budget } => self.run_bounded(binding, budget, args),
+            Mode::Sync | Mode::Async => binding.handler.invoke(args),
+        };
+        if account_instructions {
+            let spent = (self.platform.instruction_counter)().wrapping_sub(start);
+            binding.counters.instructions.fetch_add(spent, Ordering::Relaxed);
+        }
+        outcome
+    }
+
+    /// Runs a handler under the platform's bounded executor.
+    fn run_bounded(&self, binding: &BindingCore<A, R>, budget: u64, args: &A) -> Result<R, HandlerFault> {
+        // Installation refuses bounded bindings when there is no executor.
+        let Some(executor) = &self.platform.bounded_executor else {
+            return Err(HandlerFault::Unavailable);
+        };
+        let mut result = None;
+        executor.run_bounded(budget, &mut || {
+            result = Some(binding.handler.invoke(args)?);
+            Ok(())
+        })?;
+        // An executor that claims success without running the body is a platform bug;
+        // treat it as a fault rather than inventing a result.
+        result.ok_or(HandlerFault::Unavailable)
+    }
+
+    /// Asks the primary module to validate a result, if it validates results.
+    #[inline]
+    fn validate(&self, args: &A, result: &R) -> Result<(), Fault> {
+        if !self.validates_results {
+            return Ok(());
+        }
+        self.primary.validate_result(args, result).map_err(Fault::InvalidResult)
+    }
+
+    /// Installs a binding. Checks it, asks the primary module, then publishes a plan with it.
+    ///
+    /// Errors: [`InstallError::AsyncUnsupported`], `BoundedUnsupported`, `ZeroBudget`,
+    /// `UnknownField`, `EmptyRange` (bad request); `Refused` (primary module said no);
+    /// `TooManyBindings`.
+    pub fn install(&self, spec: BindingSpec<A, R>) -> Result<BindingId, InstallError> {
+        let approved = self.approve(spec, None)?;
+        self.commit(approved, None)
+    }
+
+    /// Atomically replaces binding `old` with a new one: every raise runs either `old` or
+    /// the new binding, never both and never neither. The new binding gets a new id and
+    /// fresh counters, and keeps `old`'s place among bindings of equal order.
+    ///
+    /// Errors: as [`install`](Self::install), plus `UnknownBinding` if `old` is not
+    /// installed on this event.
+    pub fn replace(&self, old: BindingId, spec: BindingSpec<A, R>) -> Result<BindingId, InstallError> {
+        if old.event != self.descriptor.id {
+            return Err(InstallError::UnknownBinding(old));
+        }
+        let approved = self.approve(spec, Some(old))?;
+        self.commit(approved, Some(old))
+    }
+
+    /// Checks a request and asks the primary module, without holding any lock (the
+    /// primary module may call back into the dispatcher).
+    fn approve(&self, spec: BindingSpec<A, R>, replacing: Option<BindingId>) -> Result<Approved<A, R>, InstallError> {
+        self.check_mode(spec.mode)?;
+        check_guards::<A>(&spec.declarative_guards)?;
+        let description = spec.handler.describe();
+        let request = InstallRequest {
+            owner: &spec.owner,
+            handler: &description,
+            mode: spec.mode,
+            order: spec.order,
+            declarative_guards: &spec.declarative_guards,
+            predicate_guards: &spec.predicate_guards,
+            replacing,
+        };
+        let authorization = self.primary.authorize(&request).map_err(InstallError::Refused)?;
+        check_guards::<A>(&authorization.imposed_declarative_guards)?;
+        let mode = match (spec.mode, authorization.budget_cap) {
+            (_, None) => spec.mode,
+            (Mode::Bounded { budget }, Some(cap)) => Mode::Bounded { budget: budget.min(cap) },
+            (_, Some(cap)) => Mode::Bounded { budget: cap },
+        };
+        self.check_mode(mode)?;
+        let declarative = authorization
+            .imposed_declarative_guards
+            .iter()
+            .map(|guard| (*guard, true))
+            .chain(spec.declarative_guards.iter().map(|guard| (*guard, false)))
+            .collect();
+        let imposed_predicates = authorization.imposed_predicate_guards.len();
+        let mut predicates = authorization.imposed_predicate_guards;
+        predicates.extend(spec.predicate_guards.iter().cloned());
+        Ok(Approved { spec, mode, declarative, predicates, imposed_predicates })
+    }
+
+    /// Whether this dispatcher can run a binding in `mode`.
+    fn check_mode(&self, mode: Mode) -> Result<(), InstallError> {
+        match mode {
+            Mode::Sync => Ok(()),
+            Mode::Async => Err(InstallError::AsyncUnsupported),
+            Mode::Bounded { budget: 0 } => Err(InstallError::ZeroBudget),
+            Mode::Bounded { .. } if self.platform.bounded_executor.is_none() => Err(InstallError::BoundedUnsupported),
+            Mode::Bounded { .. } => Ok(()),
+        }
+    }
+
+    /// Adds an approved binding (removing `replacing`, if given) and publishes.
+    fn commit(&self, approved: Approved<A, R>, replacing: Option<BindingId>) -> Result<BindingId, InstallError> {
+        let mut state = self.state.lock();
+        let mut bindings = state.bindings.clone();
+        let mut removed = None;
+        let sequence = match replacing {
+            Some(old) => {
+                let position = bindings
+                    .iter()
+                    .position(|binding| binding.id == old)
+                    .ok_or(InstallError::UnknownBinding(old))?;
+                let old_binding = bindings.remove(position);
+                let sequence = old_binding.sequence;
+                removed = Some(old_binding);
+                sequence
+            }
+            None => state.next_serial,
+        };
+        if bindings.len() >= MAX_BINDINGS_PER_EVENT {
+            return Err(InstallError::TooManyBindings);
+        }
+        let id = BindingId { event: self.descriptor.id, serial: state.next_serial };
+        let binding = Arc::new(BindingCore::new(Parts {
+            id,
+            sequence,
+            owner: approved.spec.owner,
+            handler: approved.spec.handler,
+            mode: approved.mode,
+            requested_mode: approved.spec.mode,
+            order: approved.spec.order,
+            declarative: approved.declarative,
+            predicates: approved.predicates,
+            imposed_predicates: approved.imposed_predicates,
+            removed_totals: self.removed_totals.clone(),
+        }));
+        let key = binding.sort_key();
+        let position = bindings.partition_point(|existing| existing.sort_key() <= key);
+        bindings.insert(position, binding);
+        let garbage = self.publish(&state, &bindings);
+        state.bindings = bindings;
+        state.next_serial += 1;
+        if let Some(old_binding) = &removed {
+            old_binding.retire();
+        }
+        drop(state);
+        // Retired plans (and with them, possibly, the replaced binding and its handler)
+        // are dropped here, outside the lock: a handler's destructor may call back in.
+        drop(garbage);
+        drop(removed);
+        Ok(id)
+    }
+
+    /// Compiles and publishes a plan for `bindings`; returns the freed plans to drop.
+    fn publish(&self, state: &TableState<A, R>, bindings: &[Arc<BindingCore<A, R>>]) -> Garbage<Plan<A, R>> {
+        let plan = Plan::compile(bindings, state.account_instructions, self.validates_results);
+        self.plans.publish(plan)
+    }
+
+    /// Uninstalls a binding. Raises already running it may finish; no later raise runs it.
+    /// Its handler is dropped after the grace period (see [`reclaim`](Self::reclaim)).
+    ///
+    /// Errors: `UnknownBinding` if it is not installed here.
+    pub fn uninstall(&self, id: BindingId) -> Result<(), UpdateError> {
+        match self.remove_where(|binding| binding.id == id) {
+            0 => Err(UpdateError::UnknownBinding(id)),
+            _ => Ok(()),
+        }
+    }
+
+    /// Uninstalls every binding installed by `owner` (e.g. an extension being killed);
+    /// returns how many there were.
+    pub fn uninstall_owner(&self, owner: &str) -> usize {
+        self.remove_where(|binding| binding.owner == owner)
+    }
+
+    /// Removes the bindings matching `condition` with one publication.
+    fn remove_where(&self, condition: impl Fn(&BindingCore<A, R>) -> bool) -> usize {
+        let mut state = self.state.lock();
+        let (removed, kept): (Vec<_>, Vec<_>) = state.bindings.iter().cloned().partition(|binding| condition(binding));
+        if removed.is_empty() {
+            return 0;
+        }
+        let garbage = self.publish(&state, &kept);
+        state.bindings = kept;
+        for binding in &removed {
+            binding.retire();
+        }
+        drop(state);
+        drop(garbage);
+        removed.len()
+    }
+
+    /// Re-enables a binding the circuit breaker disabled and clears its fault streak.
+    ///
+    /// Errors: `UnknownBinding` if it is not installed here.
+    pub fn enable(&self, id: BindingId) -> Result<(), UpdateError> {
+        let state = self.state.lock();
+        let binding = state.bindings.iter().find(|binding| binding.id == id).ok_or(UpdateError::UnknownBinding(id))?;
+        binding.reset_breaker();
+        Ok(())
+    }
+
+    /// Turns per-binding instruction accounting (two counter reads per handler call) on or
+    /// off. On by default; off gives the bare fast path.
+    pub fn set_instruction_accounting(&self, on: bool) {
+        let mut state = self.state.lock();
+        state.account_instructions = on;
+        let bindings = state.bindings.clone();
+        let garbage = self.publish(&state, &bindings);
+        drop(state);
+        drop(garbage);
+    }
+
+    /// Frees retired plans whose grace period has ended (and the bindings and handlers
+    /// only they held). Changes to the event do this too; `Dispatcher::reclaim` does it for
+    /// every event, and is what to call after reporting quiescent states.
+    pub fn reclaim(&self) {
+        drop(self.plans.reclaim());
+    }
+
+    /// How many bindings are installed.
+    pub fn binding_count(&self) -> usize {
+        self.state.lock().bindings.len()
+    }
+
+    /// A snapshot of the event, its bindings (in run order) and their counters.
+    pub fn snapshot(&self) -> EventSnapshot {
+        let state = self.state.lock();
+        EventSnapshot {
+            id: self.descriptor.id,
+            name: self.descriptor.name,
+            declaration: self.descriptor.declaration,
+            fingerprint: self.descriptor.fingerprint,
+            owner: self.owner.clone(),
+            combiner: self.combiner.name(),
+            instruction_accounting: state.account_instructions,
+            raises: self.raises(&state),
+            defaulted: self.defaulted.load(Ordering::Relaxed),
+            guard_evaluations: self.guard_evaluations.load(Ordering::Relaxed),
+            removed: self.removed_totals.load().public(),
+            retired_plans: self.plans.retired_count(),
+            bindings: state.bindings.iter().map(|binding| binding.snapshot()).collect(),
+        }
+    }
+}
+
+impl<A: EventRecord, R: EventRecord> EventTable<A, R> {
+    /// Raises so far: general-path raises plus every fast invocation, of installed and of
+    /// removed bindings (each fast-path raise is one fast invocation of the single binding).
+    fn raises(&self, state: &TableState<A, R>) -> u64 {
+        let fast = |binding: &Arc<BindingCore<A, R>>| binding.counters.fast_invocations.load(Ordering::Relaxed);
+        let installed: u64 = state.bindings.iter().map(fast).sum();
+        self.general_raises.load(Ordering::Relaxed) + installed + self.removed_totals.load().fast_invocations
+    }
+}
+
+/// Checks that declarative guards name existing fields and can hold.
+fn check_guards<A: EventRecord>(guards: &[DeclarativeGuard]) -> Result<(), InstallError> {
+    for guard in guards {
+        if guard.field >= A::FIELDS.len() {
+            return Err(InstallError::UnknownField { field: guard.field, field_count: A::FIELDS.len() });
+        }
+        if let FieldTest::InRange { low, high } = guard.test
+            && low > high
+        {
+            return Err(InstallError::EmptyRange { field: guard.field });
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,239 @@
+//! Strands and the global scheduler (DESIGN.md §7).
+//!
+//! A *strand* is SPIN's schedulable context: a kernel stack (with a guard page below it,
+//! see [`crate::mm::stack`]), saved registers and a priority. The global scheduler is
+//! round-robin within a priority and preemptive: the timer tick takes the hart from a
+//! strand whose time slice is over when another strand of at least its priority is ready.
+//!
+//! Per-strand state that the hardware keeps per hart — the stack bottom used by the trap
+//! vector's overflow check, the chain of recovery points and the budget deadline — is
+//! saved and restored on every switch, so a bounded handler's budget and recovery points
+//! follow it across preemption.
+//!
+//! Locking: the ready queues are behind one lock taken with interrupts off; it is never
+//! held across a context switch. A strand's `running` flag stays set until its registers
+//! are saved, so another hart never resumes a half-saved strand (SMP-ready; one hart runs
+//! today).
+//!
+//! Limitations: no sleeping with timeouts yet; priorities are static; the scheduler events
+//! (`Block`, `Unblock`, `Checkpoint`, `Resume`) are not raised through the dispatcher yet.
+
+mod strand;
+
+use alloc::collections::VecDeque;
+use alloc::sync::Arc;
+use alloc::vec::Vec;
+use core::sync::atomic::Ordering;
+
+use crate::arch::csr;
+use crate::arch::hart::{self, MAX_HARTS};
+pub use strand::{Priority, Strand, StrandState};
+
+/// Number of priority levels; higher numbers run first.
+pub const PRIORITY_LEVELS: usize = 8;
+
+struct ReadyQueues {
+    queues: [VecDeque<Arc<Strand>>; PRIORITY_LEVELS],
+}
+
+impl ReadyQueues {
+    fn pop_at_least(&mut self, minimum: usize) -> Option<Arc<Strand>> {
+        (minimum..PRIORITY_LEVELS).rev().find_map(|level| self.queues[level].pop_front())
+    }
+    fn has_at_least(&self, minimum: usize) -> bool {
+        (minimum..PRIORITY_LEVELS).any(|level| !self.queues[level].is_empty())
+    }
+    fn push(&mut self, strand: Arc<Strand>) {
+        let level = strand.priority().level();
+        self.queues[level].push_back(strand);
+    }
+}
+
+static READY: spin::Mutex<ReadyQueues> = spin::Mutex::new(ReadyQueues { queues: [const { VecDeque::new() }; PRIORITY_LEVELS] });
+static CURRENT: [spin::Mutex<Option<Arc<Strand>>>; MAX_HARTS] = [const { spin::Mutex::new(None) }; MAX_HARTS];
+static IDLE: [spin::Once<Arc<Strand>>; MAX_HARTS] = [const { spin::Once::new() }; MAX_HARTS];
+/// Exited strands whose stacks are freed once they are fully switched out.
+static ZOMBIES: spin::Mutex<Vec<Arc<Strand>>> = spin::Mutex::new(Vec::new());
+
+/// Makes the boot context strand 0 of this hart and creates the hart's idle strand.
+pub fn init() -> Result<(), crate::mm::stack::StackError> {
+    let hart_id = hart::id();
+    let boot = Strand::adopt_boot("boot", hart::current().stack_bottom.load(Ordering::Relaxed));
+    *CURRENT[hart_id].lock() = Some(boot);
+    let idle = Strand::new("idle", Priority::IDLE, idle_loop)?;
+    IDLE[hart_id].call_once(|| idle);
+    Ok(())
+}
+
+fn idle_loop() {
+    loop {
+        csr::enable_interrupts();
+        csr::wait_for_interrupt();
+        yield_now();
+    }
+}
+
+/// The strand running on this hart.
+pub fn current() -> Arc<Strand> {
+    csr::without_interrupts(|| CURRENT[hart::id()].lock().clone().expect("scheduler not initialised"))
+}
+
+/// Creates a strand running `body` at `priority` and makes it ready.
+pub fn spawn(name: &str, priority: Priority, body: impl FnOnce() + Send + 'static) -> Result<Arc<Strand>, crate::mm::stack::StackError> {
+    let strand = Strand::new(name, priority, body)?;
+    make_ready(strand.clone());
+    Ok(strand)
+}
+
+fn make_ready(strand: Arc<Strand>) {
+    strand.set_state(StrandState::Ready);
+    csr::without_interrupts(|| READY.lock().push(strand));
+}
+
+/// What happens to the current strand when it gives up the hart.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Leaving {
+    /// Stays ready (yield, preemption).
+    Ready,
+    /// Waits for `unblock`.
+    Blocked,
+    /// Has finished.
+    Exited,
+}
+
+/// Gives the hart to another ready strand of the same or higher priority, if any.
+pub fn yield_now() {
+    switch_away(Leaving::Ready);
+}
+
+/// Blocks the current strand until [`unblock`] is called for it (returns at once if an
+/// unblock arrived since the strand last blocked).
+pub fn block_current() {
+    switch_away(Leaving::Blocked);
+}
+
+/// Makes a blocked strand ready; if it is not blocked yet, its next block returns at once.
+pub fn unblock(strand: &Arc<Strand>) {
+    csr::without_interrupts(|| {
+        let mut ready = READY.lock();
+        if strand.state() == StrandState::Blocked {
+            strand.set_state(StrandState::Ready);
+            ready.push(strand.clone());
+        } else {
+            strand.wakeup_pending.store(true, Ordering::Release);
+        }
+    });
+}
+
+/// Ends the current strand.
+pub fn exit_current() -> ! {
+    switch_away(Leaving::Exited);
+    unreachable!("an exited strand was resumed");
+}
+
+/// Timer-tick hook (interrupt context): preempts the current strand when its time slice
+/// is over and a strand of at least its priority is ready.
+pub fn on_tick() {
+    let hart_id = hart::id();
+    let Some(current) = CURRENT[hart_id].try_lock().and_then(|slot| slot.clone()) else { return };
+    let used = current.slice_ticks.fetch_add(1, Ordering::Relaxed) + 1;
+    let is_idle = IDLE[hart_id].get().is_some_and(|idle| Arc::ptr_eq(idle, &current));
+    let minimum = if is_idle { 0 } else { current.priority().level() };
+    let contender = READY.try_lock().is_some_and(|ready| ready.has_at_least(minimum));
+    if contender && (is_idle || used >= crate::param::TIME_SLICE_TICKS) {
+        switch_away(Leaving::Ready);
+    }
+}
+
+fn switch_away(leaving: Leaving) {
+    let were_enabled = csr::disable_interrupts();
+    let hart_id = hart::id();
+    let current = CURRENT[hart_id].lock().clone().expect("scheduler not initialised");
+    let idle = IDLE[hart_id].get().cloned();
+    let is_idle = idle.as_ref().is_some_and(|idle| Arc::ptr_eq(idle, &current));
+    let next = {
+        let mut ready = READY.lock();
+        if leaving == Leaving::Blocked && current.wakeup_pending.swap(false, Ordering::Acquire) {
+            None // an unblock already arrived: keep running
+        } else {
+            let minimum = if leaving == Leaving::Ready && !is_idle { current.priority().level() } else { 0 };
+            match ready.pop_at_least(minimum) {
+                Some(next) => {
+                    if leaving == Leaving::Ready && !is_idle {
+                        ready.push(current.clone());
+                    }
+                    Some(next)
+                }
+                None if leaving == Leaving::Ready => None,
+                None => idle.clone(),
+            }
+        }
+    };
+    let Some(next) = next else {
+        current.slice_ticks.store(0, Ordering::Relaxed);
+        if were_enabled {
+            csr::enable_interrupts();
+        }
+        return;
+    };
+    match leaving {
+        Leaving::Ready => current.set_state(StrandState::Ready),
+        Leaving::Blocked => current.set_state(StrandState::Blocked),
+        Leaving::Exited => {
+            current.set_state(StrandState::Exited);
+            ZOMBIES.lock().push(current.clone());
+        }
+    }
+    next.set_state(StrandState::Running);
+    next.slice_ticks.store(0, Ordering::Relaxed);
+    *CURRENT[hart_id].lock() = Some(next.clone());
+    current.save_hart_state();
+    next.restore_hart_state();
+    // SAFETY: interrupts are off; `next` is not running anywhere (claimed below), its
+    // context was saved by a switch or made by `Strand::new`, and its stack is mapped
+    // (stacks are freed only for exited strands, which are never ready). `current`
+    // lives in CURRENT/queues/ZOMBIES until it is resumed or reaped.
+    unsafe { Strand::switch(&current, &next) };
+    // Back on `current` (never reached for an exited strand).
+    drop(next);
+    after_switch();
+    crate::time::program_timer();
+    if were_enabled {
+        csr::enable_interrupts();
+    }
+}
+
+/// Work every strand does right after it gains the hart: free exited strands' stacks.
+fn after_switch() {
+    let reaped: Vec<Arc<Strand>> = {
+        let mut zombies = ZOMBIES.lock();
+        let (done, waiting): (Vec<_>, Vec<_>) = zombies.drain(..).partition(|strand| !strand.is_on_hart());
+        *zombies = waiting;
+        done
+    };
+    for strand in reaped {
+        strand.release_stack();
+    }
+}
+
+/// Entry of every new strand (from `strand_start`, interrupts off).
+extern "C" fn strand_entry(strand_pointer: usize) -> ! {
+    after_switch();
+    crate::time::program_timer();
+    csr::enable_interrupts();
+    let body = {
+        let current = current();
+        debug_assert_eq!(Arc::as_ptr(&current) as usize, strand_pointer);
+        current.take_body()
+    };
+    if let Some(body) = body {
+        body();
+    }
+    current().finish();
+    exit_current()
+}
+
+/// Number of strands in each state, for the console.
+pub fn ready_count() -> usize {
+    csr::without_interrupts(|| READY.lock().queues.iter().map(VecDeque::len).sum())
+}

@@ -1,0 +1,244 @@
+//! One strand: stack, saved registers, priority, state, and the per-hart state it carries.
+
+use alloc::boxed::Box;
+use alloc::string::String;
+use alloc::sync::Arc;
+use alloc::vec::Vec;
+use core::cell::UnsafeCell;
+use core::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, AtomicUsize, Ordering};
+
+use crate::arch::context::{self, Context};
+use crate::arch::hart;
+use crate::mm::stack::{KernelStack, StackError};
+
+/// A scheduling priority, 0 (idle) to 7 (highest).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Priority(u8);
+
+impl Priority {
+    /// The idle strand's priority (runs only when nothing else is ready).
+    pub const IDLE: Priority = Priority(0);
+    /// Default for kernel strands.
+    pub const NORMAL: Priority = Priority(3);
+    /// The highest priority.
+    pub const HIGHEST: Priority = Priority((super::PRIORITY_LEVELS - 1) as u8);
+
+    /// A priority, clamped to the valid range.
+    pub fn new(level: u8) -> Priority {
+        Priority(level.min(Self::HIGHEST.0))
+    }
+    /// The level as a queue index.
+    pub fn level(self) -> usize {
+        self.0 as usize
+    }
+}
+
+/// Lifecycle of a strand.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum StrandState {
+    /// In a ready queue.
+    Ready = 0,
+    /// On a hart.
+    Running = 1,
+    /// Waiting for `unblock`.
+    Blocked = 2,
+    /// Finished.
+    Exited = 3,
+}
+
+/// Per-hart registers a strand carries across switches.
+#[derive(Default)]
+struct CarriedHartState {
+    recovery_point: AtomicUsize,
+    budget_deadline: AtomicU64,
+    budget_point: AtomicUsize,
+}
+
+static NEXT_ID: AtomicU64 = AtomicU64::new(0);
+
+/// A schedulable context.
+pub struct Strand {
+    id: u64,
+    name: String,
+    priority: Priority,
+    state: AtomicU8,
+    /// Ticks used in the current time slice.
+    pub(super) slice_ticks: AtomicU64,
+    /// An `unblock` arrived while the strand was not blocked.
+    pub(super) wakeup_pending: AtomicBool,
+    /// Nonzero while on a hart or until its registers are saved.
+    running: UnsafeCell<usize>,
+    context: UnsafeCell<Context>,
+    stack: spin::Mutex<Option<KernelStack>>,
+    stack_bottom: usize,
+    carried: CarriedHartState,
+    body: spin::Mutex<Option<Box<dyn FnOnce() + Send>>>,
+    finished: AtomicBool,
+    joiners: spin::Mutex<Vec<Arc<Strand>>>,
+}
+
+// SAFETY: `context` and `running` are written only by the hart that switches the strand
+// out (in `switch_context`) and read only by the hart that resumes it, after it observed
+// `running == 0` (Acquire) — the scheduler's protocol serialises these accesses. Every
+// other field is atomic or behind a lock.
+unsafe impl Sync for Strand {}
+// SAFETY: as above; the boxed body is `Send`.
+unsafe impl Send for Strand {}
+
+impl Strand {
+    /// A new strand (not yet ready) that will run `body`.
+    pub fn new(name: &str, priority: Priority, body: impl FnOnce() + Send + 'static) -> Result<Arc<Strand>, StackError> {
+        let stack = KernelStack::new()?;
+        let strand = Arc::new(Strand {
+            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+            name: name.into(),
+            priority,
+            state: AtomicU8::new(StrandState::Ready as u8),
+            slice_ticks: AtomicU64::new(0),
+            wakeup_pending: AtomicBool::new(false),
+            running: UnsafeCell::new(0),
+            context: UnsafeCell::new(Context::default()),
+            stack_bottom: stack.bottom(),
+            stack: spin::Mutex::new(None),
+            carried: CarriedHartState::default(),
+            body: spin::Mutex::new(Some(Box::new(body))),
+            finished: AtomicBool::new(false),
+            joiners: spin::Mutex::new(Vec::new()),
+        });
+        let start = Context::new_start(stack.top(), super::strand_entry, Arc::as_ptr(&strand) as usize);
+        // SAFETY: the strand was just created and is not shared with any hart yet.
+        unsafe { *strand.context.get() = start };
+        *strand.stack.lock() = Some(stack);
+        Ok(strand)
+    }
+
+    /// Wraps the boot context (already running on the boot stack).
+    pub(super) fn adopt_boot(name: &str, stack_bottom: usize) -> Arc<Strand> {
+        Arc::new(Strand {
+            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+            name: name.into(),
+            priority: Priority::NORMAL,
+            state: AtomicU8::new(StrandState::Running as u8),
+            slice_ticks: AtomicU64::new(0),
+            wakeup_pending: AtomicBool::new(false),
+            running: UnsafeCell::new(1),
+            context: UnsafeCell::new(Context::default()),
+            stack: spin::Mutex::new(None),
+            stack_bottom,
+            carried: CarriedHartState::default(),
+            body: spin::Mutex::new(None),
+            finished: AtomicBool::new(false),
+            joiners: spin::Mutex::new(Vec::new()),
+        })
+    }
+
+    /// Unique id.
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+    /// Name given at creation.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+    /// Scheduling priority.
+    pub fn priority(&self) -> Priority {
+        self.priority
+    }
+    /// Current state.
+    pub fn state(&self) -> StrandState {
+        match self.state.load(Ordering::Acquire) {
+            0 => StrandState::Ready,
+            1 => StrandState::Running,
+            2 => StrandState::Blocked,
+            _ => StrandState::Exited,
+        }
+    }
+    pub(super) fn set_state(&self, state: StrandState) {
+        self.state.store(state as u8, Ordering::Release);
+    }
+    /// Lowest usable address of the strand's stack.
+    pub fn stack_bottom(&self) -> usize {
+        self.stack_bottom
+    }
+
+    pub(super) fn is_on_hart(&self) -> bool {
+        // SAFETY: a volatile read of a word the switching hart writes with a plain store
+        // after a fence; reading a stale 1 only delays reaping.
+        unsafe { self.running.get().read_volatile() != 0 }
+    }
+
+    pub(super) fn take_body(&self) -> Option<Box<dyn FnOnce() + Send>> {
+        self.body.lock().take()
+    }
+
+    pub(super) fn release_stack(&self) {
+        drop(self.stack.lock().take());
+    }
+
+    /// Whether the strand's body has returned.
+    pub fn is_finished(&self) -> bool {
+        self.finished.load(Ordering::Acquire)
+    }
+
+    /// Marks the strand finished and wakes every joiner.
+    pub(super) fn finish(&self) {
+        self.finished.store(true, Ordering::Release);
+        let waiting: Vec<Arc<Strand>> = crate::arch::csr::without_interrupts(|| core::mem::take(&mut *self.joiners.lock()));
+        for joiner in waiting {
+            super::unblock(&joiner);
+        }
+    }
+
+    /// Waits until this strand has finished.
+    pub fn join(self: &Arc<Self>) {
+        loop {
+            let registered = crate::arch::csr::without_interrupts(|| {
+                let mut joiners = self.joiners.lock();
+                if self.is_finished() {
+                    return false;
+                }
+                joiners.push(super::current());
+                true
+            });
+            if !registered {
+                return;
+            }
+            super::block_current();
+        }
+    }
+
+    pub(super) fn save_hart_state(&self) {
+        let local = hart::current();
+        self.carried.recovery_point.store(local.recovery_point.load(Ordering::Relaxed), Ordering::Relaxed);
+        self.carried.budget_deadline.store(local.budget_deadline.load(Ordering::Relaxed), Ordering::Relaxed);
+        self.carried.budget_point.store(local.budget_point.load(Ordering::Relaxed), Ordering::Relaxed);
+    }
+
+    pub(super) fn restore_hart_state(&self) {
+        let local = hart::current();
+        local.recovery_point.store(self.carried.recovery_point.load(Ordering::Relaxed), Ordering::Relaxed);
+        local.budget_deadline.store(self.carried.budget_deadline.load(Ordering::Relaxed), Ordering::Relaxed);
+        local.budget_point.store(self.carried.budget_point.load(Ordering::Relaxed), Ordering::Relaxed);
+        local.stack_bottom.store(self.stack_bottom, Ordering::Relaxed);
+    }
+
+    /// Switches from `from` (the running strand) to `to`.
+    ///
+    /// # Safety
+    /// Interrupts off; `from` runs on this hart; `to` is not running anywhere and its
+    /// context is valid (see [`context::switch`]).
+    pub(super) unsafe fn switch(from: &Arc<Strand>, to: &Arc<Strand>) {
+        // Wait until `to` is fully saved by whichever hart last ran it.
+        // SAFETY: volatile reads of `to.running`, see `is_on_hart`.
+        while unsafe { to.running.get().read_volatile() } != 0 {
+            core::hint::spin_loop();
+        }
+        core::sync::atomic::fence(Ordering::Acquire);
+        // SAFETY: `to` is not on any hart, so this hart may claim it.
+        unsafe { to.running.get().write_volatile(1) };
+        // SAFETY: forwarded from the caller; both contexts outlive the switch because
+        // the scheduler holds Arcs to both strands.
+        unsafe { context::switch(from.context.get(), to.context.get(), from.running.get()) };
+    }
+}
