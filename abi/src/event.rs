@@ -552,6 +552,31 @@ declare_events! {
     pub event MM_RECLAIM = 3, "mm.Reclaim", fn(ReclaimCandidate) -> Volunteer;
 }
 
+declare_records! {
+    /// Arguments of `bench.Probe`: an event that exists only to measure the dispatcher.
+    pub struct Probe {
+        /// The key guards select on (declarative guards index this field).
+        pub key: u64,
+        /// A value handlers compute with.
+        pub value: u64,
+    }
+
+    /// Result of `bench.Probe`.
+    pub struct ProbeResult {
+        /// What the handler computed.
+        pub value: u64,
+    }
+}
+
+declare_events! {
+    /// Events used only by the benchmarks and tests of the dispatcher itself.
+    pub list MEASUREMENT_EVENTS;
+
+    /// A synthetic event raised by `cargo xtask bench` and the dispatcher's in-kernel
+    /// tests; never raised by a core service.
+    pub event BENCH_PROBE = 1000, "bench.Probe", fn(Probe) -> ProbeResult;
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

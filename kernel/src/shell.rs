@@ -49,6 +49,8 @@ pub static COMMANDS: &[Command] = &[
     Command { name: "mem", usage: "mem", help: "memory map, frames and heap usage", run: mem },
     Command { name: "uptime", usage: "uptime", help: "time since boot and timer ticks", run: uptime },
     Command { name: "devices", usage: "devices", help: "devices from the device tree", run: devices },
+    Command { name: "events", usage: "events", help: "events, their bindings, guards and counters", run: events },
+    Command { name: "strands", usage: "strands", help: "the running strand and the ready count", run: strands },
     Command { name: "echo", usage: "echo WORD…", help: "print the words", run: echo },
     Command { name: "fault", usage: "fault ADDRESS", help: "load from ADDRESS under a recovery point and report the fault", run: fault },
     Command { name: "halt", usage: "halt [STATUS]", help: "stop the machine (STATUS 0 = success)", run: halt },
@@ -56,8 +58,17 @@ pub static COMMANDS: &[Command] = &[
 
 const MAX_WORDS: usize = 16;
 
-/// Runs one console line; empty lines succeed.
+/// Runs one console line: first offered to `console.Line` handlers (extensions may
+/// claim commands), then to the built-in commands. Empty lines succeed.
 pub fn run_line(line: &str) -> Result<(), CommandError> {
+    if !line.trim().is_empty() && crate::events::console::offer_line(line) {
+        return Ok(());
+    }
+    run_builtin(line)
+}
+
+/// Runs one line with the built-in commands only.
+pub fn run_builtin(line: &str) -> Result<(), CommandError> {
     let mut words = [""; MAX_WORDS];
     let mut count = 0;
     for word in line.split_ascii_whitespace() {
@@ -159,6 +170,20 @@ fn devices(_: &[&str]) -> Result<(), CommandError> {
     for device in crate::devicetree::devices() {
         crate::println!("  {:<28} {:<24} {:#012x} +{:#x}", device.name, device.compatible, device.base, device.size);
     }
+    Ok(())
+}
+
+fn events(_: &[&str]) -> Result<(), CommandError> {
+    for event in crate::events::dispatcher().snapshot() {
+        crate::print!("{event}");
+    }
+    Ok(())
+}
+
+fn strands(_: &[&str]) -> Result<(), CommandError> {
+    let current = crate::sched::current();
+    crate::println!("running: #{} {} (priority {}), {} ready", current.id(), current.name(), current.priority().level(),
+        crate::sched::ready_count());
     Ok(())
 }
 

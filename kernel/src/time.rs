@@ -50,6 +50,7 @@ pub fn on_timer_interrupt() {
         NEXT_TICK.store(next_tick + (missed + 1) * interval, Ordering::Relaxed);
         let tick = TICKS.fetch_add(1, Ordering::Relaxed) + 1;
         crate::ktest::on_tick(tick);
+        crate::events::clock::on_tick();
         program_timer();
         crate::sched::on_tick();
         return;

@@ -17,6 +17,7 @@
 //! that hangs with interrupts off is caught by the host's timeout. Harness self-tests
 //! (tests that must fail) live in [`HARNESS_TESTS`] and run only when named.
 
+mod events;
 mod harness;
 mod kernel_basics;
 mod strands;
@@ -48,7 +49,7 @@ macro_rules! ensure {
 }
 
 /// Every regular test, in run order.
-pub static TESTS: &[&[KernelTest]] = &[kernel_basics::TESTS, strands::TESTS];
+pub static TESTS: &[&[KernelTest]] = &[kernel_basics::TESTS, strands::TESTS, events::TESTS];
 
 /// Tests of the harness itself; each must be reported as a failure.
 pub static HARNESS_TESTS: &[KernelTest] = harness::TESTS;

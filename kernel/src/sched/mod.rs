@@ -67,6 +67,8 @@ pub fn init() -> Result<(), crate::mm::stack::StackError> {
 
 fn idle_loop() {
     loop {
+        crate::events::quiescent();
+        crate::events::reclaim();
         csr::enable_interrupts();
         csr::wait_for_interrupt();
         yield_now();
@@ -101,14 +103,51 @@ enum Leaving {
     Exited,
 }
 
+/// A section in which this hart's strand is not preempted (see [`no_preemption`]).
+pub struct PreemptionGuard {
+    _not_send: core::marker::PhantomData<*const ()>,
+}
+
+/// Disables preemption on this hart until the guard is dropped. Event raises run like
+/// this: a strand is never switched out inside a raise, so a context switch (and the
+/// idle loop) is a quiescent state for the dispatcher's read-copy-update.
+/// Interrupts stay on, so budgets are still enforced.
+#[inline(always)]
+pub fn no_preemption() -> PreemptionGuard {
+    let counter = &hart::current().preempt_disabled;
+    // Only this hart writes its counter, and a plain load/store pair is atomic with
+    // respect to its own interrupts, so no read-modify-write atomic is needed.
+    counter.store(counter.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+    PreemptionGuard { _not_send: core::marker::PhantomData }
+}
+
+impl Drop for PreemptionGuard {
+    #[inline(always)]
+    fn drop(&mut self) {
+        let counter = &hart::current().preempt_disabled;
+        counter.store(counter.load(Ordering::Relaxed) - 1, Ordering::Relaxed);
+    }
+}
+
+fn preemption_disabled() -> bool {
+    hart::current().preempt_disabled.load(Ordering::Relaxed) != 0
+}
+
 /// Gives the hart to another ready strand of the same or higher priority, if any.
+/// Does nothing inside a [`no_preemption`] section.
 pub fn yield_now() {
-    switch_away(Leaving::Ready);
+    if !preemption_disabled() {
+        switch_away(Leaving::Ready);
+    }
 }
 
 /// Blocks the current strand until [`unblock`] is called for it (returns at once if an
 /// unblock arrived since the strand last blocked).
+///
+/// Panics inside a [`no_preemption`] section (an event handler must not block: that is
+/// what `async` bindings are for).
 pub fn block_current() {
+    assert!(!preemption_disabled(), "a strand blocked inside a no-preemption section (an event handler?)");
     switch_away(Leaving::Blocked);
 }
 
@@ -131,16 +170,23 @@ pub fn exit_current() -> ! {
     unreachable!("an exited strand was resumed");
 }
 
-/// Timer-tick hook (interrupt context): preempts the current strand when its time slice
-/// is over and a strand of at least its priority is ready.
+/// Timer-tick hook (interrupt context): preempts the current strand for a ready strand
+/// of higher priority at once, or of equal priority when its time slice is over.
 pub fn on_tick() {
     let hart_id = hart::id();
     let Some(current) = CURRENT[hart_id].try_lock().and_then(|slot| slot.clone()) else { return };
     let used = current.slice_ticks.fetch_add(1, Ordering::Relaxed) + 1;
+    if preemption_disabled() {
+        return;
+    }
     let is_idle = IDLE[hart_id].get().is_some_and(|idle| Arc::ptr_eq(idle, &current));
-    let minimum = if is_idle { 0 } else { current.priority().level() };
-    let contender = READY.try_lock().is_some_and(|ready| ready.has_at_least(minimum));
-    if contender && (is_idle || used >= crate::param::TIME_SLICE_TICKS) {
+    let level = if is_idle { 0 } else { current.priority().level() };
+    let (higher, equal) = match READY.try_lock() {
+        Some(ready) => (ready.has_at_least(level + 1), ready.has_at_least(level)),
+        None => return,
+    };
+    // A higher priority preempts at once; an equal one when the time slice is over.
+    if higher || (is_idle && equal) || (equal && used >= crate::param::TIME_SLICE_TICKS) {
         switch_away(Leaving::Ready);
     }
 }
@@ -189,6 +235,8 @@ fn switch_away(leaving: Leaving) {
     *CURRENT[hart_id].lock() = Some(next.clone());
     current.save_hart_state();
     next.restore_hart_state();
+    // `current` is not inside a raise (raises are never switched out): a quiescent state.
+    crate::events::quiescent();
     // SAFETY: interrupts are off; `next` is not running anywhere (claimed below), its
     // context was saved by a switch or made by `Strand::new`, and its stack is mapped
     // (stacks are freed only for exited strands, which are never ready). `current`

@@ -37,6 +37,9 @@ pub struct HartLocal {
     pub budget_point: AtomicUsize,
     /// Whether the last abort of a recovery point was a budget overrun (not a fault).
     pub last_abort_was_overrun: AtomicUsize,
+    /// Nesting depth of sections that must not be preempted (event raises); only this
+    /// hart writes it.
+    pub preempt_disabled: AtomicUsize,
 }
 
 /// Byte offsets of [`HartLocal`] fields used by assembly.
@@ -67,6 +70,7 @@ impl HartLocal {
             budget_deadline: AtomicU64::new(0),
             budget_point: AtomicUsize::new(0),
             last_abort_was_overrun: AtomicUsize::new(0),
+            preempt_disabled: AtomicUsize::new(0),
         }
     }
 }
@@ -90,9 +94,10 @@ pub fn current() -> &'static HartLocal {
     // SAFETY: reading `tp` has no side effects; boot code points it at HART_LOCALS[hart]
     // before any Rust code runs and nothing else writes it in the kernel.
     unsafe { core::arch::asm!("mv {}, tp", out(reg) tp, options(nomem, nostack, preserves_flags)) };
-    let base = HART_LOCALS.as_ptr() as usize;
-    let index = (tp - base) / core::mem::size_of::<HartLocal>();
-    &HART_LOCALS[index]
+    // SAFETY: `tp` always holds the address of this hart's element of the static
+    // HART_LOCALS array (set by the boot code, never changed in the kernel), so it is a
+    // valid, aligned, 'static HartLocal that is only accessed through atomics.
+    unsafe { &*(tp as *const HartLocal) }
 }
 
 /// Initialises the calling hart's state once its boot stack is known.

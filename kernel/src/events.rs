@@ -1,0 +1,102 @@
+//! The kernel's event dispatcher and the glue between it and the machine.
+//!
+//! One [`Dispatcher`] serves the whole kernel. This module supplies its platform hooks:
+//! `rdinstret` for the per-binding instruction counters, a bounded executor that runs a
+//! handler under a budget (timer deadline + recovery point, see
+//! [`crate::arch::recovery::run_bounded`]), and quiescent-state reports for its
+//! read-copy-update (made on every context switch and in the idle loop: raises run with
+//! preemption off, so neither point can be inside one).
+//!
+//! Core services register their events here ([`clock`], [`console`]) and raise them with
+//! [`raise`], which is [`EventTable::raise`] inside a no-preemption section.
+
+pub mod builtin;
+pub mod clock;
+pub mod console;
+
+use alloc::sync::Arc;
+
+use spindle_abi::event::EventRecord;
+use spindle_dispatch::{BoundedExecutor, Dispatcher, EventTable, HandlerFault, Platform};
+use spin::Once;
+
+use crate::arch::hart::{self, MAX_HARTS};
+use crate::arch::recovery::{Abort, run_bounded};
+
+/// Instructions per tick of the 10 MHz timebase at the nominal 1 GHz clock that budgets
+/// are stated in (exact under QEMU `-icount shift=0`).
+pub const INSTRUCTIONS_PER_TIMEBASE_TICK: u64 = 100;
+
+static DISPATCHER: Once<Dispatcher> = Once::new();
+
+fn instruction_counter() -> u64 {
+    crate::arch::csr::instret() as u64
+}
+
+/// Runs bounded bindings with a timer deadline and a recovery point.
+struct KernelBoundedExecutor;
+
+impl BoundedExecutor for KernelBoundedExecutor {
+    fn run_bounded(&self, budget: u64, body: &mut dyn FnMut() -> Result<(), HandlerFault>) -> Result<(), HandlerFault> {
+        let ticks = (budget / INSTRUCTIONS_PER_TIMEBASE_TICK).max(1);
+        let deadline = crate::time::now() + ticks;
+        match run_bounded(deadline, body) {
+            Ok(result) => result,
+            Err(Abort::BudgetExceeded) => Err(HandlerFault::Overrun { budget }),
+            Err(Abort::Fault(report)) => Err(HandlerFault::Trapped { cause: report.scause as u64 }),
+        }
+    }
+}
+
+/// The kernel's platform hooks (also used by benchmarks that build their own dispatcher).
+pub fn platform() -> Platform {
+    Platform::new(instruction_counter, MAX_HARTS).with_bounded_executor(Arc::new(KernelBoundedExecutor))
+}
+
+/// Creates a dispatcher with the kernel's hooks in which only the calling hart is online.
+pub fn new_dispatcher() -> Dispatcher {
+    let dispatcher = Dispatcher::new(platform());
+    let this_hart = hart::id();
+    for other in (0..MAX_HARTS).filter(|&other| other != this_hart) {
+        // SAFETY: harts other than the boot hart are not started, so none of them is
+        // inside a raise; each is brought online before it may raise.
+        let _ = unsafe { dispatcher.hart_offline(other) };
+    }
+    dispatcher
+}
+
+/// Creates the kernel dispatcher and registers the core services' events.
+pub fn init() {
+    DISPATCHER.call_once(new_dispatcher);
+    clock::init();
+    console::init();
+}
+
+/// The kernel dispatcher. Panics before [`init`] (a kernel bug).
+pub fn dispatcher() -> &'static Dispatcher {
+    DISPATCHER.get().expect("events::init has not run")
+}
+
+/// Raises an event through its table with preemption off on this hart.
+#[inline(always)]
+pub fn raise<A: EventRecord, R: EventRecord>(table: &EventTable<A, R>, args: &A) -> R {
+    let _no_preemption = crate::sched::no_preemption();
+    table.raise(args)
+}
+
+/// Reports a quiescent state of this hart to the kernel dispatcher (no-op before init).
+pub fn quiescent() {
+    if let Some(dispatcher) = DISPATCHER.get() {
+        // SAFETY: called only where this hart is inside no raise: on a context switch
+        // (raises run with preemption off, so no strand is switched out inside one) and in
+        // the idle loop.
+        let _ = unsafe { dispatcher.quiescent(hart::id()) };
+    }
+}
+
+/// Frees binding plans retired before every hart's last quiescent state.
+pub fn reclaim() {
+    if let Some(dispatcher) = DISPATCHER.get() {
+        dispatcher.reclaim();
+    }
+}
