@@ -177,12 +177,14 @@ pub struct RecordDescriptor {
     pub signature: &'static str,
     /// The record's fields in declaration order.
     pub fields: &'static [FieldDesc],
+    /// Size of the `#[repr(C)]` record in bytes (how many bytes marshalling moves).
+    pub size: usize,
 }
 
 impl RecordDescriptor {
     /// The descriptor of record type `T`.
     pub const fn of<T: EventRecord>() -> RecordDescriptor {
-        RecordDescriptor { type_name: T::TYPE_NAME, signature: T::SIGNATURE, fields: T::FIELDS }
+        RecordDescriptor { type_name: T::TYPE_NAME, signature: T::SIGNATURE, fields: T::FIELDS, size: core::mem::size_of::<T>() }
     }
 }
 

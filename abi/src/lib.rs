@@ -10,7 +10,19 @@
 #![no_std]
 
 pub mod event;
+pub mod extension;
+pub mod host;
+pub mod native;
 pub mod fingerprint;
 
 pub use event::{Event, EventDescriptor, EventId, EventRecord, FieldDesc};
 pub use fingerprint::{Fingerprint, fingerprint_of};
+
+/// The ABI-wide fingerprint: every event declaration (kernel and measurement events) and
+/// every kernel function. A `.kext` built against a different ABI carries a different
+/// value and is refused at load.
+pub fn abi_fingerprint() -> Fingerprint {
+    let events = event::fingerprint_of_events(event::KERNEL_EVENTS)
+        .combine(event::fingerprint_of_events(event::MEASUREMENT_EVENTS));
+    events.combine(host::kernel_functions_fingerprint())
+}
