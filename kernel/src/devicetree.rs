@@ -145,3 +145,12 @@ pub fn reserved_regions() -> impl Iterator<Item = (usize, usize)> {
         .map(|region| (region.starting_address as usize, region.size.unwrap_or(0)));
     header.chain(nodes)
 }
+
+/// The initial RAM disk (`/chosen/linux,initrd-start` .. `linux,initrd-end`), if QEMU
+/// was given one: Spindle's boot bundle of extensions.
+pub fn initrd_range() -> Option<(usize, usize)> {
+    let chosen = get().find_node("/chosen")?;
+    let start = chosen.property("linux,initrd-start")?.as_usize()?;
+    let end = chosen.property("linux,initrd-end")?.as_usize()?;
+    (end > start).then_some((start, end))
+}

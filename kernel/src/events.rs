@@ -13,6 +13,7 @@
 pub mod builtin;
 pub mod clock;
 pub mod console;
+pub mod probe;
 
 use alloc::sync::Arc;
 
@@ -38,13 +39,23 @@ struct KernelBoundedExecutor;
 
 impl BoundedExecutor for KernelBoundedExecutor {
     fn run_bounded(&self, budget: u64, body: &mut dyn FnMut() -> Result<(), HandlerFault>) -> Result<(), HandlerFault> {
-        let ticks = (budget / INSTRUCTIONS_PER_TIMEBASE_TICK).max(1);
-        let deadline = crate::time::now() + ticks;
-        match run_bounded(deadline, body) {
-            Ok(result) => result,
-            Err(Abort::BudgetExceeded) => Err(HandlerFault::Overrun { budget }),
-            Err(Abort::Fault(report)) => Err(HandlerFault::Trapped { cause: report.scause as u64 }),
+        run_with_budget(budget, body)?
+    }
+}
+
+/// Runs `body` with a budget of `budget` instructions (converted to a timer deadline at
+/// the nominal 1 GHz), turning an overrun, a trap or an extension panic into the
+/// matching [`HandlerFault`]. Nests (see [`run_bounded`]).
+pub fn run_with_budget<R>(budget: u64, body: impl FnOnce() -> R) -> Result<R, HandlerFault> {
+    let ticks = (budget / INSTRUCTIONS_PER_TIMEBASE_TICK).max(1);
+    let deadline = crate::time::now() + ticks;
+    match run_bounded(deadline, body) {
+        Ok(result) => Ok(result),
+        Err(Abort::BudgetExceeded) => Err(HandlerFault::Overrun { budget }),
+        Err(Abort::Fault(_)) if hart::current().pending_panic.swap(0, core::sync::atomic::Ordering::Relaxed) != 0 => {
+            Err(HandlerFault::Panicked)
         }
+        Err(Abort::Fault(report)) => Err(HandlerFault::Trapped { cause: report.scause as u64 }),
     }
 }
 
@@ -70,6 +81,7 @@ pub fn init() {
     DISPATCHER.call_once(new_dispatcher);
     clock::init();
     console::init();
+    probe::init();
 }
 
 /// The kernel dispatcher. Panics before [`init`] (a kernel bug).

@@ -18,6 +18,14 @@ pub fn fatal_kernel_fault(report: &FaultReport, frame: &TrapFrame) -> ! {
 
 #[panic_handler]
 fn panic(info: &core::panic::PanicInfo<'_>) -> ! {
+    // A panic inside a bounded extension handler (a built-in extension's code) is that
+    // extension's panic: contain it like a native extension's (DESIGN.md §6).
+    let local = crate::arch::hart::current();
+    if local.budget_deadline.load(core::sync::atomic::Ordering::Relaxed) != 0 {
+        crate::ext::record_panic(alloc::format!("{}", info.message()));
+        local.pending_panic.store(1, core::sync::atomic::Ordering::Relaxed);
+        crate::arch::trap::raise_breakpoint();
+    }
     crate::arch::csr::disable_interrupts();
     let mut out = crate::console::unlocked_writer();
     let _ = write!(out, "\n[panic] hart {}", crate::arch::hart::id());

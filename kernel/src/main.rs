@@ -18,6 +18,7 @@ pub mod bootargs;
 pub mod console;
 pub mod devicetree;
 pub mod events;
+pub mod ext;
 pub mod fault;
 pub mod ktest;
 pub mod memlayout;
@@ -72,10 +73,12 @@ pub extern "C" fn kernel_main(hart_id: usize, device_tree_address: usize) -> ! {
     arch::csr::enable_interrupts();
     println!("[boot] timer at {} Hz (timebase {} Hz)", param::TICKS_PER_SECOND, time::timebase_hz());
     events::init();
+    ext::bundle::init();
     match events::builtin::install() {
         Ok(_) => println!("[boot] dispatcher up: {} events; built-in extension `{}` installed", events::dispatcher().snapshot().len(), events::builtin::NAME),
         Err(error) => println!("[boot] built-in extension `{}` refused: {error}", events::builtin::NAME),
     }
+    ext::bundle::load_boot_list();
 
     match bootargs::parse(devicetree::bootargs()) {
         bootargs::Mode::Test { from, only, watchdog_seconds } => ktest::run(from, only, watchdog_seconds),

@@ -50,6 +50,8 @@ pub static COMMANDS: &[Command] = &[
     Command { name: "uptime", usage: "uptime", help: "time since boot and timer ticks", run: uptime },
     Command { name: "devices", usage: "devices", help: "devices from the device tree", run: devices },
     Command { name: "events", usage: "events", help: "events, their bindings, guards and counters", run: events },
+    Command { name: "ext", usage: "ext list|load NAME [builtin]|unload NAME", help: "list, load and unload extensions", run: ext },
+    Command { name: "probe", usage: "probe KEY VALUE", help: "raise bench.Probe and print the combined result", run: probe },
     Command { name: "strands", usage: "strands", help: "the running strand and the ready count", run: strands },
     Command { name: "echo", usage: "echo WORD…", help: "print the words", run: echo },
     Command { name: "fault", usage: "fault ADDRESS", help: "load from ADDRESS under a recovery point and report the fault", run: fault },
@@ -177,6 +179,66 @@ fn events(_: &[&str]) -> Result<(), CommandError> {
     for event in crate::events::dispatcher().snapshot() {
         crate::print!("{event}");
     }
+    Ok(())
+}
+
+fn ext(arguments: &[&str]) -> Result<(), CommandError> {
+    const USAGE: &str = "ext list | ext load NAME [builtin] | ext unload NAME";
+    match arguments {
+        ["list"] => {
+            let loaded = crate::ext::list();
+            crate::println!("loaded:");
+            if loaded.is_empty() {
+                crate::println!("  (none)");
+            }
+            for extension in &loaded {
+                let state = match &*extension.state.lock() {
+                    crate::ext::ExtensionState::Running => alloc::string::String::from("running"),
+                    crate::ext::ExtensionState::Killed(reason) => alloc::format!("KILLED: {reason}"),
+                };
+                crate::println!("  {:<16} {:<8} {:<9} {} binding(s)  {state}", extension.name, extension.version,
+                    alloc::format!("{}", extension.technology), extension.bindings.lock().len());
+            }
+            crate::println!("available (native, in the boot bundle):");
+            match crate::ext::bundle::get() {
+                Some(bundle) => {
+                    for entry in &bundle.entries {
+                        crate::println!("  {:<16} {} bytes{}", entry.name, entry.payload.len(),
+                            if bundle.boot.contains(&entry.name) { ", loaded at boot" } else { "" });
+                    }
+                }
+                None => crate::println!("  (no boot bundle)"),
+            }
+            crate::println!("available (built-in):");
+            for declaration in crate::ext::builtin::AVAILABLE {
+                let declaration = declaration();
+                crate::println!("  {:<16} {:<8} budget {} us, quota {} bytes, domains {:?}", declaration.name, declaration.version,
+                    declaration.budget_microseconds, declaration.memory_quota_bytes, declaration.domains);
+            }
+            Ok(())
+        }
+        ["load", name] | ["load", name, "builtin"] => {
+            let preference = if arguments.len() == 3 { crate::ext::Preference::BuiltIn } else { crate::ext::Preference::Native };
+            let extension = crate::ext::load(name, preference).map_err(|error| CommandError::Failed(alloc::format!("ext load {name}: {error}")))?;
+            crate::println!("loaded `{}` {} ({}), {} binding(s)", extension.name, extension.version, extension.technology,
+                extension.bindings.lock().len());
+            Ok(())
+        }
+        ["unload", name] => {
+            crate::ext::unload(name).map_err(|error| CommandError::Failed(alloc::format!("ext unload {name}: {error}")))?;
+            crate::println!("unloaded `{name}`");
+            Ok(())
+        }
+        _ => Err(CommandError::Usage(USAGE)),
+    }
+}
+
+fn probe(arguments: &[&str]) -> Result<(), CommandError> {
+    let [key, value] = arguments else { return Err(CommandError::Usage("probe KEY VALUE")) };
+    let (Some(key), Some(value)) = (parse_number(key), parse_number(value)) else {
+        return Err(CommandError::Usage("probe KEY VALUE (numbers)"));
+    };
+    crate::println!("bench.Probe(key={key}, value={value}) -> {}", crate::events::probe::raise(key as u64, value as u64));
     Ok(())
 }
 

@@ -6,7 +6,7 @@
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
-use std::path::Path;
+use crate::kernel_build::Image;
 use std::time::Duration;
 
 use serde::Serialize;
@@ -72,8 +72,8 @@ pub fn parse_row(line: &str) -> Option<Row> {
     Some(Row { group, name, iterations, instructions: milli as f64 / 1000.0 })
 }
 
-fn run_once(kernel: &Path) -> Result<Vec<Row>> {
-    let mut machine = Machine::new(kernel);
+fn run_once(kernel: &Image) -> Result<Vec<Row>> {
+    let mut machine = Machine::for_image(kernel);
     machine.append("spindle.mode=bench").extra(ICOUNT);
     let (exit, lines) = machine.run_captured(BENCH_TIMEOUT, false)?;
     if exit != Exit::Status(0) || !lines.iter().any(|line| line.trim() == "bench end") {
@@ -86,7 +86,7 @@ fn run_once(kernel: &Path) -> Result<Vec<Row>> {
 }
 
 /// Runs the benchmarks twice, checks determinism, prints and writes the results.
-pub fn run(kernel: &Path) -> Result<bool> {
+pub fn run(kernel: &Image) -> Result<bool> {
     println!("== benchmark run 1 of 2");
     let first = run_once(kernel)?;
     println!("== benchmark run 2 of 2");

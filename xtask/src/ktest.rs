@@ -5,7 +5,7 @@
 //! that was running, and the kernel is booted again from the next test, so one crash
 //! never hides the results of the tests after it.
 
-use std::path::Path;
+use crate::kernel_build::Image;
 use std::time::Duration;
 
 use crate::Result;
@@ -111,7 +111,7 @@ fn show_tail(lines: &[String]) {
 }
 
 /// Runs the in-kernel suite, the harness self-tests and the console system tests.
-pub fn run_all(kernel: &Path, verbose: bool, tally: &mut Tally) -> Result<()> {
+pub fn run_all(kernel: &Image, verbose: bool, tally: &mut Tally) -> Result<()> {
     println!("== in-kernel tests (QEMU)");
     run_suite(kernel, verbose, tally)?;
     println!("== harness self-tests (each kernel test here must be reported as failing)");
@@ -121,11 +121,11 @@ pub fn run_all(kernel: &Path, verbose: bool, tally: &mut Tally) -> Result<()> {
     Ok(())
 }
 
-fn run_suite(kernel: &Path, verbose: bool, tally: &mut Tally) -> Result<()> {
+fn run_suite(kernel: &Image, verbose: bool, tally: &mut Tally) -> Result<()> {
     let mut from = 0;
     let mut total = None;
     loop {
-        let mut machine = Machine::new(kernel);
+        let mut machine = Machine::for_image(kernel);
         machine.append("spindle.mode=test").append(&format!("spindle.test.from={from}"));
         let (exit, lines) = machine.run_captured(SUITE_TIMEOUT, verbose)?;
         let mut running: Option<(usize, String)> = None;
@@ -197,9 +197,9 @@ const SELF_TESTS: &[SelfTest] = &[
     SelfTest { name: "harness::hangs_with_interrupts_off", expected_exit: Exit::TimedOut, reason_contains: "", log_contains: "ktest run", timeout: HANG_TIMEOUT },
 ];
 
-fn run_harness_self_tests(kernel: &Path, verbose: bool, tally: &mut Tally) -> Result<()> {
+fn run_harness_self_tests(kernel: &Image, verbose: bool, tally: &mut Tally) -> Result<()> {
     for test in SELF_TESTS {
-        let mut machine = Machine::new(kernel);
+        let mut machine = Machine::for_image(kernel);
         machine
             .append("spindle.mode=test")
             .append(&format!("spindle.test.only={}", test.name))
@@ -271,10 +271,10 @@ const CONSOLE_TESTS: &[ConsoleTest] = &[
     },
 ];
 
-fn run_console_tests(kernel: &Path, verbose: bool, tally: &mut Tally) -> Result<()> {
+fn run_console_tests(kernel: &Image, verbose: bool, tally: &mut Tally) -> Result<()> {
     for test in CONSOLE_TESTS {
         let lines: Vec<String> = test.lines.iter().map(|line| line.to_string()).collect();
-        let mut machine = Machine::new(kernel);
+        let mut machine = Machine::for_image(kernel);
         machine.append(&format!("spindle.script={}", crate::encode::encode_script(&lines)));
         let (exit, log) = machine.run_captured(SHORT_TIMEOUT, verbose)?;
         let mut problems = Vec::new();

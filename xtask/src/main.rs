@@ -5,6 +5,7 @@
 
 mod bench;
 mod encode;
+mod ext;
 mod host_tests;
 mod kernel_build;
 mod ktest;
@@ -66,12 +67,18 @@ enum Verb {
     Bench,
     /// Check and install prerequisites only (rustup targets, QEMU, OpenSBI).
     Setup,
+    /// Extensions: `ext build CRATE` builds one as a signed native extension (.kext).
+    Ext {
+        #[command(subcommand)]
+        command: ext::ExtCommand,
+    },
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.verb {
         Verb::Setup => setup::ensure_prerequisites().map(|()| ExitCode::SUCCESS),
+        Verb::Ext { command } => ext::run(command),
         Verb::Bench => run_bench(),
         Verb::Qemu { smp, memory, timeout, lines } => run_qemu(smp, memory, timeout, &lines),
         Verb::Test { host_only, kernel_only, verbose } => run_tests(!kernel_only, !host_only, verbose),
@@ -90,8 +97,8 @@ pub type Result<T, E = String> = std::result::Result<T, E>;
 
 fn run_qemu(smp: u32, memory: u32, timeout: u64, lines: &[String]) -> Result<ExitCode> {
     setup::ensure_prerequisites()?;
-    let kernel = kernel_build::build_kernel()?;
-    let mut machine = qemu::Machine::new(&kernel);
+    let image = kernel_build::build_image()?;
+    let mut machine = qemu::Machine::for_image(&image);
     machine.smp = smp;
     machine.memory_mib = memory;
     if lines.is_empty() {
@@ -123,8 +130,8 @@ fn run_tests(host: bool, kernel: bool, verbose: bool) -> Result<ExitCode> {
         tally.failed += failed;
     }
     if kernel {
-        let kernel_image = kernel_build::build_kernel()?;
-        ktest::run_all(&kernel_image, verbose, &mut tally)?;
+        let image = kernel_build::build_image()?;
+        ktest::run_all(&image, verbose, &mut tally)?;
     }
     for name in &tally.failures {
         println!("FAILED: {name}");
@@ -136,7 +143,7 @@ fn run_tests(host: bool, kernel: bool, verbose: bool) -> Result<ExitCode> {
 
 fn run_bench() -> Result<ExitCode> {
     setup::ensure_prerequisites()?;
-    let kernel = kernel_build::build_kernel()?;
-    bench::run(&kernel)?;
+    let image = kernel_build::build_image()?;
+    bench::run(&image)?;
     Ok(ExitCode::SUCCESS)
 }

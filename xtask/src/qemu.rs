@@ -31,12 +31,20 @@ pub struct Machine {
     pub memory_mib: u32,
     append: Vec<String>,
     extra: Vec<String>,
+    initrd: Option<PathBuf>,
 }
 
 impl Machine {
     /// A one-hart machine booting `kernel`.
     pub fn new(kernel: &Path) -> Machine {
-        Machine { kernel: kernel.to_path_buf(), smp: 1, memory_mib: DEFAULT_MEMORY_MIB, append: Vec::new(), extra: Vec::new() }
+        Machine { kernel: kernel.to_path_buf(), smp: 1, memory_mib: DEFAULT_MEMORY_MIB, append: Vec::new(), extra: Vec::new(), initrd: None }
+    }
+
+    /// A machine booting an image: the kernel with its boot bundle as initial RAM disk.
+    pub fn for_image(image: &crate::kernel_build::Image) -> Machine {
+        let mut machine = Machine::new(&image.kernel);
+        machine.initrd = Some(image.bundle.clone());
+        machine
     }
 
     /// Adds a word to the kernel command line.
@@ -57,6 +65,9 @@ impl Machine {
         command.args(["-smp", &self.smp.to_string(), "-m", &format!("{}M", self.memory_mib)]);
         command.args(["-bios", OPENSBI_FIRMWARE]);
         command.arg("-kernel").arg(&self.kernel);
+        if let Some(initrd) = &self.initrd {
+            command.arg("-initrd").arg(initrd);
+        }
         // A failing sifive_test write must make QEMU exit with the kernel's code.
         command.args(["-action", "panic=exit-failure", "-no-reboot"]);
         if interactive {

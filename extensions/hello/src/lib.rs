@@ -17,7 +17,7 @@ use spindle_abi::{ext_println, fingerprint_of};
 spindle_abi::extension! {
     name: "hello",
     version: "0.1.0",
-    budget_microseconds: 1_000,
+    budget_microseconds: 20_000,
     memory_quota_bytes: 64 * 1024,
     domains: ["console", "clock"],
     bindings: [

@@ -37,6 +37,7 @@
 
 extern crate alloc;
 
+pub mod bundle;
 pub mod container;
 pub mod elf;
 pub mod load;

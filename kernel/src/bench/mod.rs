@@ -16,6 +16,7 @@
 //! prediction and memory latency; QEMU executes misaligned accesses for free.
 
 mod calls;
+mod dispatch;
 
 use crate::arch::csr;
 
@@ -53,6 +54,7 @@ pub fn report(group: &str, name: &str, iterations: u64, per_operation_milli: u64
 pub fn run() -> ! {
     crate::println!("bench begin");
     calls::run();
+    dispatch::run();
     crate::println!("bench end");
     crate::power::exit(crate::power::ExitStatus::Success)
 }

@@ -18,6 +18,7 @@
 //! (tests that must fail) live in [`HARNESS_TESTS`] and run only when named.
 
 mod events;
+mod extensions;
 mod harness;
 mod kernel_basics;
 mod strands;
@@ -49,7 +50,7 @@ macro_rules! ensure {
 }
 
 /// Every regular test, in run order.
-pub static TESTS: &[&[KernelTest]] = &[kernel_basics::TESTS, strands::TESTS, events::TESTS];
+pub static TESTS: &[&[KernelTest]] = &[kernel_basics::TESTS, strands::TESTS, events::TESTS, extensions::TESTS];
 
 /// Tests of the harness itself; each must be reported as a failure.
 pub static HARNESS_TESTS: &[KernelTest] = harness::TESTS;

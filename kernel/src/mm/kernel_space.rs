@@ -65,6 +65,9 @@ pub fn init() -> Result<(), MapError> {
     }
     let (blob_start, blob_end) = crate::devicetree::blob_range();
     map_identity(root, super::align_down(blob_start), super::align_up(blob_end), READ_ONLY)?;
+    if let Some((start, end)) = crate::devicetree::initrd_range() {
+        map_identity(root, super::align_down(start), super::align_up(end), READ_ONLY)?;
+    }
     for device in crate::devicetree::devices() {
         // Large windows (PCIe ECAM and BARs, flash) are not used by the kernel yet.
         if device.size > LARGEST_DEVICE_WINDOW {

@@ -60,6 +60,9 @@ pub fn init() -> Result<(), MemoryInitError> {
     for (start, size) in crate::devicetree::reserved_regions() {
         free.remove(align_down(start), align_up(start + size));
     }
+    if let Some((start, end)) = crate::devicetree::initrd_range() {
+        free.remove(align_down(start), align_up(end));
+    }
     let free = free.page_aligned(PAGE_SIZE);
     BOOT_FREE_RANGES.call_once(|| free.clone());
 

@@ -40,6 +40,9 @@ pub struct HartLocal {
     /// Nesting depth of sections that must not be preempted (event raises); only this
     /// hart writes it.
     pub preempt_disabled: AtomicUsize,
+    /// Set by an extension's panic report just before it traps, so the bounded executor
+    /// reports a panic rather than a breakpoint.
+    pub pending_panic: AtomicUsize,
 }
 
 /// Byte offsets of [`HartLocal`] fields used by assembly.
@@ -71,6 +74,7 @@ impl HartLocal {
             budget_point: AtomicUsize::new(0),
             last_abort_was_overrun: AtomicUsize::new(0),
             preempt_disabled: AtomicUsize::new(0),
+            pending_panic: AtomicUsize::new(0),
         }
     }
 }

@@ -167,6 +167,10 @@ fn land_at(frame: &mut TrapFrame, point: usize) {
     frame.sepc = recovery_landing as *const () as usize;
 }
 
+/// Timebase ticks (100 µs at 10 MHz) an enclosing bounded call is given after a nested
+/// one ends past the enclosing deadline.
+const NESTED_EXIT_GRACE: u64 = 1_000;
+
 /// Why a bounded call did not complete.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Abort {
@@ -179,25 +183,32 @@ pub enum Abort {
 /// Runs `f` until it returns, faults, or the `time` CSR reaches `deadline`.
 ///
 /// Interrupts must be enabled for the deadline to be enforced (the timer delivers it);
-/// a bounded call started with interrupts off can still fault but not overrun. Nested
-/// bounded calls keep the outer deadline.
+/// a bounded call started with interrupts off can still fault but not overrun. Bounded
+/// calls nest: the inner one runs until the earlier of both deadlines, and whichever
+/// deadline passes, the innermost call is the one aborted (its caller sees the overrun
+/// and reports it outwards); the outer deadline is restored when the inner call ends.
 pub fn run_bounded<F: FnOnce() -> R, R>(deadline: u64, f: F) -> Result<R, Abort> {
     let local = hart::current();
-    if local.budget_deadline.load(Ordering::Relaxed) != 0 {
-        return catch_faults(f).map_err(Abort::Fault);
-    }
+    let outer_deadline = local.budget_deadline.load(Ordering::Relaxed);
+    let outer_point = local.budget_point.load(Ordering::Relaxed);
+    let effective = if outer_deadline != 0 { deadline.min(outer_deadline) } else { deadline };
     let outcome = catch_faults(|| {
         // Armed inside the closure, so the innermost recovery point is ours and its
         // registers are saved before the timer can redirect to it.
         local.budget_point.store(local.recovery_point.load(Ordering::Relaxed), Ordering::Relaxed);
-        local.budget_deadline.store(deadline, Ordering::Relaxed);
+        local.budget_deadline.store(effective, Ordering::Relaxed);
         crate::time::program_timer();
         let result = f();
         local.budget_deadline.store(0, Ordering::Relaxed);
         result
     });
-    local.budget_deadline.store(0, Ordering::Relaxed);
-    local.budget_point.store(0, Ordering::Relaxed);
+    local.budget_point.store(outer_point, Ordering::Relaxed);
+    // An enclosing call whose deadline has passed meanwhile gets a short grace period,
+    // so the code between the two levels (which reports the inner overrun outwards)
+    // runs instead of being aborted asynchronously a second time.
+    let restored = if outer_deadline != 0 { outer_deadline.max(super::csr::time() as u64 + NESTED_EXIT_GRACE) } else { 0 };
+    local.budget_deadline.store(restored, Ordering::Relaxed);
+    crate::time::program_timer();
     match outcome {
         Ok(result) => Ok(result),
         Err(_) if local.last_abort_was_overrun.swap(0, Ordering::Relaxed) != 0 => Err(Abort::BudgetExceeded),

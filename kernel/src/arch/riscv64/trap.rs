@@ -348,3 +348,15 @@ pub fn dump_registers(frame: &TrapFrame, out: &mut dyn fmt::Write) -> fmt::Resul
     }
     writeln!(out, "sepc={:#018x} sstatus={:#018x}", frame.sepc, frame.sstatus)
 }
+
+/// Traps with a breakpoint on purpose: used to abort an extension handler at its
+/// recovery point (the trap handler redirects there). Without a recovery point this is a
+/// fatal kernel fault, reported as such.
+pub fn raise_breakpoint() -> ! {
+    // SAFETY: `ebreak` only traps; the trap handler either resumes at a recovery point
+    // (never here) or stops the kernel.
+    unsafe { core::arch::asm!("ebreak", options(nomem, nostack)) };
+    loop {
+        core::hint::spin_loop();
+    }
+}

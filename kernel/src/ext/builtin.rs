@@ -1,0 +1,121 @@
+//! The built-in technology: extension crates linked into the kernel image.
+//!
+//! The kernel reads an extension's declaration (`spindle_extension()`) directly and
+//! installs each binding as a Rust handler calling the extension's function — no
+//! marshalling, no dynamic linking: the baseline the other technologies are measured
+//! against. Containment is the same as for every technology: the handler runs under the
+//! extension's budget, and a fault kills the extension.
+
+use alloc::string::String;
+use alloc::sync::{Arc, Weak};
+use alloc::vec::Vec;
+
+use spindle_abi::event::{
+    BENCH_PROBE, CLOCK_TICK, CONSOLE_LINE, ClockTick, ConsoleLine, ConsoleVerdict, Event, EventRecord, Probe, ProbeResult,
+};
+use spindle_abi::extension::{BindingDecl, ExtensionDecl, GuardDecl, TypedBinding};
+use spindle_dispatch::{BindingId, BindingSpec, DeclarativeGuard, Handler, HandlerDescription, HandlerFault, Mode, Technology};
+
+use super::{ExtensionError, ExtensionState, LoadedExtension};
+
+/// Extension crates linked into this kernel, by their declaration functions.
+pub static AVAILABLE: &[fn() -> &'static ExtensionDecl] = &[hello::spindle_extension, faulty::spindle_extension];
+
+/// Instructions per microsecond at the nominal 1 GHz budgets are stated in.
+pub const INSTRUCTIONS_PER_MICROSECOND: u64 = 1_000;
+
+/// A built-in extension's handler: calls the function under the extension's budget.
+struct BuiltinHandler<A: EventRecord, R: EventRecord> {
+    function: fn(&A) -> R,
+    name: &'static str,
+    budget: u64,
+    extension: Weak<LoadedExtension>,
+}
+
+impl<A: EventRecord, R: EventRecord> Handler<A, R> for BuiltinHandler<A, R> {
+    fn invoke(&self, args: &A) -> Result<R, HandlerFault> {
+        let function = self.function;
+        let outcome = crate::events::run_with_budget(self.budget, || function(args));
+        if let Err(fault) = outcome
+            && let Some(extension) = self.extension.upgrade()
+        {
+            super::kill(&extension, fault, self.name);
+        }
+        outcome
+    }
+
+    fn describe(&self) -> HandlerDescription {
+        HandlerDescription { technology: Technology::BuiltIn, name: String::from(self.name) }
+    }
+}
+
+/// Converts a declared guard into the dispatcher's.
+pub fn dispatcher_guard(guard: &GuardDecl) -> DeclarativeGuard {
+    match *guard {
+        GuardDecl::Equals { field, value } => DeclarativeGuard::equals(field, value),
+        GuardDecl::InRange { field, low, high } => DeclarativeGuard::in_range(field, low, high),
+        GuardDecl::Mask { field, mask, value } => DeclarativeGuard::mask(field, mask, value),
+    }
+}
+
+fn install_typed<A: EventRecord, R: EventRecord>(
+    event: &'static Event<A, R>,
+    declaration: &ExtensionDecl,
+    binding: &dyn BindingDecl,
+    extension: &Arc<LoadedExtension>,
+) -> Result<BindingId, ExtensionError> {
+    let typed = binding
+        .as_any()
+        .downcast_ref::<TypedBinding<A, R>>()
+        .ok_or(ExtensionError::Install { event: event.name(), reason: String::from("handler type does not match the event") })?;
+    let budget = declaration.budget_microseconds.saturating_mul(INSTRUCTIONS_PER_MICROSECOND).max(1);
+    let handler = Arc::new(BuiltinHandler {
+        function: typed.handler,
+        name: typed.handler_name,
+        budget,
+        extension: Arc::downgrade(extension),
+    });
+    let mut spec = BindingSpec::new(declaration.name, handler).mode(Mode::Bounded { budget });
+    for guard in typed.guards {
+        spec = spec.when(dispatcher_guard(guard));
+    }
+    crate::events::dispatcher()
+        .install(event, spec)
+        .map_err(|error| ExtensionError::Install { event: event.name(), reason: alloc::format!("{error}") })
+}
+
+fn install_binding(declaration: &ExtensionDecl, binding: &dyn BindingDecl, extension: &Arc<LoadedExtension>) -> Result<BindingId, ExtensionError> {
+    let id = binding.event().id;
+    if id == CONSOLE_LINE.id() {
+        install_typed::<ConsoleLine, ConsoleVerdict>(&CONSOLE_LINE, declaration, binding, extension)
+    } else if id == CLOCK_TICK.id() {
+        install_typed::<ClockTick, ()>(&CLOCK_TICK, declaration, binding, extension)
+    } else if id == BENCH_PROBE.id() {
+        install_typed::<Probe, ProbeResult>(&BENCH_PROBE, declaration, binding, extension)
+    } else {
+        Err(ExtensionError::UnknownEvent(binding.event().name))
+    }
+}
+
+/// Installs every binding of a built-in extension; on any refusal, removes the ones
+/// already installed and reports the refusal.
+pub fn install(declaration: &'static ExtensionDecl) -> Result<Arc<LoadedExtension>, ExtensionError> {
+    let extension = Arc::new(LoadedExtension {
+        name: String::from(declaration.name),
+        version: String::from(declaration.version),
+        technology: super::Technology::BuiltIn,
+        bindings: spin::Mutex::new(Vec::new()),
+        state: spin::Mutex::new(ExtensionState::Running),
+        image: spin::Mutex::new(None),
+    });
+    for binding in declaration.bindings {
+        match install_binding(declaration, *binding, &extension) {
+            Ok(id) => extension.bindings.lock().push(id),
+            Err(error) => {
+                super::remove_bindings(&extension);
+                return Err(error);
+            }
+        }
+    }
+    Ok(extension)
+}

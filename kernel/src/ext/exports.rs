@@ -1,0 +1,102 @@
+//! The kernel functions extensions import (declared once in `spindle_abi::host`).
+//!
+//! Each is an `extern "C"` function with the exact name and signature of its
+//! declaration: a built-in extension links to it statically; the loader resolves a native
+//! extension's imports to these addresses through the domains its manifest was granted
+//! ([`domain_table`]). Every argument is validated: a native extension is trusted to be
+//! type-safe Rust, not to be bug-free.
+
+use alloc::string::String;
+use alloc::vec::Vec;
+use core::sync::atomic::Ordering;
+
+use spindle_abi::host::KERNEL_FUNCTIONS;
+
+/// Longest text one `spindle_console_write` call may print.
+pub const CONSOLE_WRITE_MAX: usize = 4096;
+
+/// Whether every page of `[pointer, pointer + length)` is mapped readable for the kernel.
+fn readable(pointer: *const u8, length: usize) -> bool {
+    let start = pointer as usize;
+    let Some(end) = start.checked_add(length) else { return false };
+    let Some(root) = crate::mm::kernel_space::root() else { return false };
+    let page = crate::arch::PAGE_SIZE;
+    (start / page..end.div_ceil(page)).all(|index| {
+        root.translate(index * page).is_some_and(|(_, flags)| flags.contains(crate::arch::sv39::PteFlags::READ))
+    })
+}
+
+/// Copies extension-supplied bytes after checking that they are readable kernel memory.
+fn copy_in(pointer: *const u8, length: usize, limit: usize) -> Option<Vec<u8>> {
+    if pointer.is_null() || length > limit || !readable(pointer, length) {
+        return None;
+    }
+    // SAFETY: the range is non-null, at most `limit` bytes, and every page of it is mapped
+    // readable in the kernel page table (checked above); it is only read, and copied out
+    // before returning, so a later unmapping cannot affect the copy.
+    let bytes = unsafe { core::slice::from_raw_parts(pointer, length) };
+    Some(bytes.to_vec())
+}
+
+/// Domain `console`: writes UTF-8 text to the console (invalid UTF-8 is shown replaced;
+/// a bad pointer or an over-long text prints a warning instead).
+#[unsafe(no_mangle)]
+pub extern "C" fn spindle_console_write(pointer: *const u8, length: usize) {
+    match copy_in(pointer, length, CONSOLE_WRITE_MAX) {
+        Some(bytes) => crate::print!("{}", String::from_utf8_lossy(&bytes)),
+        None => crate::println!("[ext] console_write refused: {length} bytes at {:#x} are not readable kernel memory (limit {CONSOLE_WRITE_MAX})", pointer as usize),
+    }
+}
+
+/// Domain `clock`: timer ticks since boot.
+#[unsafe(no_mangle)]
+pub extern "C" fn spindle_clock_ticks() -> u64 {
+    crate::time::ticks()
+}
+
+/// Domain `extension`: the calling extension panicked. Records the message and aborts
+/// the handler at its recovery point (a breakpoint trap the bounded executor catches).
+#[unsafe(no_mangle)]
+pub extern "C" fn spindle_extension_panic(pointer: *const u8, length: usize) -> ! {
+    let message = copy_in(pointer, length, super::PANIC_MESSAGE_MAX)
+        .map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
+        .unwrap_or_else(|| String::from("(unreadable panic message)"));
+    super::record_panic(message);
+    crate::arch::hart::current().pending_panic.store(1, Ordering::Relaxed);
+    crate::arch::trap::raise_breakpoint()
+}
+
+/// Address of the kernel's definition of an exported function, by name.
+fn address_of(name: &str) -> Option<usize> {
+    let address = match name {
+        "spindle_console_write" => spindle_console_write as *const () as usize,
+        "spindle_clock_ticks" => spindle_clock_ticks as *const () as usize,
+        "spindle_extension_panic" => spindle_extension_panic as *const () as usize,
+        _ => return None,
+    };
+    Some(address)
+}
+
+/// One resolvable export: name, domain, fingerprint and address.
+#[derive(Clone, Copy, Debug)]
+pub struct Export {
+    /// Symbol name.
+    pub name: &'static str,
+    /// Domain granting it.
+    pub domain: &'static str,
+    /// Signature fingerprint from the ABI declaration.
+    pub fingerprint: u64,
+    /// The kernel function's address.
+    pub address: usize,
+}
+
+/// Every declared kernel function with its address; a declaration without a kernel
+/// definition is a kernel bug caught by the `ext::every_declared_function_is_defined` test.
+pub fn domain_table() -> Vec<Export> {
+    KERNEL_FUNCTIONS
+        .iter()
+        .filter_map(|function| {
+            Some(Export { name: function.name, domain: function.domain, fingerprint: function.fingerprint.0, address: address_of(function.name)? })
+        })
+        .collect()
+}

@@ -1,0 +1,221 @@
+//! Extensions in the running kernel: the registry, loading and unloading, containment.
+//!
+//! An extension arrives as one of the technologies of DESIGN.md §1 — so far built-in
+//! (linked into the kernel, [`builtin`]) — and becomes a [`LoadedExtension`]: its
+//! bindings in the dispatcher, its state, and the reason it died if it did. The console
+//! commands `ext list | load | unload` drive this module.
+//!
+//! Containment (DESIGN.md §6): every handler of an extension runs bounded (its manifest's
+//! budget, capped by the event's primary module). A handler that panics, traps or overruns
+//! gets the event's default result for that raise, and the extension is killed: its
+//! bindings are removed and the reason is kept for `ext list`.
+
+pub mod builtin;
+pub mod bundle;
+pub mod exports;
+pub mod native;
+
+use alloc::string::String;
+use alloc::sync::Arc;
+use alloc::vec::Vec;
+use core::fmt;
+
+use spindle_dispatch::{BindingId, HandlerFault};
+
+/// Longest panic message kept for a killed extension.
+pub const PANIC_MESSAGE_MAX: usize = 256;
+
+/// How an extension's code came into the kernel.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Technology {
+    /// Linked into the kernel image.
+    BuiltIn,
+    /// A signed, dynamically linked native `.kext`.
+    Native,
+}
+
+impl fmt::Display for Technology {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        formatter.write_str(match self {
+            Technology::BuiltIn => "built-in",
+            Technology::Native => "native",
+        })
+    }
+}
+
+/// Lifecycle of a loaded extension.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ExtensionState {
+    /// Bindings installed and serving events.
+    Running,
+    /// Killed by containment; the reason says why.
+    Killed(String),
+}
+
+/// An extension in the kernel.
+pub struct LoadedExtension {
+    /// Unique name.
+    pub name: String,
+    /// Version text.
+    pub version: String,
+    /// Technology.
+    pub technology: Technology,
+    /// Its bindings (empty once killed or unloaded).
+    pub bindings: spin::Mutex<Vec<BindingId>>,
+    /// Running or killed, with the reason.
+    pub state: spin::Mutex<ExtensionState>,
+    /// A native extension's mapped image (freed when the extension is dropped).
+    pub image: spin::Mutex<Option<native::NativeImage>>,
+}
+
+/// Why loading or unloading failed.
+#[derive(Debug)]
+pub enum ExtensionError {
+    /// An extension with this name is already loaded.
+    AlreadyLoaded(String),
+    /// No extension with this name is loaded.
+    NotLoaded(String),
+    /// No extension with this name is available to load.
+    Unknown(String),
+    /// The extension binds an event the kernel does not raise.
+    UnknownEvent(&'static str),
+    /// A native extension was refused by the loader.
+    Native(alloc::boxed::Box<native::NativeError>),
+    /// The dispatcher (or the event's primary module) refused a binding.
+    Install {
+        /// The event.
+        event: &'static str,
+        /// Why.
+        reason: String,
+    },
+}
+
+impl fmt::Display for ExtensionError {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ExtensionError::AlreadyLoaded(name) => write!(formatter, "extension `{name}` is already loaded (unload it first)"),
+            ExtensionError::NotLoaded(name) => write!(formatter, "extension `{name}` is not loaded"),
+            ExtensionError::Unknown(name) => write!(formatter, "no extension called `{name}` is available (see `ext list`)"),
+            ExtensionError::Native(error) => write!(formatter, "native extension refused: {error}"),
+            ExtensionError::UnknownEvent(event) => write!(formatter, "binds `{event}`, which this kernel does not raise"),
+            ExtensionError::Install { event, reason } => write!(formatter, "binding `{event}` refused: {reason}"),
+        }
+    }
+}
+
+static LOADED: spin::Mutex<Vec<Arc<LoadedExtension>>> = spin::Mutex::new(Vec::new());
+static LAST_PANIC: spin::Mutex<Option<String>> = spin::Mutex::new(None);
+
+fn with_loaded<T>(f: impl FnOnce(&mut Vec<Arc<LoadedExtension>>) -> T) -> T {
+    crate::arch::csr::without_interrupts(|| f(&mut LOADED.lock()))
+}
+
+/// Records an extension's panic message (called by `spindle_extension_panic`).
+pub(crate) fn record_panic(mut message: String) {
+    message.truncate(PANIC_MESSAGE_MAX);
+    crate::arch::csr::without_interrupts(|| *LAST_PANIC.lock() = Some(message));
+}
+
+/// The loaded extension called `name`.
+pub fn find(name: &str) -> Option<Arc<LoadedExtension>> {
+    with_loaded(|loaded| loaded.iter().find(|extension| extension.name == name).cloned())
+}
+
+/// Every loaded (or killed) extension.
+pub fn list() -> Vec<Arc<LoadedExtension>> {
+    with_loaded(|loaded| loaded.clone())
+}
+
+/// Adds a freshly installed extension to the registry.
+fn register(extension: Arc<LoadedExtension>) -> Result<(), ExtensionError> {
+    with_loaded(|loaded| {
+        if loaded.iter().any(|existing| existing.name == extension.name) {
+            return Err(ExtensionError::AlreadyLoaded(extension.name.clone()));
+        }
+        loaded.push(extension);
+        Ok(())
+    })
+}
+
+/// Which technology `load` uses when an extension is available as several.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Preference {
+    /// The bundled native `.kext` if there is one, else the built-in crate.
+    Native,
+    /// The built-in crate only.
+    BuiltIn,
+}
+
+/// Loads an available extension by name.
+pub fn load(name: &str, preference: Preference) -> Result<Arc<LoadedExtension>, ExtensionError> {
+    if find(name).is_some() {
+        return Err(ExtensionError::AlreadyLoaded(name.into()));
+    }
+    let extension = match (preference, bundle::payload(name)) {
+        (Preference::Native, Some(bytes)) => native::load(bytes).map_err(|error| match error {
+            native::NativeError::Install(inner) => inner,
+            other => ExtensionError::Native(alloc::boxed::Box::new(other)),
+        })?,
+        _ => {
+            let declaration = builtin::AVAILABLE
+                .iter()
+                .find(|declaration| (declaration)().name == name)
+                .ok_or_else(|| ExtensionError::Unknown(name.into()))?;
+            builtin::install((declaration)())?
+        }
+    };
+    register(extension.clone())?;
+    Ok(extension)
+}
+
+/// Loads a native extension from `.kext` bytes (from the bundle, or pushed by the host).
+pub fn load_native_bytes(bytes: &[u8]) -> Result<Arc<LoadedExtension>, ExtensionError> {
+    let extension = native::load(bytes).map_err(|error| match error {
+        native::NativeError::Install(inner) => inner,
+        other => ExtensionError::Native(alloc::boxed::Box::new(other)),
+    })?;
+    register(extension.clone())?;
+    Ok(extension)
+}
+
+/// Removes an extension's bindings and forgets it.
+pub fn unload(name: &str) -> Result<(), ExtensionError> {
+    let extension = with_loaded(|loaded| {
+        let position = loaded.iter().position(|extension| extension.name == name)?;
+        Some(loaded.remove(position))
+    })
+    .ok_or_else(|| ExtensionError::NotLoaded(name.into()))?;
+    remove_bindings(&extension);
+    // No raise is in progress on this hart (unload runs outside handlers) and only this
+    // hart is online, so the extension's code can no longer run: release its image.
+    crate::events::quiescent();
+    crate::events::reclaim();
+    drop(extension.image.lock().take());
+    Ok(())
+}
+
+fn remove_bindings(extension: &LoadedExtension) {
+    let bindings = core::mem::take(&mut *extension.bindings.lock());
+    for binding in bindings {
+        let _ = crate::events::dispatcher().uninstall(binding);
+    }
+}
+
+/// Containment: kills `extension` after `fault` — bindings removed, reason kept.
+pub fn kill(extension: &LoadedExtension, fault: HandlerFault, handler: &str) {
+    let mut reason = alloc::format!("{handler} {fault}");
+    if fault == HandlerFault::Panicked
+        && let Some(message) = crate::arch::csr::without_interrupts(|| LAST_PANIC.lock().take())
+    {
+        reason = alloc::format!("{reason}: {message}");
+    }
+    {
+        let mut state = extension.state.lock();
+        if *state != ExtensionState::Running {
+            return;
+        }
+        *state = ExtensionState::Killed(reason.clone());
+    }
+    crate::println!("[ext] `{}` killed: {reason}; its bindings are removed, events fall back to their defaults", extension.name);
+    remove_bindings(extension);
+}

@@ -1,0 +1,355 @@
+//! The native technology: signed, dynamically linked RISC-V shared objects (`.kext`).
+//!
+//! Loading, in order, touching nothing before the signature is checked:
+//! 1. [`spindle_loader::open`] checks the container, the Ed25519 signature against the
+//!    key baked into this kernel by `cargo xtask`, the ABI fingerprint and the manifest;
+//! 2. the ELF is parsed and checked (segments, dynamic section, relocation types);
+//! 3. frames for the image come from the frame allocator (the extension's arena), the
+//!    image is copied and relocated through the kernel's writable view, with every
+//!    import resolved against the domains the manifest names and the loading principal
+//!    is granted (an unknown or ungranted symbol fails the load and names it);
+//! 4. the image is mapped W^X at its own slot of the extension region (`r-x` text,
+//!    `r--` rodata/RELRO, `rw-` data) and the instruction cache is synchronised;
+//! 5. each binding the extension describes is checked against the kernel's declaration
+//!    of its event (id, fingerprint, record sizes) and installed, bounded by the
+//!    manifest's budget.
+//!
+//! Every failure is a specific [`NativeError`] and releases everything taken so far.
+//! Known limits: the image's frames stay reachable through the kernel's identity map
+//! (writable there; safe Rust in an extension cannot name those addresses); freeing an
+//! unloaded image assumes no other hart is inside its code (one hart runs today).
+
+use alloc::string::{String, ToString};
+use alloc::sync::{Arc, Weak};
+use alloc::vec::Vec;
+use core::fmt;
+use core::marker::PhantomData;
+
+use spindle_abi::event::{
+    BENCH_PROBE, CLOCK_TICK, CONSOLE_LINE, ClockTick, ConsoleLine, ConsoleVerdict, Event, EventRecord, Probe, ProbeResult,
+};
+use spindle_abi::extension::{decode, encode};
+use spindle_abi::native::{BINDING_COUNT_SYMBOL, BINDING_INFO_SYMBOL, BindingInfo, INVOKE_SYMBOL, MAX_GUARDS};
+use spindle_dispatch::{BindingId, BindingSpec, Handler, HandlerDescription, HandlerFault, Mode, Technology as DispatchTechnology};
+use spindle_loader::{ContainerError, ElfError, ElfObject, Kind, LoadError, Permissions, Policy};
+
+use super::{ExtensionError, ExtensionState, LoadedExtension, Technology};
+use crate::arch::PAGE_SIZE;
+use crate::arch::sv39::{MapError, PteFlags};
+use crate::mm::frame::{self, FrameRun, PermanentFrames};
+
+include!(concat!(env!("OUT_DIR"), "/verifying_key.rs"));
+
+/// Start of the virtual region where native extension images are mapped.
+const EXTENSION_REGION_BASE: usize = 0x31_0000_0000;
+/// Virtual space per extension image.
+const EXTENSION_SLOT_SIZE: usize = 16 * 1024 * 1024;
+/// Most native extensions loaded at once.
+const MAX_SLOTS: usize = 256;
+/// Largest image a native extension may have.
+pub const MAX_IMAGE_SIZE: u64 = EXTENSION_SLOT_SIZE as u64;
+/// Largest argument or result record marshalled to a native handler.
+const MAX_RECORD: usize = 64;
+/// Budget for the describe calls made while loading (instructions).
+const DESCRIBE_BUDGET: u64 = 10_000_000;
+
+static SLOTS: spin::Mutex<[bool; MAX_SLOTS]> = spin::Mutex::new([false; MAX_SLOTS]);
+
+/// Why a native extension was refused.
+#[derive(Debug)]
+pub enum NativeError {
+    /// This kernel was built without the builder's verifying key.
+    NoVerifyingKey,
+    /// The container, signature, ABI fingerprint or manifest is wrong.
+    Container(ContainerError),
+    /// The ELF shared object is malformed or unsupported.
+    Elf(ElfError),
+    /// Relocation or symbol resolution failed (names the symbol when it is an import).
+    Link(String),
+    /// The extension lacks a required entry point.
+    MissingEntry(&'static str),
+    /// No frames or no virtual slot for the image.
+    OutOfMemory,
+    /// Mapping the image failed.
+    Map(MapError),
+    /// The extension's describe calls failed or described something invalid.
+    BadBinding(String),
+    /// Installing its bindings failed.
+    Install(ExtensionError),
+}
+
+impl fmt::Display for NativeError {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            NativeError::NoVerifyingKey => formatter.write_str("this kernel has no verifying key (build and run it with `cargo xtask`)"),
+            NativeError::Container(error) => write!(formatter, "container: {error}"),
+            NativeError::Elf(error) => write!(formatter, "ELF: {error}"),
+            NativeError::Link(reason) => write!(formatter, "link: {reason}"),
+            NativeError::MissingEntry(symbol) => write!(formatter, "missing entry point `{symbol}`"),
+            NativeError::OutOfMemory => formatter.write_str("out of memory for the image"),
+            NativeError::Map(error) => write!(formatter, "mapping the image: {error}"),
+            NativeError::BadBinding(reason) => write!(formatter, "binding: {reason}"),
+            NativeError::Install(error) => write!(formatter, "{error}"),
+        }
+    }
+}
+
+/// A mapped native image: its frames and its slot; unmapped and freed on drop.
+pub struct NativeImage {
+    frames: Option<FrameRun>,
+    slot: usize,
+    mapped: Vec<(usize, usize)>,
+}
+
+impl NativeImage {
+    /// Virtual base of the image.
+    pub fn base(&self) -> usize {
+        EXTENSION_REGION_BASE + self.slot * EXTENSION_SLOT_SIZE
+    }
+    /// Bytes of physical memory the image holds.
+    pub fn size(&self) -> usize {
+        self.frames.as_ref().map_or(0, FrameRun::size)
+    }
+}
+
+impl Drop for NativeImage {
+    fn drop(&mut self) {
+        if let Some(root) = crate::mm::kernel_space::root() {
+            crate::arch::csr::without_interrupts(|| {
+                for &(address, size) in &self.mapped {
+                    let _ = root.unmap_range(address, size);
+                }
+            });
+            crate::arch::csr::flush_tlb();
+        }
+        drop(self.frames.take());
+        crate::arch::csr::without_interrupts(|| SLOTS.lock()[self.slot] = false);
+    }
+}
+
+fn allocate_slot() -> Option<usize> {
+    crate::arch::csr::without_interrupts(|| {
+        let mut slots = SLOTS.lock();
+        let free = slots.iter().position(|used| !used)?;
+        slots[free] = true;
+        Some(free)
+    })
+}
+
+fn pte_flags(permissions: Permissions) -> PteFlags {
+    let mut flags = PteFlags::GLOBAL;
+    if permissions.read {
+        flags = flags | PteFlags::READ;
+    }
+    if permissions.write {
+        flags = flags | PteFlags::WRITE;
+    }
+    if permissions.execute {
+        flags = flags | PteFlags::EXECUTE;
+    }
+    flags
+}
+
+type CountFunction = extern "C" fn() -> usize;
+type InfoFunction = extern "C" fn(usize, *mut BindingInfo) -> i32;
+type InvokeFunction = extern "C" fn(usize, *const u8, usize, *mut u8, usize) -> i32;
+
+/// Reinterprets a resolved entry address as a function pointer.
+///
+/// # Safety
+/// `address` must be the address of a function with signature `F` inside a mapped,
+/// executable, relocated image that outlives every call through the pointer.
+unsafe fn function_at<F: Copy>(address: u64) -> F {
+    debug_assert_eq!(core::mem::size_of::<F>(), core::mem::size_of::<usize>());
+    // SAFETY: forwarded from the caller; `F` is a function-pointer type of pointer size.
+    unsafe { core::mem::transmute_copy(&(address as usize)) }
+}
+
+/// A native extension's handler: marshals the records and calls the image's invoke
+/// entry under the extension's budget; a fault kills the extension.
+struct NativeHandler<A, R> {
+    invoke: InvokeFunction,
+    index: usize,
+    name: String,
+    budget: u64,
+    extension: Weak<LoadedExtension>,
+    records: PhantomData<fn(&A) -> R>,
+}
+
+impl<A: EventRecord, R: EventRecord> Handler<A, R> for NativeHandler<A, R> {
+    fn invoke(&self, args: &A) -> Result<R, HandlerFault> {
+        let mut arguments = [0u8; MAX_RECORD];
+        let mut result = [0u8; MAX_RECORD];
+        let argument_size = core::mem::size_of::<A>();
+        let result_size = core::mem::size_of::<R>();
+        encode(args, &mut arguments).map_err(|_| HandlerFault::MalformedResult)?;
+        let (invoke, index) = (self.invoke, self.index);
+        let (argument_pointer, result_pointer) = (arguments.as_ptr(), result.as_mut_ptr());
+        let outcome = crate::events::run_with_budget(self.budget, || invoke(index, argument_pointer, argument_size, result_pointer, result_size));
+        let outcome = match outcome {
+            Ok(0) => decode::<R>(&result[..result_size]).map_err(|_| HandlerFault::MalformedResult),
+            Ok(_) => Err(HandlerFault::MalformedResult),
+            Err(fault) => Err(fault),
+        };
+        if let Err(fault) = outcome
+            && let Some(extension) = self.extension.upgrade()
+        {
+            super::kill(&extension, fault, &self.name);
+        }
+        outcome
+    }
+
+    fn describe(&self) -> HandlerDescription {
+        HandlerDescription { technology: DispatchTechnology::Native, name: self.name.clone() }
+    }
+}
+
+fn install_typed<A: EventRecord, R: EventRecord>(
+    event: &'static Event<A, R>,
+    info: &BindingInfo,
+    index: usize,
+    invoke: InvokeFunction,
+    budget: u64,
+    extension: &Arc<LoadedExtension>,
+) -> Result<BindingId, NativeError> {
+    let descriptor = event.descriptor();
+    if info.event_fingerprint != descriptor.fingerprint.0 {
+        return Err(NativeError::BadBinding(alloc::format!(
+            "binding {index} was built against a different declaration of `{}` (fingerprint {:#x}, kernel {:#x})",
+            event.name(),
+            info.event_fingerprint,
+            descriptor.fingerprint.0
+        )));
+    }
+    if info.arguments_size != descriptor.arguments.size as u64 || info.result_size != descriptor.result.size as u64 {
+        return Err(NativeError::BadBinding(alloc::format!("binding {index}: record sizes differ from the kernel's `{}`", event.name())));
+    }
+    let handler = Arc::new(NativeHandler::<A, R> {
+        invoke,
+        index,
+        name: alloc::format!("{}#{index}", extension.name),
+        budget,
+        extension: Arc::downgrade(extension),
+        records: PhantomData,
+    });
+    let mut spec = BindingSpec::new(&extension.name, handler).mode(Mode::Bounded { budget });
+    let count = info.guard_count as usize;
+    if count > MAX_GUARDS {
+        return Err(NativeError::BadBinding(alloc::format!("binding {index} declares {count} guards (at most {MAX_GUARDS})")));
+    }
+    for raw in &info.guards[..count] {
+        let guard = raw.to_decl().ok_or_else(|| NativeError::BadBinding(alloc::format!("binding {index}: unknown guard kind {}", raw.kind)))?;
+        spec = spec.when(super::builtin::dispatcher_guard(&guard));
+    }
+    crate::events::dispatcher()
+        .install(event, spec)
+        .map_err(|error| NativeError::Install(ExtensionError::Install { event: event.name(), reason: error.to_string() }))
+}
+
+fn install_binding(info: &BindingInfo, index: usize, invoke: InvokeFunction, budget: u64, extension: &Arc<LoadedExtension>) -> Result<BindingId, NativeError> {
+    let id = info.event_id;
+    if id == CONSOLE_LINE.id().0 {
+        install_typed::<ConsoleLine, ConsoleVerdict>(&CONSOLE_LINE, info, index, invoke, budget, extension)
+    } else if id == CLOCK_TICK.id().0 {
+        install_typed::<ClockTick, ()>(&CLOCK_TICK, info, index, invoke, budget, extension)
+    } else if id == BENCH_PROBE.id().0 {
+        install_typed::<Probe, ProbeResult>(&BENCH_PROBE, info, index, invoke, budget, extension)
+    } else {
+        Err(NativeError::BadBinding(alloc::format!("binding {index} names event id {id}, which this kernel does not raise")))
+    }
+}
+
+/// Verifies, links, maps and installs a native extension from `.kext` bytes.
+pub fn load(bytes: &[u8]) -> Result<Arc<LoadedExtension>, NativeError> {
+    let verifying_key = VERIFYING_KEY.ok_or(NativeError::NoVerifyingKey)?;
+    let policy = Policy { verifying_key, abi_fingerprint: spindle_abi::abi_fingerprint().0, allow_unsigned_wasm: false };
+    let verified = spindle_loader::open(bytes, &policy).map_err(NativeError::Container)?;
+    let manifest = verified.manifest().clone();
+    if super::find(&manifest.name).is_some() {
+        return Err(NativeError::Install(ExtensionError::AlreadyLoaded(manifest.name.clone())));
+    }
+    let payload = verified.payload_of_kind(Kind::Native).map_err(NativeError::Container)?;
+    let elf = ElfObject::parse(payload, MAX_IMAGE_SIZE).map_err(NativeError::Elf)?;
+
+    let pages = (elf.image_size() as usize).div_ceil(PAGE_SIZE).max(1);
+    let frames = frame::allocate_zeroed(pages).ok_or(NativeError::OutOfMemory)?;
+    let slot = allocate_slot().ok_or(NativeError::OutOfMemory)?;
+    let mut image = NativeImage { frames: Some(frames), slot, mapped: Vec::new() };
+    let physical = image.frames.as_ref().map_or(0, FrameRun::address);
+    // SAFETY: the frames were just allocated for this image and are owned by `image`;
+    // RAM is identity-mapped read-write for the kernel, and nothing else refers to them.
+    let buffer = unsafe { core::slice::from_raw_parts_mut(physical as *mut u8, pages * PAGE_SIZE) };
+
+    let exports = super::exports::domain_table();
+    let granted: Vec<&str> = manifest.domains.iter().map(String::as_str).chain(core::iter::once("extension")).collect();
+    let mut resolver = |symbol: &str| -> Result<u64, String> {
+        let export = exports.iter().find(|export| export.name == symbol).ok_or_else(|| alloc::format!("`{symbol}` is not a kernel export"))?;
+        if !granted.contains(&export.domain) {
+            return Err(alloc::format!("`{symbol}` is in domain `{}`, which the manifest does not import", export.domain));
+        }
+        Ok(export.address as u64)
+    };
+    let loaded = spindle_loader::load_into(&elf, buffer, image.base() as u64, &mut resolver).map_err(|error| match error {
+        LoadError::Unresolved { symbol, error } => NativeError::Link(alloc::format!("unresolved import `{symbol}`: {error}")),
+        other => NativeError::Link(alloc::format!("{other}")),
+    })?;
+
+    let root = crate::mm::kernel_space::root().ok_or(NativeError::OutOfMemory)?;
+    for mapping in loaded.mappings() {
+        let (address, size) = (mapping.address as usize, mapping.size as usize);
+        let offset = mapping.image_offset as usize;
+        crate::arch::csr::without_interrupts(|| {
+            root.map_range(address, physical + offset, size, pte_flags(mapping.permissions), &mut PermanentFrames)
+        })
+        .map_err(NativeError::Map)?;
+        image.mapped.push((address, size));
+    }
+    crate::arch::csr::flush_tlb();
+    crate::arch::csr::fence_instructions();
+
+    let entry = |symbol: &'static str| loaded.function(symbol).map_err(|_| NativeError::MissingEntry(symbol));
+    // SAFETY (for the three calls below): each address is a function of the named
+    // exported symbol in the image just relocated and mapped executable, with the
+    // signature the C-ABI contract (`spindle_abi::native`) fixes; the image lives in the
+    // LoadedExtension for as long as any binding can call it.
+    let count_function: CountFunction = unsafe { function_at(entry(BINDING_COUNT_SYMBOL)?) };
+    // SAFETY: as above.
+    let info_function: InfoFunction = unsafe { function_at(entry(BINDING_INFO_SYMBOL)?) };
+    // SAFETY: as above.
+    let invoke_function: InvokeFunction = unsafe { function_at(entry(INVOKE_SYMBOL)?) };
+
+    let budget = manifest.budget_microseconds.saturating_mul(super::builtin::INSTRUCTIONS_PER_MICROSECOND).max(1);
+    let count = crate::events::run_with_budget(DESCRIBE_BUDGET, || count_function())
+        .map_err(|fault| NativeError::BadBinding(alloc::format!("binding count: {fault}")))?;
+    let mut infos = Vec::new();
+    for index in 0..count.min(64) {
+        let mut info = BindingInfo::default();
+        let pointer: *mut BindingInfo = &mut info;
+        let code = crate::events::run_with_budget(DESCRIBE_BUDGET, || info_function(index, pointer))
+            .map_err(|fault| NativeError::BadBinding(alloc::format!("describing binding {index}: {fault}")))?;
+        if code != 0 {
+            return Err(NativeError::BadBinding(alloc::format!("describing binding {index} returned error code {code}")));
+        }
+        infos.push(info);
+    }
+
+    let extension = Arc::new(LoadedExtension {
+        name: manifest.name.clone(),
+        version: manifest.version.clone(),
+        technology: Technology::Native,
+        bindings: spin::Mutex::new(Vec::new()),
+        state: spin::Mutex::new(ExtensionState::Running),
+        image: spin::Mutex::new(Some(image)),
+    });
+    for (index, info) in infos.iter().enumerate() {
+        match install_binding(info, index, invoke_function, budget, &extension) {
+            Ok(id) => extension.bindings.lock().push(id),
+            Err(error) => {
+                super::remove_bindings(&extension);
+                crate::events::quiescent();
+                return Err(error);
+            }
+        }
+    }
+    Ok(extension)
+}

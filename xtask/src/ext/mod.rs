@@ -1,0 +1,169 @@
+//! `cargo xtask ext`: the trusted builder of native extensions (DESIGN.md §5).
+//!
+//! `ext build <crate>` turns an extension crate under `extensions/` into a signed
+//! `target/spindle/ext/<name>.kext` that the kernel's loader accepts:
+//!
+//! 1. **rules** ([`rules`]): edition 2024, `#![no_std]`, `#![forbid(unsafe_code)]`,
+//!    dependencies only `spindle-abi` and an allow-list, no build scripts or proc-macros;
+//! 2. **describe** ([`glue::describe`]): a generated host program prints the manifest of
+//!    the crate's `extension!` declaration, parsed with `Manifest::parse`;
+//! 3. **glue + build** ([`glue::build_shared_object`]): a generated `no_std` staticlib
+//!    exports the C entry points of `spindle_abi::native`, is compiled for
+//!    `riscv64gc-unknown-none-elf` position-independent, and linked by rust-lld into a
+//!    shared object;
+//! 4. **check** ([`artifact::check`]): the loader's ELF checks, exactly the contract's
+//!    exports, imports only kernel functions of the manifest's domains, a trial load;
+//! 5. **sign and pack** with the builder's key ([`keys`]), then open the result with
+//!    `spindle_loader::open` and the verifying key, as the kernel will.
+//!
+//! Design notes and limits: `docs/trusted-builder.md`.
+
+mod artifact;
+mod glue;
+mod keys;
+mod rules;
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Instant;
+
+use clap::Subcommand;
+use spindle_loader::pack::{self, PackError};
+use spindle_loader::{Kind, Manifest, Policy};
+
+use crate::Result;
+use crate::kernel_build::workspace_root;
+
+pub use keys::verifying_key_hex;
+
+/// `cargo xtask ext …` subcommands.
+#[derive(Subcommand)]
+pub enum ExtCommand {
+    /// Build an extension crate as a signed native extension (target/spindle/ext/NAME.kext).
+    ///
+    /// CRATE is a directory name under extensions/ (`hello`) or a path inside it. The crate
+    /// must be edition 2024, `#![no_std]` and `#![forbid(unsafe_code)]`, and depend only on
+    /// spindle-abi (and the allow-list in xtask/src/ext/rules.rs), with no build scripts or
+    /// proc-macros; otherwise it is refused, naming the rule and the place. The signing key
+    /// is created on first use in $SPINDLE_KEY_DIR or ~/.config/spindle/ (see
+    /// docs/trusted-builder.md); its verifying key is written to
+    /// target/spindle/verifying-key.hex.
+    Build {
+        /// The extension crate: a name under extensions/ or a path inside it.
+        #[arg(value_name = "CRATE")]
+        crate_name: String,
+    },
+}
+
+/// Runs an `ext` subcommand.
+pub fn run(command: ExtCommand) -> Result<ExitCode> {
+    match command {
+        ExtCommand::Build { crate_name } => build_native(&crate_name).map(|_| ExitCode::SUCCESS),
+    }
+}
+
+/// Builds `crate_name` (a name under `extensions/` or a path inside it) as a signed native
+/// extension, checks that the kernel's loader accepts it, prints a summary and returns the
+/// path of the `.kext`.
+///
+/// Errors: a rule refusal (naming the rule and the place), a build, link, check, key or
+/// packing failure, each as a message.
+pub fn build_native(crate_name: &str) -> Result<PathBuf> {
+    let started = Instant::now();
+    crate::setup::ensure_rust_targets()?;
+    let root = workspace_root();
+    let checked = rules::check_crate(crate_name, &root.join("extensions"), &root.join("abi/Cargo.toml")).map_err(|error| error.to_string())?;
+    let mut manifest = glue::describe(&checked)?;
+    let output_directory = root.join("target/spindle/ext");
+    let shared_object_path = output_directory.join(format!("{}.so", manifest.name));
+    glue::build_shared_object(&checked, &shared_object_path)?;
+    let shared_object = fs::read(&shared_object_path).map_err(|error| format!("cannot read {}: {error}", shared_object_path.display()))?;
+    let report = artifact::check(&shared_object, &mut manifest, glue::GLUE_IMPORTS)
+        .map_err(|error| format!("refusing to sign {}: {error}", shared_object_path.display()))?;
+
+    let signing_key = keys::signing_key()?;
+    let verifying_key_hex = verifying_key_hex()?;
+    let abi_fingerprint = spindle_abi::abi_fingerprint().0;
+    let kext = pack::pack(Kind::Native, abi_fingerprint, &manifest, &shared_object, Some(&signing_key))
+        .map_err(|error: PackError| format!("cannot pack {}: {error}", manifest.name))?;
+    verify_as_the_kernel_would(&kext, &verifying_key_hex, abi_fingerprint, &manifest, &shared_object)?;
+    let kext_path = output_directory.join(format!("{}.kext", manifest.name));
+    write_if_changed(&kext_path, &kext)?;
+
+    print_summary(&kext_path, kext.len(), &manifest, &report, &verifying_key_hex, started);
+    Ok(kext_path)
+}
+
+/// Opens the packed bytes with the kernel's policy (signature mandatory, ABI fingerprint)
+/// and checks that the manifest and payload come back unchanged.
+fn verify_as_the_kernel_would(kext: &[u8], verifying_key_hex: &str, abi_fingerprint: u64, manifest: &Manifest, payload: &[u8]) -> Result<()> {
+    let verifying_key = pack::key_from_hex(verifying_key_hex).map_err(|error| error.to_string())?;
+    let policy = Policy { verifying_key, abi_fingerprint, allow_unsigned_wasm: false };
+    let opened = spindle_loader::open(kext, &policy).map_err(|error| format!("the packed extension does not open: {error}"))?;
+    let opened_payload = opened.payload_of_kind(Kind::Native).map_err(|error| error.to_string())?;
+    if !opened.is_signed() || opened.manifest() != manifest || opened_payload != payload {
+        return Err("the packed extension opens, but not to the manifest and payload packed".into());
+    }
+    Ok(())
+}
+
+fn print_summary(path: &Path, size: usize, manifest: &Manifest, report: &artifact::Report, verifying_key_hex: &str, started: Instant) {
+    let shown = path.strip_prefix(workspace_root()).unwrap_or(path);
+    println!("ext build: {} ({size} bytes, signed, {:.1} s)", shown.display(), started.elapsed().as_secs_f64());
+    println!(
+        "  manifest:    {} {}, events [{}], domains [{}], budget {} us, quota {} bytes",
+        manifest.name,
+        manifest.version,
+        manifest.events.join(", "),
+        manifest.domains.join(", "),
+        manifest.budget_microseconds,
+        manifest.memory_quota_bytes
+    );
+    println!("  exports:     {}", report.exports.join(", "));
+    let imports: Vec<String> = report.imports.iter().map(|(symbol, domain)| format!("{symbol} ({domain})")).collect();
+    println!("  imports:     {}", if imports.is_empty() { "none".to_string() } else { imports.join(", ") });
+    let kinds: Vec<String> = report.relocations.iter().map(|(kind, count)| format!("{count} {kind}")).collect();
+    println!("  relocations: {} ({}); image {} bytes", report.relocation_count(), kinds.join(", "), report.image_size);
+    println!("  verified:    opens with verifying key {verifying_key_hex} and the ABI fingerprint");
+}
+
+/// Writes `bytes` to `path` (creating its directory) unless it already holds exactly
+/// them, so unchanged generated files keep their timestamps and builds stay incremental.
+pub fn write_if_changed(path: &Path, bytes: &[u8]) -> Result<()> {
+    if fs::read(path).is_ok_and(|existing| existing == bytes) {
+        return Ok(());
+    }
+    if let Some(directory) = path.parent() {
+        fs::create_dir_all(directory).map_err(|error| format!("cannot create {}: {error}", directory.display()))?;
+    }
+    fs::write(path, bytes).map_err(|error| format!("cannot write {}: {error}", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_kernel_side_check_fails_for_a_wrong_key_or_fingerprint() {
+        let manifest = Manifest {
+            name: "demo".into(),
+            version: "0.1.0".into(),
+            entry: spindle_abi::native::BINDING_COUNT_SYMBOL.into(),
+            events: vec!["console.Line".into()],
+            domains: vec!["console".into()],
+            budget_microseconds: 10,
+            memory_quota_bytes: 4096,
+        };
+        let key = pack::signing_key_from_seed(&[9; 32]);
+        let verifying = pack::key_to_hex(&pack::verifying_key_bytes(&key));
+        let kext = pack::pack(Kind::Native, 77, &manifest, b"payload", Some(&key)).unwrap();
+        verify_as_the_kernel_would(&kext, &verifying, 77, &manifest, b"payload").unwrap();
+        let other = pack::key_to_hex(&pack::verifying_key_bytes(&pack::signing_key_from_seed(&[8; 32])));
+        assert!(verify_as_the_kernel_would(&kext, &other, 77, &manifest, b"payload").is_err());
+        assert!(verify_as_the_kernel_would(&kext, &verifying, 78, &manifest, b"payload").is_err());
+        assert!(verify_as_the_kernel_would(&kext, &verifying, 77, &manifest, b"other").is_err());
+        let unsigned = pack::pack(Kind::Native, 77, &manifest, b"payload", None).unwrap();
+        assert!(verify_as_the_kernel_would(&unsigned, &verifying, 77, &manifest, b"payload").is_err());
+    }
+}
