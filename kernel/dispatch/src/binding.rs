@@ -198,6 +198,9 @@ pub(crate) struct BindingCore<A: EventRecord, R: EventRecord> {
     /// Predicate guards, imposed first.
     predicates: Vec<PredicateGuard<A>>,
     imposed_predicates: usize,
+    /// Sync, and no guard to check once the index has chosen it (no residual declarative
+    /// guard, no predicate): as the only candidate of a raise it can take the fast path.
+    pub(crate) plain: bool,
     pub(crate) counters: AtomicCounters,
     /// Consecutive faults and the DISABLED flag.
     pub(crate) health: AtomicU32,
@@ -231,7 +234,7 @@ impl<A: EventRecord, R: EventRecord> BindingCore<A, R> {
             let guard = parts.declarative[position].0;
             guard.interval().map(|(low, high)| Key { field: guard.field, low, high })
         });
-        let residual = parts
+        let residual: Vec<DeclarativeGuard> = parts
             .declarative
             .iter()
             .enumerate()
@@ -251,6 +254,7 @@ impl<A: EventRecord, R: EventRecord> BindingCore<A, R> {
             key,
             key_position,
             declarative: parts.declarative,
+            plain: parts.mode == Mode::Sync && residual.is_empty() && parts.predicates.is_empty(),
             residual,
             predicates: parts.predicates,
             imposed_predicates: parts.imposed_predicates,
@@ -285,25 +289,42 @@ impl<A: EventRecord, R: EventRecord> BindingCore<A, R> {
     }
 
     /// Checks the guards the index did not: residual declarative guards, then predicates
-    /// in order (imposed first). Counts each evaluation in `evaluations`.
+    /// in order (imposed first). Adds the number of guards evaluated to `evaluations`.
     #[inline]
     pub(crate) fn other_guards_hold(&self, args: &A, evaluations: &mut u64) -> bool {
-        for guard in &self.residual {
-            *evaluations += 1;
+        // Residual declarative guards are rare (a second declarative guard on one binding)
+        // and evaluating them inline would keep argument fields in registers all through
+        // the raise loop; so they are checked out of line.
+        if !self.residual.is_empty() && !self.residual_guards_hold(args, evaluations) {
+            return false;
+        }
+        for (position, guard) in self.predicates.iter().enumerate() {
             if !guard.holds(args) {
+                *evaluations += position as u64 + 1;
                 return false;
             }
         }
-        for guard in &self.predicates {
-            *evaluations += 1;
+        *evaluations += self.predicates.len() as u64;
+        true
+    }
+
+    /// The residual declarative guards' part of [`other_guards_hold`](Self::other_guards_hold).
+    #[inline(never)]
+    fn residual_guards_hold(&self, args: &A, evaluations: &mut u64) -> bool {
+        for (position, guard) in self.residual.iter().enumerate() {
             if !guard.holds(args) {
+                *evaluations += position as u64 + 1;
                 return false;
             }
         }
+        *evaluations += self.residual.len() as u64;
         true
     }
 
     /// Records a fault; trips the breaker after `threshold` consecutive faults (0: never).
+    /// Out of line: faults are rare, and inlined this made every raise loop larger.
+    #[cold]
+    #[inline(never)]
     pub(crate) fn record_fault(&self, fault: Fault, threshold: u32) {
         self.counters.faults.fetch_add(1, Ordering::Relaxed);
         if let Fault::Handler(HandlerFault::Overrun { .. }) = fault {
@@ -333,8 +354,9 @@ impl<A: EventRecord, R: EventRecord> BindingCore<A, R> {
 
     /// Clears the consecutive-fault count after a success, keeping the DISABLED flag.
     #[inline]
-    pub(crate) fn record_success(&self, health_before: u32) {
-        if health_before & CONSECUTIVE_MASK != 0 {
+    pub(crate) fn record_success(&self) {
+        // Load first: the common case (no streak) writes nothing.
+        if self.health.load(Ordering::Relaxed) & CONSECUTIVE_MASK != 0 {
             self.health.fetch_and(DISABLED, Ordering::Relaxed);
         }
     }

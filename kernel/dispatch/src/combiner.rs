@@ -73,68 +73,186 @@ pub(crate) enum Step {
 }
 
 /// Combines contributions during one raise.
-pub(crate) struct Accumulator<R> {
-    combiner: Combiner<R>,
-    value: Option<R>,
-    /// Only a vote needs a tally; other combiners never pay for initialising one.
-    tally: Option<Tally<R>>,
+///
+/// One implementation per combiner, and the raise loop is monomorphised for each (see
+/// [`Combiner::instance`]), so the loop carries only its own combiner's state and step.
+/// Why: a single accumulator for every combiner had to be initialised with room for a
+/// vote's tally, and moved, on every raise (most of the ~480 instructions a raise with no
+/// binding once cost), and dispatched on the combiner at every contribution.
+pub(crate) trait Accumulate<R>: Sized {
+    /// An empty accumulator for `combiner` (one this type was chosen for).
+    fn start(combiner: &Combiner<R>) -> Self;
+
+    /// Adds one binding's contribution; `default` computes the event's default result
+    /// (each call asks the primary module again).
+    fn push(&mut self, contribution: R, default: &mut impl FnMut() -> R) -> Step;
+
+    /// The combined result; `default` if nothing decided it.
+    fn finish(self, default: &mut impl FnMut() -> R) -> R;
+
+    /// Whether nothing has been pushed yet (no binding ran). Asked instead of keeping a
+    /// separate flag in the raise loop.
+    fn is_empty(&self) -> bool;
 }
 
-impl<R: Copy + Ord> Accumulator<R> {
-    /// An empty accumulator for `combiner`.
+/// Code generic over the accumulator type (the raise loop), instantiated for one
+/// combiner by [`Combiner::instance`].
+pub(crate) trait PerAccumulator<R> {
+    /// What an instantiation is (the raise loop's: a function pointer).
+    type Instance;
+
+    /// The instantiation for accumulators of type `C`.
+    fn instance<C: Accumulate<R>>() -> Self::Instance;
+}
+
+impl<R: Copy + Ord> Combiner<R> {
+    /// `U` instantiated for this combiner's accumulator type. Chosen once (when an event
+    /// is registered), so a raise calls its loop through one function pointer instead of
+    /// dispatching on the combiner.
+    pub(crate) fn instance<U: PerAccumulator<R>>(&self) -> U::Instance {
+        match self {
+            Combiner::Last => U::instance::<LastWins<R>>(),
+            Combiner::First => U::instance::<FirstWins<R>>(),
+            Combiner::FirstNonDefault => U::instance::<FirstNonDefaultWins<R>>(),
+            Combiner::All { .. } | Combiner::Min | Combiner::Max => U::instance::<Folded<R>>(),
+            Combiner::Vote => U::instance::<Tally<R>>(),
+        }
+    }
+}
+
+/// `Combiner::Last`: the latest contribution.
+struct LastWins<R>(Option<R>);
+
+impl<R> Accumulate<R> for LastWins<R> {
     #[inline]
-    pub(crate) fn new(combiner: Combiner<R>) -> Self {
-        let tally = matches!(combiner, Combiner::Vote).then(Tally::new);
-        Accumulator { combiner, value: None, tally }
+    fn start(_combiner: &Combiner<R>) -> Self {
+        LastWins(None)
     }
 
-    /// Adds one binding's contribution; `default` yields the event's default result.
-    pub(crate) fn push(&mut self, contribution: R, default: &mut impl FnMut() -> R) -> Step {
-        match self.combiner {
-            Combiner::Last => self.value = Some(contribution),
-            Combiner::First => {
-                self.value = Some(contribution);
-                return Step::Stop;
-            }
-            Combiner::FirstNonDefault => {
-                if contribution != default() {
-                    self.value = Some(contribution);
-                    return Step::Stop;
-                }
-            }
-            Combiner::All { fold } => {
-                self.value = Some(match self.value {
-                    Some(accumulated) => fold(accumulated, contribution),
-                    None => contribution,
-                });
-            }
-            Combiner::Min => self.value = Some(self.value.map_or(contribution, |value| value.min(contribution))),
-            Combiner::Max => self.value = Some(self.value.map_or(contribution, |value| value.max(contribution))),
-            Combiner::Vote => {
-                if let Some(tally) = &mut self.tally {
-                    tally.add(contribution);
-                }
-            }
-        }
+    #[inline]
+    fn push(&mut self, contribution: R, _default: &mut impl FnMut() -> R) -> Step {
+        self.0 = Some(contribution);
         Step::Continue
     }
 
-    /// The combined result; `default` if nothing decided it.
-    pub(crate) fn finish(self, default: &mut impl FnMut() -> R) -> R {
-        match self.combiner {
-            Combiner::Vote => self.tally.and_then(|tally| tally.winner()).unwrap_or_else(default),
-            _ => self.value.unwrap_or_else(default),
-        }
+    #[inline]
+    fn finish(self, default: &mut impl FnMut() -> R) -> R {
+        self.0.unwrap_or_else(default)
+    }
+
+    #[inline]
+    fn is_empty(&self) -> bool {
+        self.0.is_none()
     }
 }
 
-/// Vote counts, in order of first appearance.
+/// `Combiner::First`: the first contribution, which ends the raise.
+struct FirstWins<R>(Option<R>);
+
+impl<R> Accumulate<R> for FirstWins<R> {
+    #[inline]
+    fn start(_combiner: &Combiner<R>) -> Self {
+        FirstWins(None)
+    }
+
+    #[inline]
+    fn push(&mut self, contribution: R, _default: &mut impl FnMut() -> R) -> Step {
+        self.0 = Some(contribution);
+        Step::Stop
+    }
+
+    #[inline]
+    fn finish(self, default: &mut impl FnMut() -> R) -> R {
+        self.0.unwrap_or_else(default)
+    }
+
+    #[inline]
+    fn is_empty(&self) -> bool {
+        self.0.is_none()
+    }
+}
+
+/// `Combiner::FirstNonDefault`: the first contribution other than the default, which
+/// ends the raise. Asks for the default once per raise and keeps it.
+struct FirstNonDefaultWins<R> {
+    default: Option<R>,
+    value: Option<R>,
+}
+
+impl<R: Copy + PartialEq> Accumulate<R> for FirstNonDefaultWins<R> {
+    #[inline]
+    fn start(_combiner: &Combiner<R>) -> Self {
+        FirstNonDefaultWins { default: None, value: None }
+    }
+
+    #[inline]
+    fn push(&mut self, contribution: R, default: &mut impl FnMut() -> R) -> Step {
+        if contribution == *self.default.get_or_insert_with(default) {
+            return Step::Continue;
+        }
+        self.value = Some(contribution);
+        Step::Stop
+    }
+
+    #[inline]
+    fn finish(self, default: &mut impl FnMut() -> R) -> R {
+        self.value.or(self.default).unwrap_or_else(default)
+    }
+
+    #[inline]
+    fn is_empty(&self) -> bool {
+        // Every push asks for the default first.
+        self.default.is_none()
+    }
+}
+
+/// `Combiner::All`, `Min` and `Max`: contributions folded in order, starting from the
+/// first.
+struct Folded<R> {
+    fold: fn(R, R) -> R,
+    value: Option<R>,
+}
+
+impl<R: Copy + Ord> Accumulate<R> for Folded<R> {
+    /// Chosen for `All`, `Min` and `Max` only.
+    #[inline]
+    fn start(combiner: &Combiner<R>) -> Self {
+        let fold = match *combiner {
+            Combiner::All { fold } => fold,
+            Combiner::Min => R::min,
+            _ => R::max,
+        };
+        Folded { fold, value: None }
+    }
+
+    #[inline]
+    fn push(&mut self, contribution: R, _default: &mut impl FnMut() -> R) -> Step {
+        self.value = Some(match self.value {
+            Some(accumulated) => (self.fold)(accumulated, contribution),
+            None => contribution,
+        });
+        Step::Continue
+    }
+
+    #[inline]
+    fn finish(self, default: &mut impl FnMut() -> R) -> R {
+        self.value.unwrap_or_else(default)
+    }
+
+    #[inline]
+    fn is_empty(&self) -> bool {
+        self.value.is_none()
+    }
+}
+
+/// `Combiner::Vote`: counts, in order of first appearance.
 struct Tally<R> {
     inline: [Option<(R, u32)>; VOTE_CANDIDATES],
     spilled: Vec<(R, u32)>,
 }
 
 impl<R: Copy + Ord> Tally<R> {
+    /// An empty tally.
     fn new() -> Self {
         Tally { inline: [None; VOTE_CANDIDATES], spilled: Vec::new() }
     }
@@ -170,23 +288,63 @@ impl<R: Copy + Ord> Tally<R> {
     }
 }
 
+impl<R: Copy + Ord> Accumulate<R> for Tally<R> {
+    #[inline]
+    fn start(_combiner: &Combiner<R>) -> Self {
+        Tally::new()
+    }
+
+    #[inline]
+    fn push(&mut self, contribution: R, _default: &mut impl FnMut() -> R) -> Step {
+        self.add(contribution);
+        Step::Continue
+    }
+
+    #[inline]
+    fn finish(self, default: &mut impl FnMut() -> R) -> R {
+        self.winner().unwrap_or_else(default)
+    }
+
+    #[inline]
+    fn is_empty(&self) -> bool {
+        self.inline[0].is_none()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     const DEFAULT: u64 = 100;
 
-    fn combine(combiner: Combiner<u64>, contributions: &[u64]) -> (u64, usize) {
-        let mut accumulator = Accumulator::new(combiner);
-        let mut default = || DEFAULT;
-        let mut consumed = 0;
-        for &contribution in contributions {
-            consumed += 1;
-            if accumulator.push(contribution, &mut default) == Step::Stop {
-                break;
+    /// Feeds contributions in order until the accumulator says stop; returns the result
+    /// and how many contributions were consumed.
+    struct Feed;
+
+    impl PerAccumulator<u64> for Feed {
+        type Instance = fn(&Combiner<u64>, &[u64]) -> (u64, usize);
+
+        fn instance<C: Accumulate<u64>>() -> Self::Instance {
+            |combiner, contributions| {
+                let mut accumulator = C::start(combiner);
+                let mut default = || DEFAULT;
+                assert!(accumulator.is_empty());
+                let mut consumed = 0;
+                for &contribution in contributions {
+                    consumed += 1;
+                    let step = accumulator.push(contribution, &mut default);
+                    assert!(!accumulator.is_empty());
+                    if step == Step::Stop {
+                        break;
+                    }
+                }
+                (accumulator.finish(&mut default), consumed)
             }
         }
-        (accumulator.finish(&mut default), consumed)
+    }
+
+    fn combine(combiner: Combiner<u64>, contributions: &[u64]) -> (u64, usize) {
+        combiner.instance::<Feed>()(&combiner, contributions)
     }
 
     #[test]

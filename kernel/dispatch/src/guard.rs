@@ -2,9 +2,10 @@
 //!
 //! Two kinds. *Declarative* guards are data (`args.field == value`, `low <= args.field <=
 //! high`, `args.field & mask == value`), so the dispatcher can index them: when the binding
-//! set changes it builds, per argument field, a sorted table of interval boundaries that
-//! maps a field value to the set of bindings whose equality or range guard it satisfies
-//! ([`FieldIndex`]). A raise then costs one binary search per indexed field, however many
+//! set changes it builds, per argument field, a table that maps a field value to the list
+//! of bindings whose equality or range guard it satisfies ([`FieldIndex`]): a hash table
+//! when every key on the field is an equality, else sorted interval boundaries. A raise
+//! then costs one hash probe (or one binary search) per indexed field, however many
 //! bindings there are. *Predicate* guards are code (a Rust closure today; a Wasm function
 //! or an upcall later) and are evaluated one by one, in order.
 //!
@@ -14,8 +15,12 @@
 //!
 //! Limitations: mask guards are never indexed (they are checked directly, which is still
 //! cheap); values compare as unsigned `u64`; an event can have at most
-//! [`MAX_BINDINGS_PER_EVENT`] bindings because candidate sets are fixed-size bit sets.
+//! [`MAX_BINDINGS_PER_EVENT`] bindings because candidate lists hold one-byte positions. An
+//! index holds a candidate list per distinct key value (per interval segment for ranges),
+//! each including the unkeyed bindings, so its size is quadratic in the worst case: about
+//! 25 KiB per indexed field with equality keys, 140 KiB with 256 overlapping ranges.
 
+use alloc::boxed::Box;
 use alloc::string::String;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
@@ -23,9 +28,9 @@ use core::fmt::{self, Write as _};
 
 use spindle_abi::event::{EventRecord, FieldDesc};
 
-/// The most bindings one event can have (candidate sets are bit sets of this width).
+/// The most bindings one event can have (candidate lists hold one-byte positions).
 pub const MAX_BINDINGS_PER_EVENT: usize = 256;
-/// Words in a candidate bit set.
+/// Words in a [`BitSet`].
 const SET_WORDS: usize = MAX_BINDINGS_PER_EVENT / 64;
 
 /// The test a declarative guard applies to one argument field.
@@ -141,19 +146,38 @@ where
 /// A predicate guard with a description for introspection. Cheap to clone, so a primary
 /// module can impose the same guard on many bindings.
 pub struct PredicateGuard<A> {
-    description: Arc<str>,
-    guard: Arc<dyn Guard<A>>,
+    shared: Arc<SharedGuard<A>>,
+}
+
+/// A predicate guard's description and code, shared by its clones.
+struct SharedGuard<A> {
+    description: Box<str>,
+    /// Boxed rather than an `Arc<dyn Guard>`: calling through an `Arc<dyn _>` must first
+    /// find the value using the alignment stored in the vtable (four more instructions
+    /// per evaluation on RISC-V), a `Box` points at its value.
+    guard: Box<dyn Guard<A>>,
+}
+
+/// A guard shared by its creator (see [`PredicateGuard::from_guard`]), called through it.
+struct ForwardedGuard<A>(Arc<dyn Guard<A>>);
+
+impl<A> Guard<A> for ForwardedGuard<A> {
+    fn holds(&self, args: &A) -> bool {
+        self.0.holds(args)
+    }
 }
 
 impl<A: 'static> PredicateGuard<A> {
     /// A guard from a closure, described by `description` (e.g. `"frame owned by caller"`).
     pub fn new(description: &str, predicate: impl Fn(&A) -> bool + Send + Sync + 'static) -> Self {
-        PredicateGuard { description: Arc::from(description), guard: Arc::new(predicate) }
+        let guard = Box::new(predicate);
+        PredicateGuard { shared: Arc::new(SharedGuard { description: Box::from(description), guard }) }
     }
 
     /// A guard from any [`Guard`] implementation (e.g. a Wasm function).
     pub fn from_guard(description: &str, guard: Arc<dyn Guard<A>>) -> Self {
-        PredicateGuard { description: Arc::from(description), guard }
+        let guard = Box::new(ForwardedGuard(guard));
+        PredicateGuard { shared: Arc::new(SharedGuard { description: Box::from(description), guard }) }
     }
 }
 
@@ -161,28 +185,40 @@ impl<A> PredicateGuard<A> {
     /// Whether the guard holds for `args`.
     #[inline]
     pub fn holds(&self, args: &A) -> bool {
-        self.guard.holds(args)
+        self.shared.guard.holds(args)
     }
 
     /// The guard's description.
     pub fn description(&self) -> &str {
-        &self.description
+        &self.shared.description
     }
 }
 
 impl<A> Clone for PredicateGuard<A> {
     fn clone(&self) -> Self {
-        PredicateGuard { description: self.description.clone(), guard: self.guard.clone() }
+        PredicateGuard { shared: self.shared.clone() }
     }
 }
 
 impl<A> fmt::Debug for PredicateGuard<A> {
     fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
-        formatter.debug_tuple("PredicateGuard").field(&self.description).finish()
+        formatter.debug_tuple("PredicateGuard").field(&self.description()).finish()
     }
 }
 
-/// A set of binding positions (indices into a plan's ordered binding list).
+/// A binding's position in a plan's ordered binding list, as candidate lists hold it: one
+/// byte, since an event has at most [`MAX_BINDINGS_PER_EVENT`] bindings.
+pub(crate) type Position = u8;
+const _: () = assert!(MAX_BINDINGS_PER_EVENT <= Position::MAX as usize + 1);
+
+/// The bindings a raise must consider, in run order.
+///
+/// A list rather than a bit set because walking it is what a raise does: one byte load per
+/// candidate, where a bit set costs a find-first-set (a multiply and a table lookup on
+/// RISC-V without Zbb) and a loop over its words, and keeps more registers busy.
+pub(crate) type CandidateList = Box<[Position]>;
+
+/// A set of binding positions, for building candidate lists.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct BitSet {
     words: [u64; SET_WORDS],
@@ -199,108 +235,157 @@ impl BitSet {
         }
     }
 
-    /// Adds every member of `other`, looking only at the first `used_words` words.
-    #[inline]
-    pub(crate) fn union_with(&mut self, other: &BitSet, used_words: usize) {
-        for (word, other_word) in self.words.iter_mut().zip(&other.words).take(used_words) {
-            *word |= *other_word;
+    /// Adds every member of `list`.
+    pub(crate) fn insert_all(&mut self, list: &[Position]) {
+        for &position in list {
+            self.insert(usize::from(position));
         }
     }
 
-    /// The members in ascending order, looking only at the first `used_words` words.
-    #[inline]
-    pub(crate) fn members(self, used_words: usize) -> Members {
-        Members { words: self.words, word: 0, used_words: used_words.min(SET_WORDS) }
+    /// The members in ascending order.
+    pub(crate) fn members(&self) -> impl Iterator<Item = Position> + '_ {
+        self.words.iter().enumerate().flat_map(|(word_index, &word)| {
+            let mut bits = word;
+            core::iter::from_fn(move || {
+                if bits == 0 {
+                    return None;
+                }
+                let bit = bits.trailing_zeros() as usize;
+                bits &= bits - 1;
+                // Below MAX_BINDINGS_PER_EVENT, so it fits (asserted above).
+                Some((word_index * 64 + bit) as Position)
+            })
+        })
     }
 
-    /// Words needed for positions `0..count`.
-    pub(crate) fn words_for(count: usize) -> usize {
-        count.div_ceil(64).min(SET_WORDS)
-    }
-}
-
-/// Iterator over a [`BitSet`]'s members, ascending.
-pub(crate) struct Members {
-    words: [u64; SET_WORDS],
-    word: usize,
-    used_words: usize,
-}
-
-impl Iterator for Members {
-    type Item = usize;
-
-    #[inline]
-    fn next(&mut self) -> Option<usize> {
-        while self.word < self.used_words {
-            let bits = self.words[self.word];
-            if bits != 0 {
-                self.words[self.word] = bits & (bits - 1);
-                return Some(self.word * 64 + bits.trailing_zeros() as usize);
-            }
-            self.word += 1;
-        }
-        None
+    /// The members as a candidate list.
+    pub(crate) fn candidate_list(&self) -> CandidateList {
+        self.members().collect()
     }
 }
 
-/// The index over one argument field: maps a field value to the bindings whose key
-/// guard on that field accepts it.
+/// Multiplier of the exact-value index's hash (2^64 / golden ratio: Fibonacci hashing,
+/// which spreads consecutive keys such as ports or ids over the whole table).
+const FIBONACCI_MULTIPLIER: u64 = 0x9E37_79B9_7F4A_7C15;
+
+/// How a [`FieldIndex`] maps a field value to its candidate list.
+#[derive(Debug)]
+enum Segments {
+    /// Every key is a single value: an open-addressing hash table (linear probing, at
+    /// most half full) from value to candidate list. A slot with an empty list is free
+    /// (a key's list is never empty: it holds the key's own binding).
+    Exact {
+        slots: Box<[(u64, CandidateList)]>,
+        /// `64 - log2(slots.len())`: the hash is the top bits of `value * FIBONACCI`.
+        shift: u32,
+    },
+    /// Some key is a range: sorted, distinct interval boundaries (`low` and `high + 1` of
+    /// every key). No boundary falls inside `starts[i - 1] .. starts[i]`, so all its values
+    /// are accepted by the same keys: `lists[i - 1]` is its candidate list. Values below
+    /// `starts[0]` have the base list. One binary search per lookup.
+    Intervals { starts: Box<[u64]>, lists: Box<[CandidateList]> },
+}
+
+/// The index over one argument field: maps a field value to the candidate list of a
+/// raise with that value, i.e. the bindings whose key guard on that field accepts it
+/// plus a fixed *base* (the plan's bindings without a key, candidates for every raise),
+/// in run order.
 ///
-/// `starts` holds every interval boundary (each key guard's `low` and `high + 1`),
-/// sorted and distinct; segment `i` is `starts[i] .. starts[i + 1]` and no boundary falls
-/// inside it, so all its values are accepted by the same bindings, `members[i]`. Values
-/// below `starts[0]` match nothing. Built in O(boundaries × bindings) when the binding set
-/// changes; looked up with one binary search.
-#[derive(Debug, Default)]
+/// Folding the base into every list when the index is built means that a raise on an
+/// event with one indexed field walks the looked-up list as it is. Equality keys (the
+/// common case: `port == k`, a command's fingerprint) are found by hashing, in constant
+/// time however many there are; ranges by binary search. Built in O(lists × bindings)
+/// when the binding set changes.
+#[derive(Debug)]
 pub(crate) struct FieldIndex {
     /// The argument field this index is keyed on.
     pub(crate) field: usize,
-    starts: Vec<u64>,
-    members: Vec<BitSet>,
+    segments: Segments,
+    /// The candidate list of values no key accepts.
+    base: CandidateList,
 }
 
 impl FieldIndex {
-    /// Builds the index for `field` from `(position, low, high)` key intervals.
-    pub(crate) fn build(field: usize, keys: &[(usize, u64, u64)]) -> FieldIndex {
-        let mut starts: Vec<u64> = keys
-            .iter()
-            .flat_map(|&(_, low, high)| [Some(low), high.checked_add(1)])
-            .flatten()
-            .collect();
-        starts.sort_unstable();
-        starts.dedup();
-        let members = starts
-            .iter()
-            .map(|&start| {
-                let mut set = BitSet::EMPTY;
-                for &(position, low, high) in keys {
-                    if low <= start && start <= high {
-                        set.insert(position);
-                    }
+    /// Builds the index for `field` from `(position, low, high)` key intervals, with
+    /// `base` in every answer.
+    pub(crate) fn build(field: usize, keys: &[(usize, u64, u64)], base: BitSet) -> FieldIndex {
+        let list_of = |accepts: &dyn Fn(u64, u64) -> bool| {
+            let mut set = base;
+            for &(position, low, high) in keys {
+                if accepts(low, high) {
+                    set.insert(position);
                 }
-                set
-            })
-            .collect();
-        FieldIndex { field, starts, members }
+            }
+            set.candidate_list()
+        };
+        let segments = if keys.iter().all(|&(_, low, high)| low == high) {
+            let mut values: Vec<u64> = keys.iter().map(|&(_, value, _)| value).collect();
+            values.sort_unstable();
+            values.dedup();
+            let capacity = (values.len() * 2).next_power_of_two().max(2);
+            let mut slots: Box<[(u64, CandidateList)]> = (0..capacity).map(|_| (0, CandidateList::default())).collect();
+            let shift = 64 - capacity.trailing_zeros();
+            for &value in &values {
+                let mut slot = exact_slot(value, shift);
+                while !slots[slot].1.is_empty() {
+                    slot = (slot + 1) & (capacity - 1);
+                }
+                slots[slot] = (value, list_of(&|low, _| low == value));
+            }
+            Segments::Exact { slots, shift }
+        } else {
+            let mut starts: Vec<u64> = keys
+                .iter()
+                .flat_map(|&(_, low, high)| [Some(low), high.checked_add(1)])
+                .flatten()
+                .collect();
+            starts.sort_unstable();
+            starts.dedup();
+            let lists = starts.iter().map(|&start| list_of(&|low, high| low <= start && start <= high)).collect();
+            Segments::Intervals { starts: starts.into_boxed_slice(), lists }
+        };
+        FieldIndex { field, segments, base: base.candidate_list() }
     }
 
-    /// The bindings whose key guard on this field accepts `value`.
+    /// The candidate list for a raise whose field has `value`: the base and the bindings
+    /// whose key guard on this field accepts `value`, in run order.
     #[inline]
-    pub(crate) fn lookup(&self, value: u64) -> &BitSet {
-        let segment = self.starts.partition_point(|&start| start <= value);
-        match segment.checked_sub(1) {
-            Some(segment) => self.members.get(segment).unwrap_or(&BitSet::EMPTY),
-            None => &BitSet::EMPTY,
+    pub(crate) fn lookup(&self, value: u64) -> &[Position] {
+        match &self.segments {
+            Segments::Exact { slots, shift } => {
+                let mask = slots.len() - 1;
+                let mut slot = exact_slot(value, *shift);
+                // Terminates: the table is at most half full.
+                loop {
+                    match slots.get(slot) {
+                        // A free slot: no key has this value.
+                        Some((_, list)) if list.is_empty() => break &self.base,
+                        Some((key, list)) if *key == value => break list,
+                        Some(_) => slot = (slot + 1) & mask,
+                        None => break &self.base,
+                    }
+                }
+            }
+            Segments::Intervals { starts, lists } => {
+                let segment = starts.partition_point(|&start| start <= value);
+                segment.checked_sub(1).and_then(|segment| lists.get(segment)).unwrap_or(&self.base)
+            }
         }
     }
+}
+
+/// The home slot of `value` in an exact-value table of `2^(64 - shift)` slots.
+#[inline]
+fn exact_slot(value: u64, shift: u32) -> usize {
+    (value.wrapping_mul(FIBONACCI_MULTIPLIER) >> shift) as usize
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn members(set: &BitSet) -> Vec<usize> {
-        set.members(SET_WORDS).collect()
+    fn members(list: &[Position]) -> Vec<usize> {
+        list.iter().map(|&position| usize::from(position)).collect()
     }
 
     #[test]
@@ -309,15 +394,51 @@ mod tests {
         for position in [200, 3, 64, 0, 255, 1000] {
             set.insert(position);
         }
-        assert_eq!(members(&set), [0, 3, 64, 200, 255]);
-        assert_eq!(set.members(1).collect::<Vec<_>>(), [0, 3], "only the used words");
-        assert_eq!(BitSet::words_for(65), 2);
+        assert_eq!(members(&set.candidate_list()), [0, 3, 64, 200, 255]);
+        let mut union = BitSet::EMPTY;
+        union.insert(1);
+        union.insert_all(&set.candidate_list());
+        assert_eq!(members(&union.candidate_list()), [0, 1, 3, 64, 200, 255]);
+    }
+
+    #[test]
+    fn exact_index_hashes_equality_keys() {
+        let mut base = BitSet::EMPTY;
+        base.insert(2);
+        // Two bindings on 7, one on 0, one on u64::MAX, and the unkeyed binding 2.
+        let keys = [(0, 7, 7), (1, 0, 0), (3, 7, 7), (4, u64::MAX, u64::MAX)];
+        let index = FieldIndex::build(1, &keys, base);
+        assert!(matches!(index.segments, Segments::Exact { .. }));
+        assert_eq!(members(index.lookup(7)), [0, 2, 3]);
+        assert_eq!(members(index.lookup(0)), [1, 2]);
+        assert_eq!(members(index.lookup(u64::MAX)), [2, 4]);
+        assert_eq!(members(index.lookup(8)), [2], "no key: the base alone");
+    }
+
+    #[test]
+    fn exact_index_agrees_with_direct_evaluation() {
+        // Many keys, some shared, some colliding in the table; every value looked up.
+        for count in [1usize, 2, 3, 64, 200] {
+            let keys: Vec<(usize, u64, u64)> = (0..count)
+                .map(|position| {
+                    let value = (position as u64 * 7919) % 150 * (1 << 40);
+                    (position, value, value)
+                })
+                .collect();
+            let index = FieldIndex::build(0, &keys, BitSet::EMPTY);
+            for value in (0..160).map(|value| value * (1 << 40)).chain([1, u64::MAX]) {
+                let expected: Vec<usize> =
+                    keys.iter().filter(|&&(_, key, _)| key == value).map(|&(position, _, _)| position).collect();
+                assert_eq!(members(index.lookup(value)), expected, "{count} keys, value {value}");
+            }
+        }
     }
 
     #[test]
     fn index_maps_equalities_and_overlapping_ranges() {
         let keys = [(0, 7, 7), (1, 5, 10), (2, 10, u64::MAX), (3, 0, 0)];
-        let index = FieldIndex::build(4, &keys);
+        let index = FieldIndex::build(4, &keys, BitSet::EMPTY);
+        assert!(matches!(index.segments, Segments::Intervals { .. }));
         assert_eq!(members(index.lookup(0)), [3]);
         assert_eq!(members(index.lookup(4)), Vec::<usize>::new());
         assert_eq!(members(index.lookup(5)), [1]);
@@ -325,6 +446,19 @@ mod tests {
         assert_eq!(members(index.lookup(8)), [1]);
         assert_eq!(members(index.lookup(10)), [1, 2]);
         assert_eq!(members(index.lookup(u64::MAX)), [2]);
+    }
+
+    #[test]
+    fn index_answers_include_the_base_set() {
+        let mut base = BitSet::EMPTY;
+        base.insert(1);
+        let index = FieldIndex::build(0, &[(0, 5, 5), (2, 7, 9)], base);
+        assert!(matches!(index.segments, Segments::Intervals { .. }));
+        assert_eq!(members(index.lookup(0)), [1], "below every boundary");
+        assert_eq!(members(index.lookup(5)), [0, 1]);
+        assert_eq!(members(index.lookup(6)), [1], "between keys");
+        assert_eq!(members(index.lookup(8)), [1, 2]);
+        assert_eq!(members(index.lookup(u64::MAX)), [1], "above every key");
     }
 
     #[test]
@@ -343,7 +477,7 @@ mod tests {
                 (position, a.min(b), a.max(b))
             })
             .collect();
-        let index = FieldIndex::build(0, &keys);
+        let index = FieldIndex::build(0, &keys, BitSet::EMPTY);
         for value in 0..70 {
             let expected: Vec<usize> = keys
                 .iter()

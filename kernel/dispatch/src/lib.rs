@@ -14,9 +14,9 @@
 //!   `unsafe`); no lock is held across a handler;
 //! - single-binding fast path (one sync, unguarded binding: a load, a health check, a
 //!   tail call into a per-handler wrapper that counts the invocation and inlines the
-//!   handler);
+//!   handler), also taken after the index lookup when it leaves one such candidate;
 //! - declarative guards (`==`, range, mask on an argument field) indexed per field, so 64
-//!   bindings keyed on distinct values of one field cost one binary search;
+//!   bindings keyed on distinct values of one field cost one hash probe;
 //! - predicate guards in order, imposed guards first;
 //! - faults (panic, trap, overrun, malformed or rejected result) answered with the default
 //!   result, counted, and a circuit breaker that disables a binding after N in a row;

@@ -17,14 +17,17 @@
 use alloc::string::String;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
+use core::marker::PhantomData;
 use core::sync::atomic::{AtomicU64, Ordering};
 
 use spindle_abi::event::{Event, EventDescriptor, EventRecord};
 
 use crate::binding::{AtomicCounters, BindingCore, DISABLED, Parts};
-use crate::combiner::{Accumulator, Combiner, Step};
+use crate::combiner::{Accumulate, Combiner, PerAccumulator, Step};
 use crate::error::{InstallError, UpdateError};
-use crate::guard::{BitSet, DeclarativeGuard, FieldIndex, FieldTest, MAX_BINDINGS_PER_EVENT, PredicateGuard};
+use crate::guard::{
+    BitSet, CandidateList, DeclarativeGuard, FieldIndex, FieldTest, MAX_BINDINGS_PER_EVENT, Position, PredicateGuard,
+};
 use crate::handler::{BindingId, BindingSpec, HandlerFault, Mode};
 use crate::introspect::{EventSnapshot, Fault};
 use crate::platform::Platform;
@@ -40,14 +43,19 @@ pub(crate) struct Plan<A: EventRecord, R: EventRecord> {
     single: Option<Arc<BindingCore<A, R>>>,
     /// All bindings, in the order they run; a binding's position is its index here.
     bindings: Vec<Arc<BindingCore<A, R>>>,
-    /// Positions of bindings without a key guard: candidates for every raise.
-    unindexed: BitSet,
-    /// One index per argument field that some binding's key guard tests.
+    /// Positions of bindings without a key guard, in order: candidates for every raise.
+    unindexed: CandidateList,
+    /// One index per argument field that some binding's key guard tests; each answer
+    /// includes the unindexed bindings, so with one index its answer is the candidate list.
     indexes: Vec<FieldIndex>,
-    /// Words of the candidate bit sets in use (`ceil(bindings / 64)`).
-    used_words: usize,
     /// Whether to read the instruction counter around each handler call.
     account_instructions: bool,
+    /// Neither instruction accounting nor result validation: a sync binding's handler is
+    /// called inline by the general path, and its `Ok` result used as it is.
+    plain: bool,
+    /// `plain`, and some binding is plain too (see `BindingCore::plain`): a raise whose
+    /// only candidate is such a binding takes the fast path after the index lookup.
+    single_candidate_fast: bool,
 }
 
 impl<A: EventRecord, R: EventRecord> Default for Plan<A, R> {
@@ -56,10 +64,11 @@ impl<A: EventRecord, R: EventRecord> Default for Plan<A, R> {
             fast: None,
             single: None,
             bindings: Vec::new(),
-            unindexed: BitSet::EMPTY,
+            unindexed: CandidateList::default(),
             indexes: Vec::new(),
-            used_words: 0,
             account_instructions: false,
+            plain: true,
+            single_candidate_fast: false,
         }
     }
 }
@@ -91,17 +100,19 @@ impl<A: EventRecord, R: EventRecord> Plan<A, R> {
                         binding.key.filter(|key| key.field == field).map(|key| (position, key.low, key.high))
                     })
                     .collect();
-                FieldIndex::build(field, &keys)
+                FieldIndex::build(field, &keys, unindexed)
             })
             .collect();
+        let plain = !account_instructions && !validates_results;
         Plan {
             fast: if account_instructions { None } else { single.clone() },
             single,
             bindings: bindings.to_vec(),
-            unindexed,
+            unindexed: unindexed.candidate_list(),
             indexes,
-            used_words: BitSet::words_for(bindings.len()),
             account_instructions,
+            plain,
+            single_candidate_fast: plain && bindings.iter().any(|binding| binding.plain),
         }
     }
 }
@@ -136,15 +147,20 @@ pub struct EventTable<A: EventRecord, R: EventRecord> {
     owner: String,
     primary: Arc<dyn PrimaryModule<A, R>>,
     combiner: Combiner<R>,
+    /// The general path's loop compiled for `combiner`.
+    general_loop: GeneralLoop<A, R>,
     validates_results: bool,
     breaker_threshold: u32,
     platform: Platform,
     state: spin::Mutex<TableState<A, R>>,
     /// Totals of removed bindings (shared with every binding, which adds to it).
     removed_totals: Arc<AtomicCounters>,
-    /// Raises that took the general path (the others are the single binding's fast
-    /// invocations, so the fast path needs no per-event counter).
+    /// Raises that took the general loop and ran at least one binding. Every raise is
+    /// counted once: here, in `defaulted` (no binding ran), or as a fast invocation of the
+    /// binding it ran (the single binding, or the single candidate after the index); so
+    /// the fast path needs no per-event counter and the others one atomic add each.
     general_raises: AtomicU64,
+    /// Raises in which no binding ran (the raiser got the default result).
     defaulted: AtomicU64,
     guard_evaluations: AtomicU64,
 }
@@ -157,11 +173,13 @@ impl<A: EventRecord, R: EventRecord> EventTable<A, R> {
         platform: Platform,
         harts: Arc<Harts>,
     ) -> Self {
+        let combiner = primary.combiner();
         EventTable {
             plans: Rcu::new(Plan::default(), harts),
             descriptor: event.descriptor(),
             owner: String::from(primary.name()),
-            combiner: primary.combiner(),
+            combiner,
+            general_loop: combiner.instance::<GeneralLoopOf<A, R>>(),
             validates_results: primary.validates_results(),
             breaker_threshold: primary.breaker_threshold(),
             primary,
@@ -209,17 +227,76 @@ impl<A: EventRecord, R: EventRecord> EventTable<A, R> {
         self.raise_slow(plan, args)
     }
 
-    /// Everything but the fast path.
+    /// Everything but the fast path: picks the path for the plan, so that each path's
+    /// code is only as large as it needs (a raise with no binding is one counter and a
+    /// tail call to the primary module, with no stack frame).
     #[inline(never)]
     fn raise_slow(&self, plan: &Plan<A, R>, args: &A) -> R {
-        match &plan.single {
-            Some(binding) if binding.health.load(Ordering::Relaxed) == 0 => self.raise_single_accounted(binding, args),
-            _ => self.raise_general(plan, args),
+        if plan.bindings.is_empty() {
+            self.defaulted.fetch_add(1, Ordering::Relaxed);
+            return self.primary.default_result(args);
         }
+        if let Some(binding) = &plan.single
+            && binding.health.load(Ordering::Relaxed) == 0
+        {
+            return self.raise_single_accounted(binding, args);
+        }
+        let candidates = match plan.indexes.as_slice() {
+            [] => &plan.unindexed[..],
+            // Each index's lists include the unindexed bindings.
+            [index] => index.lookup(args.field(index.field)),
+            several => return self.raise_several_indexes(plan, several, args),
+        };
+        match candidates {
+            // No candidate: the default, as with no binding at all.
+            [] => {
+                self.defaulted.fetch_add(1, Ordering::Relaxed);
+                return self.primary.default_result(args);
+            }
+            // FAST PATH AFTER THE INDEX: the only candidate needs nothing but a call (sync,
+            // no guard left to check, no accounting or validation, healthy), so it runs as
+            // the single binding of the fast path does; with one contribution every
+            // combiner returns it unchanged. This is the common case of declarative
+            // dispatch (`port == k`): 64 such bindings cost what one costs.
+            [only] if plan.single_candidate_fast => {
+                if let Some(binding) = plan.bindings.get(usize::from(*only))
+                    && binding.plain
+                    && binding.health.load(Ordering::Relaxed) == 0
+                {
+                    return binding.handler.raise_fast(binding, self, args);
+                }
+            }
+            _ => {}
+        }
+        self.raise_candidates(plan, candidates, args)
+    }
+
+    /// The general path when more than one field is indexed: the candidates are the union
+    /// of each index's answer.
+    #[inline(never)]
+    fn raise_several_indexes(&self, plan: &Plan<A, R>, indexes: &[FieldIndex], args: &A) -> R {
+        let mut union = BitSet::EMPTY;
+        for index in indexes {
+            union.insert_all(index.lookup(args.field(index.field)));
+        }
+        let mut candidates = [0; MAX_BINDINGS_PER_EVENT];
+        let mut count = 0;
+        for (slot, position) in candidates.iter_mut().zip(union.members()) {
+            *slot = position;
+            count += 1;
+        }
+        self.raise_candidates(plan, &candidates[..count], args)
+    }
+
+    /// The general path over `candidates`: the loop compiled for the event's combiner.
+    #[inline(always)]
+    fn raise_candidates(&self, plan: &Plan<A, R>, candidates: &[Position], args: &A) -> R {
+        (self.general_loop)(self, plan, candidates, args)
     }
 
     /// The fast path with instruction accounting on: two more indirect calls (the
     /// counter) and one more atomic add.
+    #[inline(never)]
     fn raise_single_accounted(&self, binding: &BindingCore<A, R>, args: &A) -> R {
         binding.counters.fast_invocations.fetch_add(1, Ordering::Relaxed);
         let start = (self.platform.instruction_counter)();
@@ -232,47 +309,44 @@ impl<A: EventRecord, R: EventRecord> EventTable<A, R> {
         }
     }
 
-    /// The general path: index lookup, guards, modes, validation, combining.
-    fn raise_general(&self, plan: &Plan<A, R>, args: &A) -> R {
-        self.general_raises.fetch_add(1, Ordering::Relaxed);
-        // Candidates: unguarded-by-key bindings, plus those the indexes select.
-        let mut candidates = plan.unindexed;
-        for index in &plan.indexes {
-            candidates.union_with(index.lookup(args.field(index.field)), plan.used_words);
-        }
-        let primary = &*self.primary;
-        let mut cached_default = None;
-        let mut default = move || *cached_default.get_or_insert_with(|| primary.default_result(args));
-        let mut accumulator = Accumulator::new(self.combiner);
+    /// The general path's loop: guards, modes, validation, combining; compiled once per
+    /// accumulator type (see `Combiner::instance`).
+    ///
+    /// Per raise: one counter, and the default result only if it is needed. Per
+    /// candidate: a byte of the candidate list, the health word and the residual guards;
+    /// per binding that runs, its invocation counter, the handler call and the combiner's
+    /// step. Accounting, bounded mode, validation and faults are handled out of line.
+    #[inline(always)]
+    fn raise_general<C: Accumulate<R>>(&self, plan: &Plan<A, R>, candidates: &[Position], args: &A) -> R {
+        let mut accumulator = C::start(&self.combiner);
+        // Not cached: it is needed at most once per raise except after a fault (and
+        // `FirstNonDefault` keeps its own copy), and a cache would hold registers all along.
+        let mut default = || self.primary.default_result(args);
         let mut evaluations = 0u64;
-        let mut invoked = false;
-        for position in candidates.members(plan.used_words) {
-            let Some(binding) = plan.bindings.get(position) else { continue };
-            let health = binding.health.load(Ordering::Relaxed);
-            if health & DISABLED != 0 {
+        for &position in candidates {
+            let Some(binding) = plan.bindings.get(usize::from(position)) else { continue };
+            if binding.health.load(Ordering::Relaxed) & DISABLED != 0 {
                 continue;
             }
             if !binding.other_guards_hold(args, &mut evaluations) {
                 binding.counters.guard_rejections.fetch_add(1, Ordering::Relaxed);
                 continue;
             }
-            invoked = true;
             binding.counters.general_invocations.fetch_add(1, Ordering::Relaxed);
-            let contribution = match self.run(binding, args, plan.account_instructions) {
-                Ok(result) => match self.validate(args, &result) {
-                    Ok(()) => {
-                        binding.record_success(health);
-                        result
-                    }
-                    Err(fault) => {
-                        binding.record_fault(fault, self.breaker_threshold);
-                        default()
-                    }
-                },
-                Err(fault) => {
-                    binding.record_fault(Fault::Handler(fault), self.breaker_threshold);
-                    default()
+            let outcome = if plan.plain && binding.mode == Mode::Sync {
+                binding.handler.invoke(args)
+            } else {
+                self.run_special(binding, args, plan.account_instructions)
+            };
+            let contribution = match outcome {
+                Ok(result) if plan.plain => {
+                    binding.record_success();
+                    result
                 }
+                outcome => match self.settle(binding, outcome, args) {
+                    Some(result) => result,
+                    None => default(),
+                },
             };
             if accumulator.push(contribution, &mut default) == Step::Stop {
                 break;
@@ -281,10 +355,27 @@ impl<A: EventRecord, R: EventRecord> EventTable<A, R> {
         if evaluations != 0 {
             self.guard_evaluations.fetch_add(evaluations, Ordering::Relaxed);
         }
-        if !invoked {
-            self.defaulted.fetch_add(1, Ordering::Relaxed);
-        }
+        let raises = if accumulator.is_empty() { &self.defaulted } else { &self.general_raises };
+        raises.fetch_add(1, Ordering::Relaxed);
         accumulator.finish(&mut default)
+    }
+
+    /// A binding's contribution when its result must be validated or it faulted: the
+    /// result if it is valid, else `None` (the default; the fault is recorded).
+    #[inline(never)]
+    fn settle(&self, binding: &BindingCore<A, R>, outcome: Result<R, HandlerFault>, args: &A) -> Option<R> {
+        let fault = match outcome {
+            Ok(result) => match self.validate(args, &result) {
+                Ok(()) => {
+                    binding.record_success();
+                    return Some(result);
+                }
+                Err(fault) => fault,
+            },
+            Err(fault) => Fault::Handler(fault),
+        };
+        binding.record_fault(fault, self.breaker_threshold);
+        None
     }
 
     /// Records a fast-path fault and returns the default result in the binding's place.
@@ -295,15 +386,17 @@ impl<A: EventRecord, R: EventRecord> EventTable<A, R> {
         self.primary.default_result(args)
     }
 
-    /// Runs one binding's handler in its mode, counting instructions if asked.
-    #[inline]
-    fn run(&self, binding: &BindingCore<A, R>, args: &A, account_instructions: bool) -> Result<R, HandlerFault> {
-        let start = if account_instructions { (self.platform.instruction_counter)() } else { 0 };
+    /// Runs one binding's handler in its mode, counting instructions if asked: the general
+    /// path's way for a bounded binding or with instruction accounting, out of line so that
+    /// the common case keeps the raise loop small.
+    #[inline(never)]
+    fn run_special(&self, binding: &BindingCore<A, R>, args: &A, account: bool) -> Result<R, HandlerFault> {
+        let start = if account { (self.platform.instruction_counter)() } else { 0 };
         let outcome = match binding.mode {
             Mode::Bounded { budget } => self.run_bounded(binding, budget, args),
             Mode::Sync | Mode::Async => binding.handler.invoke(args),
         };
-        if account_instructions {
+        if account {
             let spent = (self.platform.instruction_counter)().wrapping_sub(start);
             binding.counters.instructions.fetch_add(spent, Ordering::Relaxed);
         }
@@ -552,12 +645,28 @@ impl<A: EventRecord, R: EventRecord> EventTable<A, R> {
 }
 
 impl<A: EventRecord, R: EventRecord> EventTable<A, R> {
-    /// Raises so far: general-path raises plus every fast invocation, of installed and of
-    /// removed bindings (each fast-path raise is one fast invocation of the single binding).
+    /// Raises so far: general-path raises (those that ran a binding and those that
+    /// defaulted) plus every fast invocation, of installed and of removed bindings (each
+    /// fast-path raise is one fast invocation of the single binding).
     fn raises(&self, state: &TableState<A, R>) -> u64 {
         let fast = |binding: &Arc<BindingCore<A, R>>| binding.counters.fast_invocations.load(Ordering::Relaxed);
         let installed: u64 = state.bindings.iter().map(fast).sum();
-        self.general_raises.load(Ordering::Relaxed) + installed + self.removed_totals.load().fast_invocations
+        let general = self.general_raises.load(Ordering::Relaxed) + self.defaulted.load(Ordering::Relaxed);
+        general + installed + self.removed_totals.load().fast_invocations
+    }
+}
+
+/// The general path's loop for one accumulator type.
+type GeneralLoop<A, R> = fn(&EventTable<A, R>, &Plan<A, R>, &[Position], &A) -> R;
+
+/// Instantiates the general path's loop per accumulator type (see `Combiner::instance`).
+struct GeneralLoopOf<A, R>(PhantomData<(A, R)>);
+
+impl<A: EventRecord, R: EventRecord> PerAccumulator<R> for GeneralLoopOf<A, R> {
+    type Instance = GeneralLoop<A, R>;
+
+    fn instance<C: Accumulate<R>>() -> GeneralLoop<A, R> {
+        |table, plan, candidates, args| table.raise_general::<C>(plan, candidates, args)
     }
 }
 

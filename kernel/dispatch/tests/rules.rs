@@ -354,6 +354,40 @@ fn faults_yield_the_default_and_the_breaker_disables_after_three_in_a_row() {
 }
 
 #[test]
+fn a_single_candidate_after_the_index_follows_the_general_rules() {
+    // With accounting off, a raise whose index lookup leaves one binding that needs no
+    // further check calls it directly; results, faults, the breaker and the counters must
+    // be what the general path gives.
+    let (dispatcher, table) = packet_table(TestPrimary::new(Combiner::FirstNonDefault));
+    table.set_instruction_accounting(false);
+    let failing = Arc::new(AtomicU64::new(1));
+    let flaky_spec = BindingSpec::new("ext", flaky(&failing)).when(DeclarativeGuard::equals(PORT, 1));
+    let flaky_id = table.install(flaky_spec).unwrap();
+    let other = table.install(BindingSpec::new("ext", answer(2)).when(DeclarativeGuard::equals(PORT, 2))).unwrap();
+    assert_eq!(table.raise(&packet(2, 0)).value, 2);
+    // A fault, then a success that ends the streak, then three faults trip the breaker.
+    assert_eq!(table.raise(&packet(1, 0)), DEFAULT_ANSWER);
+    failing.store(0, Ordering::Relaxed);
+    assert_eq!(table.raise(&packet(1, 0)).value, 5);
+    assert_eq!(table.snapshot().binding(flaky_id).unwrap().consecutive_faults, 0);
+    failing.store(1, Ordering::Relaxed);
+    for _ in 0..3 {
+        assert_eq!(table.raise(&packet(1, 0)), DEFAULT_ANSWER);
+    }
+    assert!(table.snapshot().binding(flaky_id).unwrap().disabled.is_some(), "breaker tripped");
+    failing.store(0, Ordering::Relaxed);
+    assert_eq!(table.raise(&packet(1, 0)), DEFAULT_ANSWER, "disabled: not run");
+    assert_eq!(table.raise(&packet(3, 0)), DEFAULT_ANSWER, "no candidate");
+    let snapshot = table.snapshot();
+    let flaky_counters = snapshot.binding(flaky_id).unwrap().counters;
+    assert_eq!((flaky_counters.invocations, flaky_counters.faults), (5, 4));
+    assert_eq!(snapshot.binding(other).unwrap().counters.invocations, 1);
+    assert_eq!((snapshot.raises, snapshot.defaulted, snapshot.guard_evaluations), (8, 2, 0));
+    dispatcher.enable(flaky_id).unwrap();
+    assert_eq!(table.raise(&packet(1, 0)).value, 5);
+}
+
+#[test]
 fn a_faulting_binding_contributes_the_default_among_others() {
     let (_dispatcher, table) = packet_table(TestPrimary::new(Combiner::All { fold: |a, b| Answer { value: a.value + b.value } }));
     let failing = Arc::new(AtomicU64::new(1));
