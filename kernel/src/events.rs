@@ -93,6 +93,7 @@ pub fn dispatcher() -> &'static Dispatcher {
 #[inline(always)]
 pub fn raise<A: EventRecord, R: EventRecord>(table: &EventTable<A, R>, args: &A) -> R {
     let _no_preemption = crate::sched::no_preemption();
+
     table.raise(args)
 }
 

@@ -17,9 +17,11 @@ pub mod bench;
 pub mod bootargs;
 pub mod console;
 pub mod devicetree;
+pub mod drivers;
 pub mod events;
 pub mod ext;
 pub mod fault;
+pub mod hotload;
 pub mod ktest;
 pub mod memlayout;
 pub mod mm;
@@ -79,6 +81,7 @@ pub extern "C" fn kernel_main(hart_id: usize, device_tree_address: usize) -> ! {
         Err(error) => println!("[boot] built-in extension `{}` refused: {error}", events::builtin::NAME),
     }
     ext::bundle::load_boot_list();
+    hotload::init();
 
     match bootargs::parse(devicetree::bootargs()) {
         bootargs::Mode::Test { from, only, watchdog_seconds } => ktest::run(from, only, watchdog_seconds),

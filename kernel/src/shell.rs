@@ -51,6 +51,7 @@ pub static COMMANDS: &[Command] = &[
     Command { name: "devices", usage: "devices", help: "devices from the device tree", run: devices },
     Command { name: "events", usage: "events", help: "events, their bindings, guards and counters", run: events },
     Command { name: "ext", usage: "ext list|load NAME [builtin]|unload NAME", help: "list, load and unload extensions", run: ext },
+    Command { name: "hotload", usage: "hotload wait [SECONDS]", help: "wait for one `cargo xtask load` request (default 30 s); fails if it was refused", run: hotload },
     Command { name: "probe", usage: "probe KEY VALUE", help: "raise bench.Probe and print the combined result", run: probe },
     Command { name: "strands", usage: "strands", help: "the running strand and the ready count", run: strands },
     Command { name: "echo", usage: "echo WORD…", help: "print the words", run: echo },
@@ -172,6 +173,7 @@ fn devices(_: &[&str]) -> Result<(), CommandError> {
     for device in crate::devicetree::devices() {
         crate::println!("  {:<28} {:<24} {:#012x} +{:#x}", device.name, device.compatible, device.base, device.size);
     }
+    crate::println!("{}", crate::hotload::status_line());
     Ok(())
 }
 
@@ -231,6 +233,21 @@ fn ext(arguments: &[&str]) -> Result<(), CommandError> {
         }
         _ => Err(CommandError::Usage(USAGE)),
     }
+}
+
+fn hotload(arguments: &[&str]) -> Result<(), CommandError> {
+    const USAGE: &str = "hotload wait [SECONDS]";
+    let seconds = match arguments {
+        ["wait"] => crate::hotload::DEFAULT_WAIT_SECONDS,
+        ["wait", seconds] => parse_number(seconds).ok_or(CommandError::Usage(USAGE))? as u64,
+        _ => return Err(CommandError::Usage(USAGE)),
+    };
+    let answer = crate::hotload::wait_for_request(seconds).map_err(|error| CommandError::Failed(alloc::format!("hotload wait: {error}")))?;
+    if !answer.starts_with("OK") {
+        return Err(CommandError::Failed(alloc::format!("hotload wait: the request was refused: {answer}")));
+    }
+    crate::println!("hotload: {answer}");
+    Ok(())
 }
 
 fn probe(arguments: &[&str]) -> Result<(), CommandError> {

@@ -56,9 +56,19 @@ struct ImageExtension {
     boot: bool,
 }
 
+/// What an image is for.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Purpose {
+    /// Running and benchmarking: the extensions of `image.toml`.
+    Run,
+    /// Testing: also the deliberately broken `test-*` extensions.
+    Test,
+}
+
 /// Builds every extension named in `image.toml` as a signed native `.kext`, packs them
-/// into the boot bundle, and builds the kernel.
-pub fn build_image() -> Result<Image> {
+/// into the boot bundle (plus the broken test extensions for a test image), and builds
+/// the kernel.
+pub fn build_image(purpose: Purpose) -> Result<Image> {
     let path = workspace_root().join("image.toml");
     let text = std::fs::read_to_string(&path).map_err(|error| format!("cannot read {}: {error}", path.display()))?;
     let description: ImageDescription = toml::from_str(&text).map_err(|error| format!("{}: {error}", path.display()))?;
@@ -68,11 +78,16 @@ pub fn build_image() -> Result<Image> {
         let bytes = std::fs::read(&kext).map_err(|error| format!("cannot read {}: {error}", kext.display()))?;
         entries.push((extension.name.clone(), bytes));
     }
+    if purpose == Purpose::Test {
+        let hello = workspace_root().join("target").join("spindle").join("ext").join("hello.kext");
+        entries.extend(crate::testkexts::build(&hello)?);
+    }
     let borrowed: Vec<(&str, &[u8])> = entries.iter().map(|(name, bytes)| (name.as_str(), bytes.as_slice())).collect();
     let boot: Vec<&str> = description.extension.iter().filter(|extension| extension.boot).map(|extension| extension.name.as_str()).collect();
     let bundle_bytes = spindle_loader::bundle::build(&borrowed, &boot);
     spindle_loader::bundle::parse(&bundle_bytes).map_err(|error| format!("the boot bundle does not parse back: {error}"))?;
-    let bundle = workspace_root().join("target").join("spindle").join("boot.bundle");
+    let file = if purpose == Purpose::Test { "test.bundle" } else { "boot.bundle" };
+    let bundle = workspace_root().join("target").join("spindle").join(file);
     std::fs::write(&bundle, &bundle_bytes).map_err(|error| format!("cannot write {}: {error}", bundle.display()))?;
     let kernel = build_kernel()?;
     Ok(Image { kernel, bundle })

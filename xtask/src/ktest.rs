@@ -20,6 +20,10 @@ const HANG_TIMEOUT: Duration = Duration::from_secs(8);
 /// Guest watchdog used for the harness's own hang test, in seconds.
 const HARNESS_WATCHDOG_SECONDS: u64 = 2;
 
+/// QEMU flags for deterministic guest time (one instruction per virtual nanosecond;
+/// idle time is skipped instead of slept).
+const ICOUNT: &[&str] = &["-icount", "shift=0,align=off,sleep=off"];
+
 /// Kernel exit statuses (kernel/src/power.rs).
 const EXIT_FAILURE: i32 = 1;
 const EXIT_PANIC: i32 = 3;
@@ -118,6 +122,8 @@ pub fn run_all(kernel: &Image, verbose: bool, tally: &mut Tally) -> Result<()> {
     run_harness_self_tests(kernel, verbose, tally)?;
     println!("== console system tests (`cargo xtask qemu -- …`)");
     run_console_tests(kernel, verbose, tally)?;
+    println!("== hot-load system tests (`cargo xtask load` into a running kernel)");
+    run_hotload_tests(kernel, verbose, tally)?;
     Ok(())
 }
 
@@ -127,6 +133,9 @@ fn run_suite(kernel: &Image, verbose: bool, tally: &mut Tally) -> Result<()> {
     loop {
         let mut machine = Machine::for_image(kernel);
         machine.append("spindle.mode=test").append(&format!("spindle.test.from={from}"));
+        // Exact, repeatable guest time: budgets and timeouts in the kernel are counted in
+        // instructions, so a loaded host cannot make a handler overrun (or a test flaky).
+        machine.extra(ICOUNT);
         let (exit, lines) = machine.run_captured(SUITE_TIMEOUT, verbose)?;
         let mut running: Option<(usize, String)> = None;
         let mut ended = false;
@@ -294,6 +303,94 @@ fn run_console_tests(kernel: &Image, verbose: bool, tally: &mut Tally) -> Result
             show_tail(&log);
         }
         tally.record(&format!("console::{}", test.name), &outcome);
+    }
+    Ok(())
+}
+
+/// Host timeout for one hot-load system test (the script itself waits at most 60 s).
+const HOTLOAD_TIMEOUT: Duration = Duration::from_secs(90);
+/// How long the host waits for QEMU to listen on the hot-load socket.
+const HOTLOAD_CONNECT_WAIT: Duration = Duration::from_secs(20);
+/// How long the host waits for the kernel's answer once the request is sent.
+const HOTLOAD_ANSWER_WAIT: Duration = Duration::from_secs(60);
+
+/// A script that waits for the host, a `.kext` pushed to it the way `cargo xtask load`
+/// does, and what the answer, the log and the exit status must be.
+struct HotloadTest {
+    name: &'static str,
+    lines: &'static [&'static str],
+    /// Flip one bit of the `.kext` (in its last byte, inside the signed payload).
+    corrupt: bool,
+    answer_starts: &'static str,
+    answer_contains: &'static str,
+    expected_exit: i32,
+    log_contains: &'static [&'static str],
+}
+
+const HOTLOAD_TESTS: &[HotloadTest] = &[
+    HotloadTest {
+        name: "load-from-host-then-use-it",
+        lines: &["hotload wait 60", "hello", "ext list"],
+        corrupt: false,
+        answer_starts: "OK loaded hello ",
+        answer_contains: "(native), 1 binding(s)",
+        expected_exit: 0,
+        log_contains: &["[hotload] LOAD (", "hotload: OK loaded hello", "hello from"],
+    },
+    HotloadTest {
+        name: "corrupted-kext-is-refused",
+        lines: &["hotload wait 60", "echo never"],
+        corrupt: true,
+        answer_starts: "ERR ",
+        answer_contains: "signature",
+        expected_exit: EXIT_FAILURE,
+        log_contains: &["[hotload] LOAD (", "signature does not verify", "the request was refused"],
+    },
+];
+
+fn run_hotload_tests(kernel: &Image, verbose: bool, tally: &mut Tally) -> Result<()> {
+    let kext_path = crate::ext::build_native("hello")?;
+    let kext = std::fs::read(&kext_path).map_err(|error| format!("cannot read {}: {error}", kext_path.display()))?;
+    for test in HOTLOAD_TESTS {
+        let mut payload = kext.clone();
+        if test.corrupt
+            && let Some(last) = payload.last_mut()
+        {
+            *last ^= 0x01;
+        }
+        let lines: Vec<String> = test.lines.iter().map(|line| line.to_string()).collect();
+        let mut machine = Machine::for_image(kernel);
+        machine.append(&format!("spindle.script={}", crate::encode::encode_script(&lines)));
+        let socket = machine.hotload_socket().to_path_buf();
+        let timeouts = crate::load::Timeouts { connect: HOTLOAD_CONNECT_WAIT, answer: HOTLOAD_ANSWER_WAIT };
+        let (run, answer) = std::thread::scope(|scope| {
+            let qemu = scope.spawn(|| machine.run_captured(HOTLOAD_TIMEOUT, verbose));
+            let answer = crate::load::exchange(&socket, &crate::load::Request::Load(&payload), timeouts);
+            (qemu.join(), answer)
+        });
+        let (exit, log) = run.map_err(|_| "the QEMU runner thread panicked".to_string())??;
+        let mut problems = Vec::new();
+        match &answer {
+            Ok(answer) if answer.starts_with(test.answer_starts) && answer.contains(test.answer_contains) => {}
+            Ok(answer) => problems.push(format!("answer {answer:?} does not start with {:?} and contain {:?}", test.answer_starts, test.answer_contains)),
+            Err(error) => problems.push(format!("no answer: {error}")),
+        }
+        if exit != Exit::Status(test.expected_exit) {
+            problems.push(format!("expected exit {}, got {}", test.expected_exit, describe_exit(exit)));
+        }
+        for text in test.log_contains {
+            if !log.iter().any(|line| line.contains(text)) {
+                problems.push(format!("output lacks {text:?}"));
+            }
+        }
+        if log.iter().any(|line| line.contains("spindle> echo never")) {
+            problems.push("a line after the failing one ran".into());
+        }
+        let outcome = if problems.is_empty() { Ok(()) } else { Err(problems.join("; ")) };
+        if outcome.is_err() && !verbose {
+            show_tail(&log);
+        }
+        tally.record(&format!("hotload::{}", test.name), &outcome);
     }
     Ok(())
 }

@@ -9,8 +9,10 @@ mod ext;
 mod host_tests;
 mod kernel_build;
 mod ktest;
+mod load;
 mod qemu;
 mod setup;
+mod testkexts;
 
 use std::process::ExitCode;
 
@@ -42,6 +44,10 @@ enum Verb {
         /// Seconds before a non-interactive run is stopped as hung.
         #[arg(long, default_value_t = 300)]
         timeout: u64,
+        /// The Unix socket of the hot-load channel (`cargo xtask load --socket`); default
+        /// target/spindle/hotload.sock.
+        #[arg(long, value_name = "PATH")]
+        hotload_socket: Option<std::path::PathBuf>,
         /// Console command lines to run non-interactively.
         #[arg(last = true)]
         lines: Vec<String>,
@@ -67,6 +73,13 @@ enum Verb {
     Bench,
     /// Check and install prerequisites only (rustup targets, QEMU, OpenSBI).
     Setup,
+    /// Hot load: build an extension and push it into the kernel `cargo xtask qemu` runs.
+    ///
+    /// Sends the signed .kext over the machine's hot-load socket (a virtio console) and
+    /// prints the kernel's one-line answer; exits 0 for `OK …`, 1 for `ERR …`.
+    /// `--unload NAME` and `--list` send those requests instead. A script can wait for
+    /// it: `cargo xtask qemu -- 'hotload wait' hello`.
+    Load(load::LoadArgs),
     /// Extensions: `ext build CRATE` builds one as a signed native extension (.kext).
     Ext {
         #[command(subcommand)]
@@ -80,7 +93,8 @@ fn main() -> ExitCode {
         Verb::Setup => setup::ensure_prerequisites().map(|()| ExitCode::SUCCESS),
         Verb::Ext { command } => ext::run(command),
         Verb::Bench => run_bench(),
-        Verb::Qemu { smp, memory, timeout, lines } => run_qemu(smp, memory, timeout, &lines),
+        Verb::Load(arguments) => load::run(arguments),
+        Verb::Qemu { smp, memory, timeout, hotload_socket, lines } => run_qemu(smp, memory, timeout, hotload_socket, &lines),
         Verb::Test { host_only, kernel_only, verbose } => run_tests(!kernel_only, !host_only, verbose),
     };
     match result {
@@ -95,12 +109,17 @@ fn main() -> ExitCode {
 /// Errors are reported as text: xtask is the outermost layer and only prints them.
 pub type Result<T, E = String> = std::result::Result<T, E>;
 
-fn run_qemu(smp: u32, memory: u32, timeout: u64, lines: &[String]) -> Result<ExitCode> {
+fn run_qemu(smp: u32, memory: u32, timeout: u64, hotload_socket: Option<std::path::PathBuf>, lines: &[String]) -> Result<ExitCode> {
     setup::ensure_prerequisites()?;
-    let image = kernel_build::build_image()?;
+    let image = kernel_build::build_image(kernel_build::Purpose::Run)?;
     let mut machine = qemu::Machine::for_image(&image);
     machine.smp = smp;
     machine.memory_mib = memory;
+    let hotload_socket = hotload_socket.unwrap_or_else(qemu::default_hotload_socket);
+    if std::os::unix::net::UnixStream::connect(&hotload_socket).is_ok() {
+        eprintln!("xtask: another kernel is listening on {}; this one takes the socket over", hotload_socket.display());
+    }
+    machine.set_hotload_socket(&hotload_socket);
     if lines.is_empty() {
         let status = machine.run_interactive()?;
         return Ok(ExitCode::from(status.code().unwrap_or(1) as u8));
@@ -130,7 +149,7 @@ fn run_tests(host: bool, kernel: bool, verbose: bool) -> Result<ExitCode> {
         tally.failed += failed;
     }
     if kernel {
-        let image = kernel_build::build_image()?;
+        let image = kernel_build::build_image(kernel_build::Purpose::Test)?;
         ktest::run_all(&image, verbose, &mut tally)?;
     }
     for name in &tally.failures {
@@ -143,7 +162,7 @@ fn run_tests(host: bool, kernel: bool, verbose: bool) -> Result<ExitCode> {
 
 fn run_bench() -> Result<ExitCode> {
     setup::ensure_prerequisites()?;
-    let image = kernel_build::build_image()?;
+    let image = kernel_build::build_image(kernel_build::Purpose::Run)?;
     bench::run(&image)?;
     Ok(ExitCode::SUCCESS)
 }

@@ -1,9 +1,16 @@
 //! Running the kernel under QEMU: interactive, to the terminal, or captured, always
 //! with a timeout when nobody is at the keyboard.
+//!
+//! Every machine also gets a virtio console (`virtio-serial-device` + `virtconsole`, port 0)
+//! whose character device is a Unix socket on the host: the hot-load channel that
+//! `cargo xtask load` talks to (kernel side: `kernel/src/hotload.rs`). `cargo xtask qemu`
+//! binds it to the well-known [`default_hotload_socket`]; every other machine (tests,
+//! benchmarks) gets a socket of its own, so parallel runs never take each other's.
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
@@ -12,6 +19,35 @@ use crate::setup::{OPENSBI_FIRMWARE, QEMU};
 
 /// Guest RAM by default (MiB).
 pub const DEFAULT_MEMORY_MIB: u32 = 256;
+
+/// Longest Unix socket path the kernel accepts (`sun_path` is 108 bytes with its NUL).
+const SOCKET_PATH_MAX: usize = 107;
+
+/// Where `path` would be, or a file called `file_name` in the system's temporary
+/// directory when `path` is too long to be a Unix socket address.
+fn socket_path(path: PathBuf, file_name: &str) -> PathBuf {
+    if path.as_os_str().len() <= SOCKET_PATH_MAX { path } else { std::env::temp_dir().join(file_name) }
+}
+
+/// The hot-load socket of the machine `cargo xtask qemu` runs (and `cargo xtask load`
+/// talks to by default): `target/spindle/hotload.sock`.
+pub fn default_hotload_socket() -> PathBuf {
+    let path = crate::kernel_build::workspace_root().join("target").join("spindle").join("hotload.sock");
+    socket_path(path, "spindle-hotload.sock")
+}
+
+/// A socket path no other machine of any xtask process uses.
+fn unique_hotload_socket() -> PathBuf {
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    let name = format!("hotload-{}-{}.sock", std::process::id(), NEXT.fetch_add(1, Ordering::Relaxed));
+    let path = crate::kernel_build::workspace_root().join("target").join("spindle").join("run").join(&name);
+    socket_path(path, &format!("spindle-{name}"))
+}
+
+/// QEMU's option syntax separates with commas; a comma inside a value is written twice.
+fn escape_option_value(value: &Path) -> String {
+    value.display().to_string().replace(',', ",,")
+}
 
 /// How a QEMU run ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -32,12 +68,21 @@ pub struct Machine {
     append: Vec<String>,
     extra: Vec<String>,
     initrd: Option<PathBuf>,
+    hotload_socket: PathBuf,
 }
 
 impl Machine {
     /// A one-hart machine booting `kernel`.
     pub fn new(kernel: &Path) -> Machine {
-        Machine { kernel: kernel.to_path_buf(), smp: 1, memory_mib: DEFAULT_MEMORY_MIB, append: Vec::new(), extra: Vec::new(), initrd: None }
+        Machine {
+            kernel: kernel.to_path_buf(),
+            smp: 1,
+            memory_mib: DEFAULT_MEMORY_MIB,
+            append: Vec::new(),
+            extra: Vec::new(),
+            initrd: None,
+            hotload_socket: unique_hotload_socket(),
+        }
     }
 
     /// A machine booting an image: the kernel with its boot bundle as initial RAM disk.
@@ -51,6 +96,18 @@ impl Machine {
     pub fn append(&mut self, word: &str) -> &mut Machine {
         self.append.push(word.to_string());
         self
+    }
+
+    /// Binds the hot-load virtio console to the Unix socket `path` (QEMU listens there;
+    /// a stale file at `path` is replaced).
+    pub fn set_hotload_socket(&mut self, path: &Path) -> &mut Machine {
+        self.hotload_socket = path.to_path_buf();
+        self
+    }
+
+    /// The Unix socket the hot-load virtio console is bound to.
+    pub fn hotload_socket(&self) -> &Path {
+        &self.hotload_socket
     }
 
     /// Adds raw QEMU arguments.
@@ -78,37 +135,61 @@ impl Machine {
         if !self.append.is_empty() {
             command.arg("-append").arg(self.append.join(" "));
         }
+        // The hot-load channel: port 0 of a virtio-serial device (the console port, which
+        // needs no multiport negotiation), on a socket QEMU listens on without waiting.
+        let chardev = format!("socket,id=hotload,path={},server=on,wait=off", escape_option_value(&self.hotload_socket));
+        command.args(["-chardev", &chardev, "-device", "virtio-serial-device", "-device", "virtconsole,chardev=hotload"]);
         command.args(&self.extra);
         command
     }
 
+    /// Makes the socket's directory before QEMU starts.
+    fn prepare(&self) -> Result<()> {
+        if let Some(directory) = self.hotload_socket.parent() {
+            std::fs::create_dir_all(directory).map_err(|error| format!("cannot create {}: {error}", directory.display()))?;
+        }
+        Ok(())
+    }
+
+    /// Removes the socket QEMU leaves behind when it exits.
+    fn clean_up(&self) {
+        let _ = std::fs::remove_file(&self.hotload_socket);
+    }
+
     /// Runs with the terminal attached (Ctrl-A X quits).
     pub fn run_interactive(&self) -> Result<ExitStatus> {
-        self.command(true).status().map_err(|error| format!("cannot start {QEMU}: {error}"))
+        self.prepare()?;
+        let status = self.command(true).status().map_err(|error| format!("cannot start {QEMU}: {error}"));
+        self.clean_up();
+        status
     }
 
     /// Runs with output to the terminal and no input, stopping it after `timeout`.
     pub fn run_to_terminal(&self, timeout: Duration) -> Result<Exit> {
+        self.prepare()?;
         let mut command = self.command(false);
         command.stdin(Stdio::null());
         let mut child = command.spawn().map_err(|error| format!("cannot start {QEMU}: {error}"))?;
         let deadline = Instant::now() + timeout;
-        loop {
+        let exit = loop {
             if let Some(status) = child.try_wait().map_err(|error| error.to_string())? {
-                return Ok(Exit::Status(status.code().unwrap_or(-1)));
+                break Exit::Status(status.code().unwrap_or(-1));
             }
             if Instant::now() >= deadline {
                 let _ = child.kill();
                 let _ = child.wait();
-                return Ok(Exit::TimedOut);
+                break Exit::TimedOut;
             }
             std::thread::sleep(Duration::from_millis(20));
-        }
+        };
+        self.clean_up();
+        Ok(exit)
     }
 
     /// Runs with output captured (and echoed to the terminal when `echo`), stopping it
     /// after `timeout`. Returns how it ended and every line it printed.
     pub fn run_captured(&self, timeout: Duration, echo: bool) -> Result<(Exit, Vec<String>)> {
+        self.prepare()?;
         let mut command = self.command(false);
         command.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
         let mut child = command.spawn().map_err(|error| format!("cannot start {QEMU}: {error}"))?;
@@ -149,6 +230,7 @@ impl Machine {
             }
             lines.push(line);
         }
+        self.clean_up();
         Ok((exit, lines))
     }
 }

@@ -9,6 +9,7 @@
 //! | 2 | panics (index out of bounds) |
 //! | 3 | loops forever (overruns its budget) |
 //! | 4 | divides by zero through `checked_div(...).unwrap()` (a panic) |
+//! | 5 | recurses without bound (a stack overflow into the guard page) |
 
 #![no_std]
 #![forbid(unsafe_code)]
@@ -18,7 +19,7 @@ use spindle_abi::event::{BENCH_PROBE, Probe, ProbeResult};
 spindle_abi::extension! {
     name: "faulty",
     version: "0.1.0",
-    budget_microseconds: 2_000,
+    budget_microseconds: 10_000,
     memory_quota_bytes: 64 * 1024,
     domains: ["console"],
     bindings: [
@@ -26,6 +27,7 @@ spindle_abi::extension! {
         BENCH_PROBE when [key == (KEY_PANIC)] => panic_out_of_bounds,
         BENCH_PROBE when [key == (KEY_LOOP)] => loop_forever,
         BENCH_PROBE when [key == (KEY_DIVIDE)] => divide_by_zero,
+        BENCH_PROBE when [key == (KEY_RECURSE)] => recurse_forever,
     ],
 }
 
@@ -37,6 +39,8 @@ pub const KEY_PANIC: u64 = 2;
 pub const KEY_LOOP: u64 = 3;
 /// Key that makes the extension divide by zero.
 pub const KEY_DIVIDE: u64 = 4;
+/// Key that makes the extension overflow its stack.
+pub const KEY_RECURSE: u64 = 5;
 
 fn answer(probe: &Probe) -> ProbeResult {
     ProbeResult { value: probe.value * 2 }
@@ -62,6 +66,19 @@ fn divide_by_zero(probe: &Probe) -> ProbeResult {
     ProbeResult { value: probe.value.checked_div(divisor).unwrap() }
 }
 
+fn recurse_forever(probe: &Probe) -> ProbeResult {
+    ProbeResult { value: depth(probe.value, u64::MAX) }
+}
+
+/// Recurses until `limit` (never reached: the stack runs out first).
+fn depth(level: u64, limit: u64) -> u64 {
+    if level >= limit {
+        return level;
+    }
+    let frame = core::hint::black_box([level; 64]);
+    depth(core::hint::black_box(level + 1), limit).wrapping_add(frame[3])
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -69,7 +86,7 @@ mod tests {
     #[test]
     fn answers_and_declares_four_bindings() {
         assert_eq!(answer(&Probe { key: KEY_ANSWER, value: 21 }).value, 42);
-        assert_eq!(spindle_extension().bindings.len(), 4);
+        assert_eq!(spindle_extension().bindings.len(), 5);
     }
 
     #[test]

@@ -202,10 +202,17 @@ fn remove_bindings(extension: &LoadedExtension) {
 }
 
 /// Containment: kills `extension` after `fault` — bindings removed, reason kept.
+///
+/// Runs with interrupts off: it is called from inside the (possibly already expired)
+/// budget of the raise that faulted, and must not be aborted halfway with a lock held.
 pub fn kill(extension: &LoadedExtension, fault: HandlerFault, handler: &str) {
+    crate::arch::csr::without_interrupts(|| kill_now(extension, fault, handler));
+}
+
+fn kill_now(extension: &LoadedExtension, fault: HandlerFault, handler: &str) {
     let mut reason = alloc::format!("{handler} {fault}");
     if fault == HandlerFault::Panicked
-        && let Some(message) = crate::arch::csr::without_interrupts(|| LAST_PANIC.lock().take())
+        && let Some(message) = LAST_PANIC.lock().take()
     {
         reason = alloc::format!("{reason}: {message}");
     }

@@ -51,7 +51,13 @@ fn yield_interleaves() -> TestResult {
         strand.join();
     }
     let log = log.lock().clone();
-    ensure!(log == b"ababab", "order {:?}", core::str::from_utf8(&log));
+    // Timer preemption (and the clock strand) may add switches, so the exact order is
+    // not fixed; yielding must still interleave the two strands.
+    let text = core::str::from_utf8(&log).unwrap_or("?");
+    ensure!(log.iter().filter(|&&tag| tag == b'a').count() == 3 && log.len() == 6, "log {text:?}");
+    let last_a = log.iter().rposition(|&tag| tag == b'a').unwrap_or(0);
+    let first_b = log.iter().position(|&tag| tag == b'b').unwrap_or(log.len());
+    ensure!(first_b < last_a, "no interleaving: {text:?}");
     Ok(())
 }
 

@@ -35,7 +35,7 @@ use spindle_loader::{Kind, Manifest, Policy};
 use crate::Result;
 use crate::kernel_build::workspace_root;
 
-pub use keys::verifying_key_hex;
+pub use keys::{signing_key, verifying_key_hex};
 
 /// `cargo xtask ext …` subcommands.
 #[derive(Subcommand)]

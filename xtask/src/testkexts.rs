@@ -1,0 +1,100 @@
+//! Deliberately broken `.kext` files for the kernel's bad-input tests, made from a real
+//! one (`hello`) and signed with the real key, so each reaches exactly the check it is
+//! meant to fail: ABI fingerprint, ELF parsing, relocation types, segment sizes, domain
+//! grants, and the signature itself (an unsigned native payload). They go only into the
+//! test image's boot bundle, under names starting with `test-`.
+
+use std::path::Path;
+
+use spindle_loader::pack::pack;
+use spindle_loader::{Container, Kind, Manifest};
+
+use crate::Result;
+
+/// `PT_LOAD` and `PT_DYNAMIC` program-header types.
+const PT_LOAD: u32 = 1;
+const PT_DYNAMIC: u32 = 2;
+/// `DT_JMPREL`: address of the PLT relocations.
+const DT_JMPREL: u64 = 23;
+/// `R_RISCV_COPY`, a relocation type the loader does not support.
+const R_RISCV_COPY: u64 = 4;
+
+fn read_u16(bytes: &[u8], offset: usize) -> u16 {
+    u16::from_le_bytes([bytes[offset], bytes[offset + 1]])
+}
+fn read_u32(bytes: &[u8], offset: usize) -> u32 {
+    u32::from_le_bytes(bytes[offset..offset + 4].try_into().expect("4 bytes"))
+}
+fn read_u64(bytes: &[u8], offset: usize) -> u64 {
+    u64::from_le_bytes(bytes[offset..offset + 8].try_into().expect("8 bytes"))
+}
+fn write_u64(bytes: &mut [u8], offset: usize, value: u64) {
+    bytes[offset..offset + 8].copy_from_slice(&value.to_le_bytes());
+}
+
+/// File offsets of the program headers of a 64-bit ELF.
+fn program_headers(elf: &[u8]) -> Vec<usize> {
+    let table = read_u64(elf, 0x20) as usize;
+    let entry_size = read_u16(elf, 0x36) as usize;
+    let count = read_u16(elf, 0x38) as usize;
+    (0..count).map(|index| table + index * entry_size).collect()
+}
+
+/// Translates a link-time address into a file offset through the PT_LOAD segments.
+fn file_offset_of(elf: &[u8], address: u64) -> Option<usize> {
+    program_headers(elf).into_iter().filter(|&header| read_u32(elf, header) == PT_LOAD).find_map(|header| {
+        let (offset, virtual_address, file_size) = (read_u64(elf, header + 8), read_u64(elf, header + 16), read_u64(elf, header + 32));
+        (address >= virtual_address && address < virtual_address + file_size).then(|| (offset + address - virtual_address) as usize)
+    })
+}
+
+/// Patches the first PLT relocation's type to `R_RISCV_COPY`.
+fn with_unsupported_relocation(elf: &[u8]) -> Result<Vec<u8>> {
+    let mut patched = elf.to_vec();
+    let dynamic = program_headers(elf).into_iter().find(|&header| read_u32(elf, header) == PT_DYNAMIC).ok_or("hello.so has no PT_DYNAMIC")?;
+    let (mut entry, end) = (read_u64(elf, dynamic + 8) as usize, (read_u64(elf, dynamic + 8) + read_u64(elf, dynamic + 32)) as usize);
+    while entry + 16 <= end {
+        if read_u64(elf, entry) == DT_JMPREL {
+            let table = file_offset_of(elf, read_u64(elf, entry + 8)).ok_or("DT_JMPREL outside the file")?;
+            let info = read_u64(elf, table + 8);
+            write_u64(&mut patched, table + 8, (info & !0xffff_ffff) | R_RISCV_COPY);
+            return Ok(patched);
+        }
+        entry += 16;
+    }
+    Err("hello.so has no PLT relocations to patch".into())
+}
+
+/// Makes the first PT_LOAD segment claim 64 MiB in memory.
+fn with_oversized_segment(elf: &[u8]) -> Result<Vec<u8>> {
+    let mut patched = elf.to_vec();
+    let header = program_headers(elf).into_iter().find(|&header| read_u32(elf, header) == PT_LOAD).ok_or("no PT_LOAD")?;
+    write_u64(&mut patched, header + 40, 64 * 1024 * 1024);
+    Ok(patched)
+}
+
+/// Builds the `test-*` entries from `hello`'s `.kext`.
+pub fn build(hello_kext: &Path) -> Result<Vec<(String, Vec<u8>)>> {
+    let bytes = std::fs::read(hello_kext).map_err(|error| format!("cannot read {}: {error}", hello_kext.display()))?;
+    let container = Container::parse(&bytes).map_err(|error| format!("{}: {error}", hello_kext.display()))?;
+    let manifest = container.manifest().map_err(|error| error.to_string())?;
+    let payload = container.payload().to_vec();
+    let key = crate::ext::signing_key()?;
+    let abi = spindle_abi::abi_fingerprint().0;
+    let signed = |abi: u64, manifest: &Manifest, payload: &[u8]| {
+        pack(Kind::Native, abi, manifest, payload, Some(&key)).map_err(|error| format!("packing a test kext: {error}"))
+    };
+    let mut without_clock = manifest.clone();
+    without_clock.domains.retain(|domain| domain != "clock");
+    Ok(vec![
+        ("test-bad-abi".into(), signed(abi ^ 1, &manifest, &payload)?),
+        ("test-not-elf".into(), signed(abi, &manifest, b"this payload is text, not an ELF shared object")?),
+        ("test-bad-relocation".into(), signed(abi, &manifest, &with_unsupported_relocation(&payload)?)?),
+        ("test-oversized-segment".into(), signed(abi, &manifest, &with_oversized_segment(&payload)?)?),
+        ("test-ungranted-import".into(), signed(abi, &without_clock, &payload)?),
+        (
+            "test-unsigned".into(),
+            pack(Kind::Native, abi, &manifest, &payload, None).map_err(|error| format!("packing a test kext: {error}"))?,
+        ),
+    ])
+}
