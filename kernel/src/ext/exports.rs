@@ -100,3 +100,51 @@ pub fn domain_table() -> Vec<Export> {
         })
         .collect()
 }
+
+/// The kernel's name server: one domain per `domain` of [`KERNEL_FUNCTIONS`], built with
+/// SPIN's `Domain.Create`, each registered with an authorisation callback. Native
+/// extensions' imports are resolved only through the domains their manifest names and
+/// their loading principal is authorised for (`Domain.Combine` of those).
+static NAME_SERVER: spin::Once<spindle_domain::NameServer> = spin::Once::new();
+
+/// Domains every extension may import without a grant (its own runtime support).
+pub const ALWAYS_GRANTED: &[&str] = &["extension"];
+
+/// The name server, created on first use from the kernel-function table.
+pub fn name_server() -> &'static spindle_domain::NameServer {
+    NAME_SERVER.call_once(|| {
+        let server = spindle_domain::NameServer::new();
+        let table = domain_table();
+        let mut domains: Vec<&str> = table.iter().map(|export| export.domain).collect();
+        domains.sort_unstable();
+        domains.dedup();
+        for domain in domains {
+            let symbols = table.iter().filter(|export| export.domain == domain).filter_map(|export| {
+                let function = KERNEL_FUNCTIONS.iter().find(|function| function.name == export.name)?;
+                Some(spindle_domain::Symbol::from_address(function.name, function.signature, export.address))
+            });
+            let created = spindle_domain::Domain::create(domain, symbols);
+            let registered = created.map_err(|error| alloc::format!("{error}")).and_then(|created| {
+                let result = if ALWAYS_GRANTED.contains(&domain) {
+                    server.register(created, spindle_domain::allow_all)
+                } else {
+                    server.register(created, spindle_domain::require_grant)
+                };
+                result.map_err(|error| alloc::format!("{error}"))
+            });
+            if let Err(error) = registered {
+                crate::println!("[ext] domain `{domain}` not registered: {error}");
+            }
+        }
+        server
+    })
+}
+
+/// The principal that loads extensions from the console, the boot bundle and the host:
+/// the kernel itself (it may import every domain).
+pub fn loading_principal() -> spindle_domain::Principal {
+    // SAFETY: `CapabilityIssuer::new` is a trust marker that only kernel code may use to
+    // mint capabilities; this is kernel code creating the kernel's own principal.
+    let issuer = unsafe { spindle_capability::CapabilityIssuer::new() };
+    spindle_domain::Principal::kernel(&issuer)
+}

@@ -280,14 +280,25 @@ pub fn load(bytes: &[u8]) -> Result<Arc<LoadedExtension>, NativeError> {
     // RAM is identity-mapped read-write for the kernel, and nothing else refers to them.
     let buffer = unsafe { core::slice::from_raw_parts_mut(physical as *mut u8, pages * PAGE_SIZE) };
 
-    let exports = super::exports::domain_table();
-    let granted: Vec<&str> = manifest.domains.iter().map(String::as_str).chain(core::iter::once("extension")).collect();
-    let mut resolver = |symbol: &str| -> Result<u64, String> {
-        let export = exports.iter().find(|export| export.name == symbol).ok_or_else(|| alloc::format!("`{symbol}` is not a kernel export"))?;
-        if !granted.contains(&export.domain) {
-            return Err(alloc::format!("`{symbol}` is in domain `{}`, which the manifest does not import", export.domain));
+    // Domain.Combine of the granted domains; an ungranted or unknown domain fails here.
+    let mut wanted: Vec<&str> = manifest.domains.iter().map(String::as_str).collect();
+    for always in super::exports::ALWAYS_GRANTED {
+        if !wanted.contains(always) {
+            wanted.push(always);
         }
-        Ok(export.address as u64)
+    }
+    let principal = super::exports::loading_principal();
+    let granted = super::exports::name_server()
+        .import(&principal, &wanted, manifest.name.clone())
+        .map_err(|error| NativeError::Link(alloc::format!("importing domains {wanted:?}: {error}")))?;
+    let mut resolver = |symbol: &str| -> Result<u64, String> {
+        match granted.symbol(symbol) {
+            Some(found) => Ok(found.address() as u64),
+            None if super::exports::domain_table().iter().any(|export| export.name == symbol) => {
+                Err(alloc::format!("`{symbol}` is in a domain the manifest does not import"))
+            }
+            None => Err(alloc::format!("`{symbol}` is not a kernel export")),
+        }
     };
     let loaded = spindle_loader::load_into(&elf, buffer, image.base() as u64, &mut resolver).map_err(|error| match error {
         LoadError::Unresolved { symbol, error } => NativeError::Link(alloc::format!("unresolved import `{symbol}`: {error}")),

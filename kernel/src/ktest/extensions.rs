@@ -15,6 +15,8 @@ pub static TESTS: &[KernelTest] = &[
     KernelTest { name: "ext::divide_by_zero_kills_extension", run: || contained(faulty::KEY_DIVIDE, "panicked") },
     KernelTest { name: "ext::stack_overflow_kills_extension", run: || contained(faulty::KEY_RECURSE, "trapped") },
     KernelTest { name: "ext::native_load_raise_unload", run: native_load_raise_unload },
+    KernelTest { name: "ext::every_declared_function_is_defined", run: every_declared_function_is_defined },
+    KernelTest { name: "ext::name_server_authorises_per_domain", run: name_server_authorises_per_domain },
     KernelTest { name: "ext::native_panic_kills_extension", run: || native_contained(faulty::KEY_PANIC, "panicked") },
     KernelTest { name: "ext::native_overrun_kills_extension", run: || native_contained(faulty::KEY_LOOP, "overran budget") },
     KernelTest { name: "ext::native_stack_overflow_kills_extension", run: || native_contained(faulty::KEY_RECURSE, "trapped") },
@@ -191,5 +193,32 @@ fn check_contained(key: u64, reason: &str) -> TestResult {
     ensure!(bindings == 0, "{bindings} bindings left after the kill");
     // The healthy binding went with the extension: the event is back to its default.
     ensure!(crate::events::probe::raise(faulty::KEY_ANSWER, 21) == 0, "a killed extension still answers");
+    Ok(())
+}
+
+fn every_declared_function_is_defined() -> TestResult {
+    let table = ext::exports::domain_table();
+    for function in spindle_abi::host::KERNEL_FUNCTIONS {
+        ensure!(table.iter().any(|export| export.name == function.name), "`{}` is declared in abi but not defined", function.name);
+    }
+    Ok(())
+}
+
+fn name_server_authorises_per_domain() -> TestResult {
+    use spindle_domain::{Principal, PrincipalId};
+    let server = ext::exports::name_server();
+    // SAFETY: a trust marker; this test is kernel code minting a test principal.
+    let issuer = unsafe { spindle_capability::CapabilityIssuer::new() };
+    let stranger = Principal::new(&issuer, PrincipalId::Extension("stranger".into()));
+    let refused = server.import(&stranger, &["console"], "stranger");
+    ensure!(refused.is_err(), "an extension principal without a grant imported `console`");
+    let text = refused.err().map(|error| alloc::format!("{error}")).unwrap_or_default();
+    ensure!(text.contains("console") && text.contains("no grant"), "refusal text: {text}");
+    let runtime = server.import(&stranger, &["extension"], "stranger").map_err(|error| alloc::format!("{error}"))?;
+    ensure!(runtime.symbol("spindle_extension_panic").is_some(), "the always-granted domain lacks its symbol");
+    let kernel = ext::exports::loading_principal();
+    let combined = server.import(&kernel, &["console", "clock"], "kernel-view").map_err(|error| alloc::format!("{error}"))?;
+    ensure!(combined.symbol("spindle_console_write").is_some() && combined.symbol("spindle_clock_ticks").is_some(), "Combine lost a symbol");
+    ensure!(combined.symbol("spindle_extension_panic").is_none(), "Combine added a domain that was not asked for");
     Ok(())
 }
