@@ -8,7 +8,8 @@
 //! statically, a native one is linked to it by the loader.
 //!
 //! Extensions call the safe wrappers below ([`console_write`], [`ticks`], the
-//! [`ext_println!`](crate::ext_println) macro), never the imports. On the host (unit
+//! [`ext_println!`](crate::ext_println) macro) and `alloc` (through the native glue's
+//! [`ExtensionAllocator`](crate::allocator::ExtensionAllocator)), never the imports. On the host (unit
 //! tests of extension crates) the wrappers only count what they would have done.
 
 use core::fmt;
@@ -63,6 +64,14 @@ declare_kernel_functions! {
     /// Reports a panic of the calling extension with a message; never returns (the
     /// kernel aborts the handler at its recovery point and keeps the reason).
     domain "extension" fn spindle_extension_panic(pointer: *const u8, length: usize) -> !;
+    /// Allocates `size` bytes aligned to `align` (a power of two) from the calling native
+    /// extension's arena; null when its quota is exhausted, the layout is invalid, or no
+    /// native extension is running. The memory is not zeroed. Called by
+    /// [`ExtensionAllocator`](crate::allocator::ExtensionAllocator), never directly.
+    domain "extension" fn spindle_extension_alloc(size: usize, align: usize) -> *mut u8;
+    /// Returns a block from `spindle_extension_alloc` with the same `size` and `align`; a
+    /// pointer outside the caller's arena is ignored (the kernel prints a warning).
+    domain "extension" fn spindle_extension_free(pointer: *mut u8, size: usize, align: usize);
 }
 
 /// Fingerprint of the whole kernel-function table (part of the ABI fingerprint).
@@ -165,7 +174,7 @@ mod tests {
 
     #[test]
     fn table_lists_every_function_with_a_fingerprint() {
-        assert_eq!(KERNEL_FUNCTIONS.len(), 3);
+        assert_eq!(KERNEL_FUNCTIONS.len(), 5);
         let write = KERNEL_FUNCTIONS.iter().find(|function| function.name == "spindle_console_write").unwrap();
         assert_eq!(write.domain, "console");
         // The fingerprint covers the name and the signature text exactly as declared.

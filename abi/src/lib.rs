@@ -9,6 +9,7 @@
 
 #![no_std]
 
+pub mod allocator;
 pub mod event;
 pub mod extension;
 pub mod host;

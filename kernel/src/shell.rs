@@ -198,7 +198,12 @@ fn ext(arguments: &[&str]) -> Result<(), CommandError> {
                     crate::ext::ExtensionState::Running => alloc::string::String::from("running"),
                     crate::ext::ExtensionState::Killed(reason) => alloc::format!("KILLED: {reason}"),
                 };
-                crate::println!("  {:<16} {:<8} {:<9} {} binding(s)  {state}", extension.name, extension.version,
+                let memory = match (extension.technology, extension.memory_usage()) {
+                    (_, Some(usage)) => alloc::format!("memory {}/{} bytes", usage.used_bytes, usage.quota_bytes),
+                    (crate::ext::Technology::BuiltIn, None) => alloc::string::String::from("memory: kernel heap, no quota"),
+                    (_, None) => alloc::string::String::from("memory ?"),
+                };
+                crate::println!("  {:<16} {:<8} {:<9} {} binding(s)  {memory}  {state}", extension.name, extension.version,
                     alloc::format!("{}", extension.technology), extension.bindings.lock().len());
             }
             crate::println!("available (native, in the boot bundle):");

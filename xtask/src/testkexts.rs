@@ -1,7 +1,7 @@
 //! Deliberately broken `.kext` files for the kernel's bad-input tests, made from a real
 //! one (`hello`) and signed with the real key, so each reaches exactly the check it is
 //! meant to fail: ABI fingerprint, ELF parsing, relocation types, segment sizes, domain
-//! grants, and the signature itself (an unsigned native payload). They go only into the
+//! grants, the memory quota, and the signature itself (an unsigned native payload). They go only into the
 //! test image's boot bundle, under names starting with `test-`.
 
 use std::path::Path;
@@ -86,12 +86,15 @@ pub fn build(hello_kext: &Path) -> Result<Vec<(String, Vec<u8>)>> {
     };
     let mut without_clock = manifest.clone();
     without_clock.domains.retain(|domain| domain != "clock");
+    // Above the kernel's largest arena (8 MiB).
+    let huge_quota = Manifest { memory_quota_bytes: 1 << 30, ..manifest.clone() };
     Ok(vec![
         ("test-bad-abi".into(), signed(abi ^ 1, &manifest, &payload)?),
         ("test-not-elf".into(), signed(abi, &manifest, b"this payload is text, not an ELF shared object")?),
         ("test-bad-relocation".into(), signed(abi, &manifest, &with_unsupported_relocation(&payload)?)?),
         ("test-oversized-segment".into(), signed(abi, &manifest, &with_oversized_segment(&payload)?)?),
         ("test-ungranted-import".into(), signed(abi, &without_clock, &payload)?),
+        ("test-huge-quota".into(), signed(abi, &huge_quota, &payload)?),
         (
             "test-unsigned".into(),
             pack(Kind::Native, abi, &manifest, &payload, None).map_err(|error| format!("packing a test kext: {error}"))?,

@@ -66,12 +66,41 @@ pub extern "C" fn spindle_extension_panic(pointer: *const u8, length: usize) -> 
     crate::arch::trap::raise_breakpoint()
 }
 
+/// Domain `extension`: allocates from the calling native extension's arena (the glue's
+/// global allocator calls this). Null when the quota is exhausted or the layout is
+/// invalid — the extension's allocation-error path, by default a panic that kills it —
+/// and, with a warning, when no native extension is running on this hart.
+#[unsafe(no_mangle)]
+pub extern "C" fn spindle_extension_alloc(size: usize, align: usize) -> *mut u8 {
+    super::arena::with_caller(|arena| arena.allocate(size, align)).unwrap_or_else(|| {
+        crate::println!("[ext] extension_alloc of {size} bytes refused: no native extension is running on this hart");
+        core::ptr::null_mut()
+    })
+}
+
+/// Domain `extension`: returns a block to the calling native extension's arena. A block
+/// outside that arena (or a call with no native extension running) is ignored with a
+/// warning.
+#[unsafe(no_mangle)]
+pub extern "C" fn spindle_extension_free(pointer: *mut u8, size: usize, align: usize) {
+    let freed = super::arena::with_caller(|arena| {
+        if let Err(error) = arena.free(pointer, size, align) {
+            super::arena::warn_refused_free(arena, pointer, size, align, error);
+        }
+    });
+    if freed.is_none() {
+        crate::println!("[ext] extension_free at {:#x} ignored: no native extension is running on this hart", pointer as usize);
+    }
+}
+
 /// Address of the kernel's definition of an exported function, by name.
 fn address_of(name: &str) -> Option<usize> {
     let address = match name {
         "spindle_console_write" => spindle_console_write as *const () as usize,
         "spindle_clock_ticks" => spindle_clock_ticks as *const () as usize,
         "spindle_extension_panic" => spindle_extension_panic as *const () as usize,
+        "spindle_extension_alloc" => spindle_extension_alloc as *const () as usize,
+        "spindle_extension_free" => spindle_extension_free as *const () as usize,
         _ => return None,
     };
     Some(address)

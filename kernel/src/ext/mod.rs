@@ -8,8 +8,11 @@
 //! Containment (DESIGN.md §6): every handler of an extension runs bounded (its manifest's
 //! budget, capped by the event's primary module). A handler that panics, traps or overruns
 //! gets the event's default result for that raise, and the extension is killed: its
-//! bindings are removed and the reason is kept for `ext list`.
+//! bindings are removed and the reason is kept for `ext list`. A native extension's memory
+//! comes from its own arena with a quota ([`arena`]); an allocation past the quota fails,
+//! which by default panics and so kills it, and unloading frees the arena whole.
 
+pub mod arena;
 pub mod builtin;
 pub mod bundle;
 pub mod exports;
@@ -64,8 +67,18 @@ pub struct LoadedExtension {
     pub bindings: spin::Mutex<Vec<BindingId>>,
     /// Running or killed, with the reason.
     pub state: spin::Mutex<ExtensionState>,
-    /// A native extension's mapped image (freed when the extension is dropped).
+    /// A native extension's mapped image and memory arena (released by `unload`, or
+    /// when the extension is dropped).
     pub image: spin::Mutex<Option<native::NativeImage>>,
+}
+
+impl LoadedExtension {
+    /// A native extension's arena usage (bytes used and its quota, page-rounded); `None`
+    /// for a built-in extension (it shares the kernel heap, with no quota of its own),
+    /// once the image is released, or while the arena's lock is held.
+    pub fn memory_usage(&self) -> Option<arena::ArenaUsage> {
+        crate::arch::csr::without_interrupts(|| self.image.lock().as_ref().and_then(|image| image.arena().usage()))
+    }
 }
 
 /// Why loading or unloading failed.
@@ -146,8 +159,27 @@ pub enum Preference {
     BuiltIn,
 }
 
+/// Serialises load, unload and replace (from the console, the boot list and the host), so
+/// the "already loaded" check and the registration cannot interleave.
+static OPERATION: spin::Mutex<()> = spin::Mutex::new(());
+
+/// Runs `operation` holding [`OPERATION`], yielding (not spinning) while another strand
+/// holds it.
+fn exclusively<T>(operation: impl FnOnce() -> T) -> T {
+    loop {
+        if let Some(_guard) = OPERATION.try_lock() {
+            return operation();
+        }
+        crate::sched::yield_now();
+    }
+}
+
 /// Loads an available extension by name.
 pub fn load(name: &str, preference: Preference) -> Result<Arc<LoadedExtension>, ExtensionError> {
+    exclusively(|| load_locked(name, preference))
+}
+
+fn load_locked(name: &str, preference: Preference) -> Result<Arc<LoadedExtension>, ExtensionError> {
     if find(name).is_some() {
         return Err(ExtensionError::AlreadyLoaded(name.into()));
     }
@@ -170,6 +202,10 @@ pub fn load(name: &str, preference: Preference) -> Result<Arc<LoadedExtension>, 
 
 /// Loads a native extension from `.kext` bytes (from the bundle, or pushed by the host).
 pub fn load_native_bytes(bytes: &[u8]) -> Result<Arc<LoadedExtension>, ExtensionError> {
+    exclusively(|| load_native_bytes_locked(bytes))
+}
+
+fn load_native_bytes_locked(bytes: &[u8]) -> Result<Arc<LoadedExtension>, ExtensionError> {
     let extension = native::load(bytes).map_err(|error| match error {
         native::NativeError::Install(inner) => inner,
         other => ExtensionError::Native(alloc::boxed::Box::new(other)),
@@ -180,6 +216,10 @@ pub fn load_native_bytes(bytes: &[u8]) -> Result<Arc<LoadedExtension>, Extension
 
 /// Removes an extension's bindings and forgets it.
 pub fn unload(name: &str) -> Result<(), ExtensionError> {
+    exclusively(|| unload_locked(name))
+}
+
+fn unload_locked(name: &str) -> Result<(), ExtensionError> {
     let extension = with_loaded(|loaded| {
         let position = loaded.iter().position(|extension| extension.name == name)?;
         Some(loaded.remove(position))

@@ -4,20 +4,28 @@
 //! 1. [`spindle_loader::open`] checks the container, the Ed25519 signature against the
 //!    key baked into this kernel by `cargo xtask`, the ABI fingerprint and the manifest;
 //! 2. the ELF is parsed and checked (segments, dynamic section, relocation types);
-//! 3. frames for the image come from the frame allocator (the extension's arena), the
-//!    image is copied and relocated through the kernel's writable view, with every
-//!    import resolved against the domains the manifest names and the loading principal
-//!    is granted (an unknown or ungranted symbol fails the load and names it);
-//! 4. the image is mapped W^X at its own slot of the extension region (`r-x` text,
-//!    `r--` rodata/RELRO, `rw-` data) and the instruction cache is synchronised;
+//! 3. frames for the image come from the frame allocator, the image is copied and
+//!    relocated through the kernel's writable view, with every import resolved against
+//!    the domains the manifest names and the loading principal is granted (an unknown or
+//!    ungranted symbol fails the load and names it);
+//! 4. the image is mapped W^X at the start of its own slot of the extension region (`r-x`
+//!    text, `r--` rodata/RELRO, `rw-` data) and the instruction cache is synchronised;
+//!    after an unmapped guard page comes the extension's memory arena (its manifest's
+//!    quota rounded up to pages, mapped `rw-`; see [`super::arena`]), then at least one
+//!    more unmapped guard page before the next slot;
 //! 5. each binding the extension describes is checked against the kernel's declaration
 //!    of its event (id, fingerprint, record sizes) and installed, bounded by the
 //!    manifest's budget.
 //!
+//! Every call into the image (the describe calls and each handler) runs bounded, with
+//! preemption off and the extension's arena as this hart's current arena, so its
+//! allocations come from its own quota.
+//!
 //! Every failure is a specific [`NativeError`] and releases everything taken so far.
-//! Known limits: the image's frames stay reachable through the kernel's identity map
-//! (writable there; safe Rust in an extension cannot name those addresses); freeing an
-//! unloaded image assumes no other hart is inside its code (one hart runs today).
+//! Known limits: the image's and the arena's frames stay reachable through the kernel's
+//! identity map (writable there; safe Rust in an extension cannot name those addresses);
+//! freeing an unloaded image assumes no other hart is inside its code (one hart runs
+//! today).
 
 use alloc::string::{String, ToString};
 use alloc::sync::{Arc, Weak};
@@ -33,6 +41,7 @@ use spindle_abi::native::{BINDING_COUNT_SYMBOL, BINDING_INFO_SYMBOL, BindingInfo
 use spindle_dispatch::{BindingId, BindingSpec, Handler, HandlerDescription, HandlerFault, Mode, Technology as DispatchTechnology};
 use spindle_loader::{ContainerError, ElfError, ElfObject, Kind, LoadError, Permissions, Policy};
 
+use super::arena::{self, ExtensionArena, MAX_ARENA_SIZE, QuotaTooLarge};
 use super::{ExtensionError, ExtensionState, LoadedExtension, Technology};
 use crate::arch::PAGE_SIZE;
 use crate::arch::sv39::{MapError, PteFlags};
@@ -42,12 +51,15 @@ include!(concat!(env!("OUT_DIR"), "/verifying_key.rs"));
 
 /// Start of the virtual region where native extension images are mapped.
 const EXTENSION_REGION_BASE: usize = 0x31_0000_0000;
-/// Virtual space per extension image.
+/// Virtual space per extension: its image, a guard page, its arena, a guard page.
 const EXTENSION_SLOT_SIZE: usize = 16 * 1024 * 1024;
 /// Most native extensions loaded at once.
 const MAX_SLOTS: usize = 256;
-/// Largest image a native extension may have.
-pub const MAX_IMAGE_SIZE: u64 = EXTENSION_SLOT_SIZE as u64;
+/// An unmapped page after the image and after the arena: an overrun of either faults.
+const GUARD_SIZE: usize = PAGE_SIZE;
+/// Largest image a native extension may have: the rest of its slot holds the largest
+/// arena and two guard pages.
+pub const MAX_IMAGE_SIZE: u64 = (EXTENSION_SLOT_SIZE - MAX_ARENA_SIZE - 2 * GUARD_SIZE) as u64;
 /// Largest argument or result record marshalled to a native handler.
 const MAX_RECORD: usize = 64;
 /// Budget for the describe calls made while loading (instructions).
@@ -70,7 +82,14 @@ pub enum NativeError {
     MissingEntry(&'static str),
     /// No frames or no virtual slot for the image.
     OutOfMemory,
-    /// Mapping the image failed.
+    /// The manifest's memory quota is above the largest arena.
+    QuotaTooLarge(QuotaTooLarge),
+    /// No frames for the extension's arena.
+    NoArenaMemory {
+        /// Bytes the arena needed.
+        bytes: usize,
+    },
+    /// Mapping the image or its arena failed.
     Map(MapError),
     /// The extension's describe calls failed or described something invalid.
     BadBinding(String),
@@ -87,18 +106,25 @@ impl fmt::Display for NativeError {
             NativeError::Link(reason) => write!(formatter, "link: {reason}"),
             NativeError::MissingEntry(symbol) => write!(formatter, "missing entry point `{symbol}`"),
             NativeError::OutOfMemory => formatter.write_str("out of memory for the image"),
-            NativeError::Map(error) => write!(formatter, "mapping the image: {error}"),
+            NativeError::QuotaTooLarge(error) => write!(formatter, "{error}"),
+            NativeError::NoArenaMemory { bytes } => write!(formatter, "out of memory for the {bytes}-byte arena"),
+            NativeError::Map(error) => write!(formatter, "mapping the image or its arena: {error}"),
             NativeError::BadBinding(reason) => write!(formatter, "binding: {reason}"),
             NativeError::Install(error) => write!(formatter, "{error}"),
         }
     }
 }
 
-/// A mapped native image: its frames and its slot; unmapped and freed on drop.
+/// A mapped native image with its memory arena: its frames, the arena's frames and its
+/// slot; released, unmapped and freed on drop (no code of the extension runs then).
 pub struct NativeImage {
     frames: Option<FrameRun>,
     slot: usize,
     mapped: Vec<(usize, usize)>,
+    /// The extension's heap (the handlers hold it too, to make it current for a call).
+    arena: Arc<ExtensionArena>,
+    /// Frames behind the arena's pages (none for quota 0).
+    arena_frames: Option<FrameRun>,
 }
 
 impl NativeImage {
@@ -106,14 +132,21 @@ impl NativeImage {
     pub fn base(&self) -> usize {
         EXTENSION_REGION_BASE + self.slot * EXTENSION_SLOT_SIZE
     }
-    /// Bytes of physical memory the image holds.
+    /// Bytes of physical memory the image holds (without the arena).
     pub fn size(&self) -> usize {
         self.frames.as_ref().map_or(0, FrameRun::size)
+    }
+    /// The extension's memory arena.
+    pub fn arena(&self) -> &Arc<ExtensionArena> {
+        &self.arena
     }
 }
 
 impl Drop for NativeImage {
     fn drop(&mut self) {
+        // The arena is forgotten whole — no destructor of the extension runs — before its
+        // pages go away.
+        self.arena.release();
         if let Some(root) = crate::mm::kernel_space::root() {
             crate::arch::csr::without_interrupts(|| {
                 for &(address, size) in &self.mapped {
@@ -122,6 +155,7 @@ impl Drop for NativeImage {
             });
             crate::arch::csr::flush_tlb();
         }
+        drop(self.arena_frames.take());
         drop(self.frames.take());
         crate::arch::csr::without_interrupts(|| SLOTS.lock()[self.slot] = false);
     }
@@ -165,14 +199,23 @@ unsafe fn function_at<F: Copy>(address: u64) -> F {
     unsafe { core::mem::transmute_copy(&(address as usize)) }
 }
 
+/// Calls into a native image: bounded by `budget`, with preemption off and `arena` as
+/// this hart's current arena (so `spindle_extension_alloc` serves the extension from it).
+fn call_into<R>(arena: &Arc<ExtensionArena>, budget: u64, body: impl FnOnce() -> R) -> Result<R, HandlerFault> {
+    let _no_preemption = crate::sched::no_preemption();
+    arena::with_current(arena, || crate::events::run_with_budget(budget, body))
+}
+
 /// A native extension's handler: marshals the records and calls the image's invoke
-/// entry under the extension's budget; a fault kills the extension.
+/// entry under the extension's budget, with its arena current; a fault kills the
+/// extension.
 struct NativeHandler<A, R> {
     invoke: InvokeFunction,
     index: usize,
     name: String,
     budget: u64,
     extension: Weak<LoadedExtension>,
+    arena: Arc<ExtensionArena>,
     records: PhantomData<fn(&A) -> R>,
 }
 
@@ -185,7 +228,7 @@ impl<A: EventRecord, R: EventRecord> Handler<A, R> for NativeHandler<A, R> {
         encode(args, &mut arguments).map_err(|_| HandlerFault::MalformedResult)?;
         let (invoke, index) = (self.invoke, self.index);
         let (argument_pointer, result_pointer) = (arguments.as_ptr(), result.as_mut_ptr());
-        let outcome = crate::events::run_with_budget(self.budget, || invoke(index, argument_pointer, argument_size, result_pointer, result_size));
+        let outcome = call_into(&self.arena, self.budget, || invoke(index, argument_pointer, argument_size, result_pointer, result_size));
         let outcome = match outcome {
             Ok(0) => decode::<R>(&result[..result_size]).map_err(|_| HandlerFault::MalformedResult),
             Ok(_) => Err(HandlerFault::MalformedResult),
@@ -211,6 +254,7 @@ fn install_typed<A: EventRecord, R: EventRecord>(
     invoke: InvokeFunction,
     budget: u64,
     extension: &Arc<LoadedExtension>,
+    arena: &Arc<ExtensionArena>,
 ) -> Result<BindingId, NativeError> {
     let descriptor = event.descriptor();
     if info.event_fingerprint != descriptor.fingerprint.0 {
@@ -230,6 +274,7 @@ fn install_typed<A: EventRecord, R: EventRecord>(
         name: alloc::format!("{}#{index}", extension.name),
         budget,
         extension: Arc::downgrade(extension),
+        arena: arena.clone(),
         records: PhantomData,
     });
     let mut spec = BindingSpec::new(&extension.name, handler).mode(Mode::Bounded { budget });
@@ -246,14 +291,21 @@ fn install_typed<A: EventRecord, R: EventRecord>(
         .map_err(|error| NativeError::Install(ExtensionError::Install { event: event.name(), reason: error.to_string() }))
 }
 
-fn install_binding(info: &BindingInfo, index: usize, invoke: InvokeFunction, budget: u64, extension: &Arc<LoadedExtension>) -> Result<BindingId, NativeError> {
+fn install_binding(
+    info: &BindingInfo,
+    index: usize,
+    invoke: InvokeFunction,
+    budget: u64,
+    extension: &Arc<LoadedExtension>,
+    arena: &Arc<ExtensionArena>,
+) -> Result<BindingId, NativeError> {
     let id = info.event_id;
     if id == CONSOLE_LINE.id().0 {
-        install_typed::<ConsoleLine, ConsoleVerdict>(&CONSOLE_LINE, info, index, invoke, budget, extension)
+        install_typed::<ConsoleLine, ConsoleVerdict>(&CONSOLE_LINE, info, index, invoke, budget, extension, arena)
     } else if id == CLOCK_TICK.id().0 {
-        install_typed::<ClockTick, ()>(&CLOCK_TICK, info, index, invoke, budget, extension)
+        install_typed::<ClockTick, ()>(&CLOCK_TICK, info, index, invoke, budget, extension, arena)
     } else if id == BENCH_PROBE.id().0 {
-        install_typed::<Probe, ProbeResult>(&BENCH_PROBE, info, index, invoke, budget, extension)
+        install_typed::<Probe, ProbeResult>(&BENCH_PROBE, info, index, invoke, budget, extension, arena)
     } else {
         Err(NativeError::BadBinding(alloc::format!("binding {index} names event id {id}, which this kernel does not raise")))
     }
@@ -270,11 +322,18 @@ pub fn load(bytes: &[u8]) -> Result<Arc<LoadedExtension>, NativeError> {
     }
     let payload = verified.payload_of_kind(Kind::Native).map_err(NativeError::Container)?;
     let elf = ElfObject::parse(payload, MAX_IMAGE_SIZE).map_err(NativeError::Elf)?;
+    let arena_size = arena::size_for_quota(manifest.memory_quota_bytes).map_err(NativeError::QuotaTooLarge)?;
 
     let pages = (elf.image_size() as usize).div_ceil(PAGE_SIZE).max(1);
     let frames = frame::allocate_zeroed(pages).ok_or(NativeError::OutOfMemory)?;
     let slot = allocate_slot().ok_or(NativeError::OutOfMemory)?;
-    let mut image = NativeImage { frames: Some(frames), slot, mapped: Vec::new() };
+    let mut image = NativeImage {
+        frames: Some(frames),
+        slot,
+        mapped: Vec::new(),
+        arena: Arc::new(ExtensionArena::empty(&manifest.name)),
+        arena_frames: None,
+    };
     let physical = image.frames.as_ref().map_or(0, FrameRun::address);
     // SAFETY: the frames were just allocated for this image and are owned by `image`;
     // RAM is identity-mapped read-write for the kernel, and nothing else refers to them.
@@ -315,11 +374,12 @@ pub fn load(bytes: &[u8]) -> Result<Arc<LoadedExtension>, NativeError> {
         .map_err(NativeError::Map)?;
         image.mapped.push((address, size));
     }
+    map_arena(&mut image, root, pages * PAGE_SIZE, arena_size, &manifest.name)?;
     crate::arch::csr::flush_tlb();
     crate::arch::csr::fence_instructions();
 
     let entry = |symbol: &'static str| loaded.function(symbol).map_err(|_| NativeError::MissingEntry(symbol));
-    // SAFETY (for the three calls below): each address is a function of the named
+    // SAFETY: (for the three calls below) each address is a function of the named
     // exported symbol in the image just relocated and mapped executable, with the
     // signature the C-ABI contract (`spindle_abi::native`) fixes; the image lives in the
     // LoadedExtension for as long as any binding can call it.
@@ -330,13 +390,14 @@ pub fn load(bytes: &[u8]) -> Result<Arc<LoadedExtension>, NativeError> {
     let invoke_function: InvokeFunction = unsafe { function_at(entry(INVOKE_SYMBOL)?) };
 
     let budget = manifest.budget_microseconds.saturating_mul(super::builtin::INSTRUCTIONS_PER_MICROSECOND).max(1);
-    let count = crate::events::run_with_budget(DESCRIBE_BUDGET, || count_function())
+    let arena = image.arena.clone();
+    let count = call_into(&arena, DESCRIBE_BUDGET, || count_function())
         .map_err(|fault| NativeError::BadBinding(alloc::format!("binding count: {fault}")))?;
     let mut infos = Vec::new();
     for index in 0..count.min(64) {
         let mut info = BindingInfo::default();
         let pointer: *mut BindingInfo = &mut info;
-        let code = crate::events::run_with_budget(DESCRIBE_BUDGET, || info_function(index, pointer))
+        let code = call_into(&arena, DESCRIBE_BUDGET, || info_function(index, pointer))
             .map_err(|fault| NativeError::BadBinding(alloc::format!("describing binding {index}: {fault}")))?;
         if code != 0 {
             return Err(NativeError::BadBinding(alloc::format!("describing binding {index} returned error code {code}")));
@@ -353,7 +414,7 @@ pub fn load(bytes: &[u8]) -> Result<Arc<LoadedExtension>, NativeError> {
         image: spin::Mutex::new(Some(image)),
     });
     for (index, info) in infos.iter().enumerate() {
-        match install_binding(info, index, invoke_function, budget, &extension) {
+        match install_binding(info, index, invoke_function, budget, &extension, &arena) {
             Ok(id) => extension.bindings.lock().push(id),
             Err(error) => {
                 super::remove_bindings(&extension);
@@ -363,4 +424,47 @@ pub fn load(bytes: &[u8]) -> Result<Arc<LoadedExtension>, NativeError> {
         }
     }
     Ok(extension)
+}
+
+/// Where in its slot an extension's arena of `arena_size` bytes starts: after the image's
+/// `image_span` bytes and at least a guard page, aligned to the arena's size rounded up to
+/// a power of two when that still leaves a guard page before the slot's end (the buddy
+/// heap's blocks are aligned to their size, so an aligned arena can hand out one block as
+/// large as itself), else just after the guard page.
+fn arena_start(slot_base: usize, image_span: usize, arena_size: usize) -> usize {
+    let earliest = slot_base + image_span + GUARD_SIZE;
+    let aligned = earliest.next_multiple_of(arena_size.next_power_of_two().max(PAGE_SIZE));
+    if aligned + arena_size + GUARD_SIZE <= slot_base + EXTENSION_SLOT_SIZE { aligned } else { earliest }
+}
+
+/// Gives `image` its arena: `arena_size` bytes of zeroed frames mapped `rw-` in its slot
+/// after the image's `image_span` bytes and a guard page (see [`arena_start`]), managed by
+/// a fresh [`ExtensionArena`]. Does nothing for an arena of 0 bytes (no heap).
+fn map_arena(
+    image: &mut NativeImage,
+    root: crate::arch::sv39::PageTableRoot,
+    image_span: usize,
+    arena_size: usize,
+    name: &str,
+) -> Result<(), NativeError> {
+    if arena_size == 0 {
+        return Ok(());
+    }
+    let start = arena_start(image.base(), image_span, arena_size);
+    // The slot ends with a guard page too, so the next slot's image never abuts the arena
+    // (MAX_IMAGE_SIZE leaves room for the largest arena and both guard pages).
+    debug_assert!(start + arena_size + GUARD_SIZE <= image.base() + EXTENSION_SLOT_SIZE);
+    let frames = frame::allocate_zeroed(arena_size / PAGE_SIZE).ok_or(NativeError::NoArenaMemory { bytes: arena_size })?;
+    let physical = frames.address();
+    image.arena_frames = Some(frames);
+    let flags = PteFlags::GLOBAL | PteFlags::READ | PteFlags::WRITE;
+    crate::arch::csr::without_interrupts(|| root.map_range(start, physical, arena_size, flags, &mut PermanentFrames))
+        .map_err(NativeError::Map)?;
+    image.mapped.push((start, arena_size));
+    // SAFETY: `[start, start + arena_size)` is page-aligned (`arena_start` rounds a page-
+    // aligned address up to a multiple of a page or more), at most MAX_ARENA_SIZE (`size_for_quota`),
+    // and was just mapped read-write to frames owned by `image` and used by nothing else;
+    // `NativeImage::drop` releases the arena before it unmaps the range and frees them.
+    image.arena = Arc::new(unsafe { ExtensionArena::new(name, start, arena_size) });
+    Ok(())
 }

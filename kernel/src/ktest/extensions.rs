@@ -1,6 +1,10 @@
 //! Tests of extensions in the kernel: load → raise → unload, refusals, and containment
-//! of a misbehaving extension (panic, overrun, arithmetic fault) — the kernel runs on,
-//! the event falls back to its default, the reason is kept.
+//! of a misbehaving extension (panic, overrun, arithmetic fault, allocation past its
+//! quota) — the kernel runs on, the event falls back to its default, the reason is kept,
+//! and unloading returns every frame (a native extension's arena included).
+//!
+//! `faulty`'s `KEY_HOARD` is tested only as a native extension: built in, the extension
+//! shares the kernel heap and has no quota of its own.
 
 use super::{KernelTest, TestResult};
 use crate::ensure;
@@ -21,6 +25,10 @@ pub static TESTS: &[KernelTest] = &[
     KernelTest { name: "ext::native_overrun_kills_extension", run: || native_contained(faulty::KEY_LOOP, "overran budget") },
     KernelTest { name: "ext::native_stack_overflow_kills_extension", run: || native_contained(faulty::KEY_RECURSE, "trapped") },
     KernelTest { name: "ext::native_bad_inputs_are_refused_without_leaks", run: native_bad_inputs_are_refused_without_leaks },
+    KernelTest { name: "ext::arena_allocates_within_quota_and_refuses_bad_frees", run: arena_allocates_within_quota_and_refuses_bad_frees },
+    KernelTest { name: "ext::extension_alloc_without_a_caller_is_refused", run: extension_alloc_without_a_caller_is_refused },
+    KernelTest { name: "ext::native_allocation_within_quota", run: native_allocation_within_quota },
+    KernelTest { name: "ext::native_quota_exhaustion_kills_extension", run: native_quota_exhaustion_kills_extension },
 ];
 
 fn bundled(name: &str) -> Result<&'static [u8], alloc::string::String> {
@@ -118,6 +126,7 @@ fn native_bad_inputs_are_refused_without_leaks() -> TestResult {
     refused("unsupported relocation", bundled("test-bad-relocation")?, "relocation")?;
     refused("oversized segment", bundled("test-oversized-segment")?, "segment")?;
     refused("ungranted import", bundled("test-ungranted-import")?, "spindle_clock_ticks")?;
+    refused("quota above the largest arena", bundled("test-huge-quota")?, "largest arena")?;
     // A duplicate name is refused before anything is mapped.
     ext::load("hello", ext::Preference::Native).map_err(|error| alloc::format!("{error}"))?;
     let duplicate = refused("duplicate name", hello, "already loaded");
@@ -220,5 +229,96 @@ fn name_server_authorises_per_domain() -> TestResult {
     let combined = server.import(&kernel, &["console", "clock"], "kernel-view").map_err(|error| alloc::format!("{error}"))?;
     ensure!(combined.symbol("spindle_console_write").is_some() && combined.symbol("spindle_clock_ticks").is_some(), "Combine lost a symbol");
     ensure!(combined.symbol("spindle_extension_panic").is_none(), "Combine added a domain that was not asked for");
+    Ok(())
+}
+
+fn arena_allocates_within_quota_and_refuses_bad_frees() -> TestResult {
+    use crate::arch::PAGE_SIZE;
+    use ext::arena::{ExtensionArena, FreeError};
+    const PAGES: usize = 4;
+    let frames_before = crate::mm::frame::stats();
+    let frames = crate::mm::frame::allocate_zeroed(PAGES).ok_or("no frames for the test arena")?;
+    let start = frames.address();
+    // SAFETY: the frames were just allocated for this test and nothing else uses them; RAM
+    // is identity-mapped read-write; the arena is released before the frames are freed.
+    let arena = unsafe { ExtensionArena::new("test", start, PAGES * PAGE_SIZE) };
+    let outcome = (|| -> TestResult {
+        let quota = PAGES * PAGE_SIZE;
+        let usage = arena.usage().ok_or("arena busy")?;
+        ensure!(usage.used_bytes == 0 && usage.quota_bytes == quota, "fresh arena usage {usage:?}");
+        let first = arena.allocate(100, 8);
+        ensure!(!first.is_null() && (first as usize) >= start && (first as usize) + 100 <= start + quota, "first block at {first:?}");
+        let aligned = arena.allocate(64, 1024);
+        ensure!(!aligned.is_null() && (aligned as usize).is_multiple_of(1024), "aligned block at {aligned:?}");
+        ensure!(arena.allocate(quota, 8).is_null(), "a block as large as the whole arena was handed out while others are live");
+        ensure!(arena.allocate(8, 3).is_null(), "an invalid alignment was accepted");
+        ensure!(arena.free(first, 100, 3) == Err(FreeError::BadLayout), "bad layout freed");
+        ensure!(arena.free((start + quota) as *mut u8, 8, 8) == Err(FreeError::NotInArena), "block past the end freed");
+        ensure!(arena.free(core::ptr::null_mut(), 8, 8) == Err(FreeError::NotInArena), "null freed");
+        ensure!(arena.free((first as usize + 4) as *mut u8, 100, 8) == Err(FreeError::NotInArena), "misaligned block freed");
+        arena.free(first, 100, 8).map_err(|error| alloc::format!("free: {error}"))?;
+        arena.free(aligned, 64, 1024).map_err(|error| alloc::format!("free: {error}"))?;
+        ensure!(arena.usage().map(|usage| usage.used_bytes) == Some(0), "usage after freeing everything {:?}", arena.usage());
+        let whole = arena.allocate(quota, 8);
+        ensure!(whole as usize == start, "the whole arena is not one block again after the frees: {whole:?}");
+        ensure!(arena.allocate(8, 8).is_null(), "allocated past the quota");
+        arena.release();
+        ensure!(arena.allocate(8, 8).is_null(), "allocated from a released arena");
+        ensure!(arena.free(whole, quota, 8) == Err(FreeError::Released), "freed into a released arena");
+        Ok(())
+    })();
+    arena.release();
+    drop(arena);
+    drop(frames);
+    outcome?;
+    ensure!(crate::mm::frame::stats() == frames_before, "frames leaked: {:?} -> {:?}", frames_before, crate::mm::frame::stats());
+    Ok(())
+}
+
+fn extension_alloc_without_a_caller_is_refused() -> TestResult {
+    let current = crate::arch::hart::current().current_extension_arena.load(core::sync::atomic::Ordering::Relaxed);
+    ensure!(current == 0, "a current extension arena is set outside any extension call: {current:#x}");
+    let pointer = ext::exports::spindle_extension_alloc(64, 8);
+    ensure!(pointer.is_null(), "kernel code outside an extension got {pointer:?}");
+    // Ignored with a warning, not a panic.
+    ext::exports::spindle_extension_free(0x1000 as *mut u8, 64, 8);
+    Ok(())
+}
+
+fn native_allocation_within_quota() -> TestResult {
+    warm_up("faulty")?;
+    let frames_before = crate::mm::frame::stats();
+    let extension = ext::load("faulty", ext::Preference::Native).map_err(|error| alloc::format!("{error}"))?;
+    let loaded = extension.memory_usage();
+    let sum = crate::events::probe::raise(faulty::KEY_ALLOCATE, 1000);
+    let after = extension.memory_usage();
+    let state = extension.state.lock().clone();
+    drop(extension);
+    let unloaded = ext::unload("faulty");
+    let current = crate::arch::hart::current().current_extension_arena.load(core::sync::atomic::Ordering::Relaxed);
+    unloaded.map_err(|error| alloc::format!("{error}"))?;
+    ensure!(sum == 500_500, "the sum of 1..=1000 came back as {sum} (state {state:?})");
+    ensure!(state == ExtensionState::Running, "state {state:?}");
+    let quota = faulty::MEMORY_QUOTA_BYTES as usize;
+    ensure!(loaded.is_some_and(|usage| usage.used_bytes == 0 && usage.quota_bytes == quota), "usage after load {loaded:?}");
+    ensure!(after.is_some_and(|usage| usage.used_bytes == 0), "the vector was not freed: usage {after:?}");
+    ensure!(current == 0, "the current extension arena was not restored after the call: {current:#x}");
+    ensure!(crate::mm::frame::stats() == frames_before, "frames leaked: {:?} -> {:?}", frames_before, crate::mm::frame::stats());
+    Ok(())
+}
+
+fn native_quota_exhaustion_kills_extension() -> TestResult {
+    warm_up("faulty")?;
+    let frames_before = crate::mm::frame::stats();
+    ext::load("faulty", ext::Preference::Native).map_err(|error| alloc::format!("{error}"))?;
+    let outcome = check_contained(faulty::KEY_HOARD, "memory allocation");
+    // The killed extension's chunks are still in its arena: no destructor ran.
+    let usage = ext::find("faulty").and_then(|extension| extension.memory_usage());
+    let unloaded = ext::unload("faulty");
+    outcome?;
+    unloaded.map_err(|error| alloc::format!("{error}"))?;
+    ensure!(usage.is_some_and(|usage| usage.used_bytes > usage.quota_bytes / 2), "arena usage after the kill {usage:?}");
+    // The whole arena came back with the unload.
+    ensure!(crate::mm::frame::stats() == frames_before, "frames leaked: {:?} -> {:?}", frames_before, crate::mm::frame::stats());
     Ok(())
 }

@@ -43,6 +43,10 @@ pub struct HartLocal {
     /// Set by an extension's panic report just before it traps, so the bounded executor
     /// reports a panic rather than a breakpoint.
     pub pending_panic: AtomicUsize,
+    /// Address of the arena (`ext::arena::ExtensionArena`) of the native extension whose
+    /// code this hart is running, or 0: `spindle_extension_alloc`/`free` serve the caller
+    /// from it. Set around each call into a native image and restored after it.
+    pub current_extension_arena: AtomicUsize,
 }
 
 /// Byte offsets of [`HartLocal`] fields used by assembly.
@@ -75,6 +79,7 @@ impl HartLocal {
             last_abort_was_overrun: AtomicUsize::new(0),
             preempt_disabled: AtomicUsize::new(0),
             pending_panic: AtomicUsize::new(0),
+            current_extension_arena: AtomicUsize::new(0),
         }
     }
 }
