@@ -63,6 +63,7 @@ fn install_typed<A: EventRecord, R: EventRecord>(
     declaration: &ExtensionDecl,
     binding: &dyn BindingDecl,
     extension: &Arc<LoadedExtension>,
+    installer: &mut super::Installer,
 ) -> Result<BindingId, ExtensionError> {
     let typed = binding
         .as_any()
@@ -79,19 +80,22 @@ fn install_typed<A: EventRecord, R: EventRecord>(
     for guard in typed.guards {
         spec = spec.when(dispatcher_guard(guard));
     }
-    crate::events::dispatcher()
-        .install(event, spec)
-        .map_err(|error| ExtensionError::Install { event: event.name(), reason: alloc::format!("{error}") })
+    installer.install(event, spec).map_err(|error| ExtensionError::Install { event: event.name(), reason: alloc::format!("{error}") })
 }
 
-fn install_binding(declaration: &ExtensionDecl, binding: &dyn BindingDecl, extension: &Arc<LoadedExtension>) -> Result<BindingId, ExtensionError> {
+fn install_binding(
+    declaration: &ExtensionDecl,
+    binding: &dyn BindingDecl,
+    extension: &Arc<LoadedExtension>,
+    installer: &mut super::Installer,
+) -> Result<BindingId, ExtensionError> {
     let id = binding.event().id;
     if id == CONSOLE_LINE.id() {
-        install_typed::<ConsoleLine, ConsoleVerdict>(&CONSOLE_LINE, declaration, binding, extension)
+        install_typed::<ConsoleLine, ConsoleVerdict>(&CONSOLE_LINE, declaration, binding, extension, installer)
     } else if id == CLOCK_TICK.id() {
-        install_typed::<ClockTick, ()>(&CLOCK_TICK, declaration, binding, extension)
+        install_typed::<ClockTick, ()>(&CLOCK_TICK, declaration, binding, extension, installer)
     } else if id == BENCH_PROBE.id() {
-        install_typed::<Probe, ProbeResult>(&BENCH_PROBE, declaration, binding, extension)
+        install_typed::<Probe, ProbeResult>(&BENCH_PROBE, declaration, binding, extension, installer)
     } else {
         Err(ExtensionError::UnknownEvent(binding.event().name))
     }
@@ -99,7 +103,10 @@ fn install_binding(declaration: &ExtensionDecl, binding: &dyn BindingDecl, exten
 
 /// Installs every binding of a built-in extension; on any refusal, removes the ones
 /// already installed and reports the refusal.
-pub fn install(declaration: &'static ExtensionDecl) -> Result<Arc<LoadedExtension>, ExtensionError> {
+pub fn install(declaration: &'static ExtensionDecl, installer: &mut super::Installer) -> Result<Arc<LoadedExtension>, ExtensionError> {
+    if !installer.admits(declaration.name) {
+        return Err(ExtensionError::AlreadyLoaded(declaration.name.into()));
+    }
     let extension = Arc::new(LoadedExtension {
         name: String::from(declaration.name),
         version: String::from(declaration.version),
@@ -109,7 +116,7 @@ pub fn install(declaration: &'static ExtensionDecl) -> Result<Arc<LoadedExtensio
         image: spin::Mutex::new(None),
     });
     for binding in declaration.bindings {
-        match install_binding(declaration, *binding, &extension) {
+        match install_binding(declaration, *binding, &extension, installer) {
             Ok(id) => extension.bindings.lock().push(id),
             Err(error) => {
                 super::remove_bindings(&extension);

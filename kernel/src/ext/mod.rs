@@ -159,6 +159,50 @@ pub enum Preference {
     BuiltIn,
 }
 
+/// Where an extension's new bindings go: fresh installs, or — when it replaces a loaded
+/// version — atomic replacements of the old version's bindings on the same events (the
+/// dispatcher guarantees that no raise runs both or neither), in order.
+pub struct Installer {
+    replacing: Option<String>,
+    old_bindings: Vec<BindingId>,
+    replaced: usize,
+}
+
+impl Installer {
+    /// Installs without replacing anything.
+    pub fn fresh() -> Installer {
+        Installer { replacing: None, old_bindings: Vec::new(), replaced: 0 }
+    }
+
+    /// Replaces the bindings of the loaded extension `name`.
+    pub fn replacing(name: &str, old_bindings: Vec<BindingId>) -> Installer {
+        Installer { replacing: Some(name.into()), old_bindings, replaced: 0 }
+    }
+
+    /// Whether an extension called `name` may be installed: not loaded, or the one replaced.
+    pub fn admits(&self, name: &str) -> bool {
+        self.replacing.as_deref() == Some(name) || find(name).is_none()
+    }
+
+    /// Installs `spec`, atomically replacing the first remaining old binding on the same event.
+    pub fn install<A: spindle_abi::event::EventRecord, R: spindle_abi::event::EventRecord>(
+        &mut self,
+        event: &'static spindle_abi::event::Event<A, R>,
+        spec: spindle_dispatch::BindingSpec<A, R>,
+    ) -> Result<BindingId, spindle_dispatch::InstallError> {
+        let dispatcher = crate::events::dispatcher();
+        match self.old_bindings.iter().position(|old| old.event == event.id()) {
+            Some(position) => {
+                let old = self.old_bindings.remove(position);
+                let id = dispatcher.replace(event, old, spec)?;
+                self.replaced += 1;
+                Ok(id)
+            }
+            None => dispatcher.install(event, spec),
+        }
+    }
+}
+
 /// Serialises load, unload and replace (from the console, the boot list and the host), so
 /// the "already loaded" check and the registration cannot interleave.
 static OPERATION: spin::Mutex<()> = spin::Mutex::new(());
@@ -184,7 +228,7 @@ fn load_locked(name: &str, preference: Preference) -> Result<Arc<LoadedExtension
         return Err(ExtensionError::AlreadyLoaded(name.into()));
     }
     let extension = match (preference, bundle::payload(name)) {
-        (Preference::Native, Some(bytes)) => native::load(bytes).map_err(|error| match error {
+        (Preference::Native, Some(bytes)) => native::load(bytes, &mut Installer::fresh()).map_err(|error| match error {
             native::NativeError::Install(inner) => inner,
             other => ExtensionError::Native(alloc::boxed::Box::new(other)),
         })?,
@@ -193,7 +237,7 @@ fn load_locked(name: &str, preference: Preference) -> Result<Arc<LoadedExtension
                 .iter()
                 .find(|declaration| (declaration)().name == name)
                 .ok_or_else(|| ExtensionError::Unknown(name.into()))?;
-            builtin::install((declaration)())?
+            builtin::install((declaration)(), &mut Installer::fresh())?
         }
     };
     register(extension.clone())?;
@@ -206,12 +250,65 @@ pub fn load_native_bytes(bytes: &[u8]) -> Result<Arc<LoadedExtension>, Extension
 }
 
 fn load_native_bytes_locked(bytes: &[u8]) -> Result<Arc<LoadedExtension>, ExtensionError> {
-    let extension = native::load(bytes).map_err(|error| match error {
+    let extension = native::load(bytes, &mut Installer::fresh()).map_err(|error| match error {
         native::NativeError::Install(inner) => inner,
         other => ExtensionError::Native(alloc::boxed::Box::new(other)),
     })?;
     register(extension.clone())?;
     Ok(extension)
+}
+
+/// Replaces the loaded extension `name` by a fresh load of the available one (the bundled
+/// native `.kext`, or the built-in crate): each new binding atomically replaces the old
+/// binding on the same event, old bindings without a counterpart are removed, new ones
+/// without a counterpart are added, and the old version's memory is released. If the new
+/// version is refused before any binding was replaced, the old one keeps running; if it
+/// is refused halfway, the old one is killed with the reason (no event is left with both).
+pub fn replace(name: &str, preference: Preference) -> Result<Arc<LoadedExtension>, ExtensionError> {
+    exclusively(|| replace_locked(name, preference))
+}
+
+fn replace_locked(name: &str, preference: Preference) -> Result<Arc<LoadedExtension>, ExtensionError> {
+    let old = find(name).ok_or_else(|| ExtensionError::NotLoaded(name.into()))?;
+    let old_bindings = old.bindings.lock().clone();
+    let mut installer = Installer::replacing(name, old_bindings);
+    let outcome = match (preference, bundle::payload(name)) {
+        (Preference::Native, Some(bytes)) => native::load(bytes, &mut installer).map_err(|error| match error {
+            native::NativeError::Install(inner) => inner,
+            other => ExtensionError::Native(alloc::boxed::Box::new(other)),
+        }),
+        _ => match builtin::AVAILABLE.iter().find(|declaration| (declaration)().name == name) {
+            Some(declaration) => builtin::install((declaration)(), &mut installer),
+            None => Err(ExtensionError::Unknown(name.into())),
+        },
+    };
+    let new = match outcome {
+        Ok(new) => new,
+        Err(error) => {
+            if installer.replaced > 0 {
+                crate::arch::csr::without_interrupts(|| {
+                    *old.state.lock() = ExtensionState::Killed(alloc::format!("replacement failed halfway: {error}"));
+                });
+                remove_bindings(&old);
+            }
+            return Err(error);
+        }
+    };
+    for leftover in installer.old_bindings {
+        let _ = crate::events::dispatcher().uninstall(leftover);
+    }
+    old.bindings.lock().clear();
+    with_loaded(|loaded| {
+        if let Some(slot) = loaded.iter_mut().find(|extension| extension.name == name) {
+            *slot = new.clone();
+        }
+    });
+    // As in `unload`: no raise is in progress here and one hart runs, so the old code is
+    // unreachable once its bindings are gone.
+    crate::events::quiescent();
+    crate::events::reclaim();
+    drop(old.image.lock().take());
+    Ok(new)
 }
 
 /// Removes an extension's bindings and forgets it.

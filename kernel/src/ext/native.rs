@@ -255,6 +255,7 @@ fn install_typed<A: EventRecord, R: EventRecord>(
     budget: u64,
     extension: &Arc<LoadedExtension>,
     arena: &Arc<ExtensionArena>,
+    installer: &mut super::Installer,
 ) -> Result<BindingId, NativeError> {
     let descriptor = event.descriptor();
     if info.event_fingerprint != descriptor.fingerprint.0 {
@@ -286,7 +287,7 @@ fn install_typed<A: EventRecord, R: EventRecord>(
         let guard = raw.to_decl().ok_or_else(|| NativeError::BadBinding(alloc::format!("binding {index}: unknown guard kind {}", raw.kind)))?;
         spec = spec.when(super::builtin::dispatcher_guard(&guard));
     }
-    crate::events::dispatcher()
+    installer
         .install(event, spec)
         .map_err(|error| NativeError::Install(ExtensionError::Install { event: event.name(), reason: error.to_string() }))
 }
@@ -298,26 +299,27 @@ fn install_binding(
     budget: u64,
     extension: &Arc<LoadedExtension>,
     arena: &Arc<ExtensionArena>,
+    installer: &mut super::Installer,
 ) -> Result<BindingId, NativeError> {
     let id = info.event_id;
     if id == CONSOLE_LINE.id().0 {
-        install_typed::<ConsoleLine, ConsoleVerdict>(&CONSOLE_LINE, info, index, invoke, budget, extension, arena)
+        install_typed::<ConsoleLine, ConsoleVerdict>(&CONSOLE_LINE, info, index, invoke, budget, extension, arena, installer)
     } else if id == CLOCK_TICK.id().0 {
-        install_typed::<ClockTick, ()>(&CLOCK_TICK, info, index, invoke, budget, extension, arena)
+        install_typed::<ClockTick, ()>(&CLOCK_TICK, info, index, invoke, budget, extension, arena, installer)
     } else if id == BENCH_PROBE.id().0 {
-        install_typed::<Probe, ProbeResult>(&BENCH_PROBE, info, index, invoke, budget, extension, arena)
+        install_typed::<Probe, ProbeResult>(&BENCH_PROBE, info, index, invoke, budget, extension, arena, installer)
     } else {
         Err(NativeError::BadBinding(alloc::format!("binding {index} names event id {id}, which this kernel does not raise")))
     }
 }
 
 /// Verifies, links, maps and installs a native extension from `.kext` bytes.
-pub fn load(bytes: &[u8]) -> Result<Arc<LoadedExtension>, NativeError> {
+pub fn load(bytes: &[u8], installer: &mut super::Installer) -> Result<Arc<LoadedExtension>, NativeError> {
     let verifying_key = VERIFYING_KEY.ok_or(NativeError::NoVerifyingKey)?;
     let policy = Policy { verifying_key, abi_fingerprint: spindle_abi::abi_fingerprint().0, allow_unsigned_wasm: false };
     let verified = spindle_loader::open(bytes, &policy).map_err(NativeError::Container)?;
     let manifest = verified.manifest().clone();
-    if super::find(&manifest.name).is_some() {
+    if !installer.admits(&manifest.name) {
         return Err(NativeError::Install(ExtensionError::AlreadyLoaded(manifest.name.clone())));
     }
     let payload = verified.payload_of_kind(Kind::Native).map_err(NativeError::Container)?;
@@ -414,7 +416,7 @@ pub fn load(bytes: &[u8]) -> Result<Arc<LoadedExtension>, NativeError> {
         image: spin::Mutex::new(Some(image)),
     });
     for (index, info) in infos.iter().enumerate() {
-        match install_binding(info, index, invoke_function, budget, &extension, &arena) {
+        match install_binding(info, index, invoke_function, budget, &extension, &arena, installer) {
             Ok(id) => extension.bindings.lock().push(id),
             Err(error) => {
                 super::remove_bindings(&extension);

@@ -6,6 +6,8 @@
 //! `faulty`'s `KEY_HOARD` is tested only as a native extension: built in, the extension
 //! shares the kernel heap and has no quota of its own.
 
+use alloc::sync::Arc;
+
 use super::{KernelTest, TestResult};
 use crate::ensure;
 use crate::ext::{self, ExtensionError, ExtensionState};
@@ -19,6 +21,7 @@ pub static TESTS: &[KernelTest] = &[
     KernelTest { name: "ext::divide_by_zero_kills_extension", run: || contained(faulty::KEY_DIVIDE, "panicked") },
     KernelTest { name: "ext::stack_overflow_kills_extension", run: || contained(faulty::KEY_RECURSE, "trapped") },
     KernelTest { name: "ext::native_load_raise_unload", run: native_load_raise_unload },
+    KernelTest { name: "ext::replace_swaps_bindings_and_technology", run: replace_swaps_bindings_and_technology },
     KernelTest { name: "ext::every_declared_function_is_defined", run: every_declared_function_is_defined },
     KernelTest { name: "ext::name_server_authorises_per_domain", run: name_server_authorises_per_domain },
     KernelTest { name: "ext::native_panic_kills_extension", run: || native_contained(faulty::KEY_PANIC, "panicked") },
@@ -319,6 +322,45 @@ fn native_quota_exhaustion_kills_extension() -> TestResult {
     unloaded.map_err(|error| alloc::format!("{error}"))?;
     ensure!(usage.is_some_and(|usage| usage.used_bytes > usage.quota_bytes / 2), "arena usage after the kill {usage:?}");
     // The whole arena came back with the unload.
+    ensure!(crate::mm::frame::stats() == frames_before, "frames leaked: {:?} -> {:?}", frames_before, crate::mm::frame::stats());
+    Ok(())
+}
+
+fn hello_bindings_on_console() -> usize {
+    let snapshot = crate::events::console::table().snapshot();
+    snapshot.bindings.iter().filter(|binding| binding.owner == "hello").count()
+}
+
+fn replace_swaps_bindings_and_technology() -> TestResult {
+    // Warm up with two images alive at once (a replace), so the page tables of a second
+    // extension slot exist before the frame count is taken.
+    ext::load("hello", ext::Preference::Native).map_err(|error| alloc::format!("{error}"))?;
+    let warmed = ext::replace("hello", ext::Preference::Native).map(drop).map_err(|error| alloc::format!("{error}"));
+    ext::unload("hello").map_err(|error| alloc::format!("{error}"))?;
+    warmed?;
+    ensure!(matches!(ext::replace("hello", ext::Preference::Native), Err(ExtensionError::NotLoaded(_))), "replaced a not-loaded extension");
+    let frames_before = crate::mm::frame::stats();
+    let builtin = ext::load("hello", ext::Preference::BuiltIn).map_err(|error| alloc::format!("{error}"))?;
+    let old_ids = builtin.bindings.lock().clone();
+    let outcome = (|| -> TestResult {
+        let native = ext::replace("hello", ext::Preference::Native).map_err(|error| alloc::format!("{error}"))?;
+        let new_ids = native.bindings.lock().clone();
+        ensure!(native.technology == ext::Technology::Native, "replacement is {}", native.technology);
+        ensure!(new_ids.len() == 1 && new_ids != old_ids, "binding ids {old_ids:?} -> {new_ids:?}");
+        ensure!(builtin.bindings.lock().is_empty(), "the old version kept bindings");
+        ensure!(hello_bindings_on_console() == 1, "{} hello bindings on console.Line", hello_bindings_on_console());
+        ensure!(crate::events::console::offer_line("hello"), "the replacement does not claim `hello`");
+        ensure!(ext::find("hello").is_some_and(|found| Arc::ptr_eq(&found, &native)), "registry does not hold the new version");
+        // And back: native -> native (a fresh instance of the same image).
+        let again = ext::replace("hello", ext::Preference::Native).map_err(|error| alloc::format!("{error}"))?;
+        ensure!(!Arc::ptr_eq(&again, &native) && hello_bindings_on_console() == 1, "second replace");
+        Ok(())
+    })();
+    let unloaded = ext::unload("hello");
+    outcome?;
+    unloaded.map_err(|error| alloc::format!("{error}"))?;
+    drop(builtin);
+    ensure!(hello_bindings_on_console() == 0, "bindings left after unload");
     ensure!(crate::mm::frame::stats() == frames_before, "frames leaked: {:?} -> {:?}", frames_before, crate::mm::frame::stats());
     Ok(())
 }
