@@ -10,9 +10,7 @@ use alloc::string::String;
 use alloc::sync::{Arc, Weak};
 use alloc::vec::Vec;
 
-use spindle_abi::event::{
-    BENCH_PROBE, CLOCK_TICK, CONSOLE_LINE, ClockTick, ConsoleLine, ConsoleVerdict, Event, EventRecord, Probe, ProbeResult,
-};
+use spindle_abi::event::{Event, EventRecord};
 use spindle_abi::extension::{BindingDecl, ExtensionDecl, GuardDecl, TypedBinding};
 use spindle_dispatch::{BindingId, BindingSpec, DeclarativeGuard, Handler, HandlerDescription, HandlerFault, Mode, Technology};
 
@@ -89,16 +87,11 @@ fn install_binding(
     extension: &Arc<LoadedExtension>,
     installer: &mut super::Installer,
 ) -> Result<BindingId, ExtensionError> {
-    let id = binding.event().id;
-    if id == CONSOLE_LINE.id() {
-        install_typed::<ConsoleLine, ConsoleVerdict>(&CONSOLE_LINE, declaration, binding, extension, installer)
-    } else if id == CLOCK_TICK.id() {
-        install_typed::<ClockTick, ()>(&CLOCK_TICK, declaration, binding, extension, installer)
-    } else if id == BENCH_PROBE.id() {
-        install_typed::<Probe, ProbeResult>(&BENCH_PROBE, declaration, binding, extension, installer)
-    } else {
+    with_event_types!(
+        binding.event().id,
+        |event: Arguments, Answer| install_typed::<Arguments, Answer>(event, declaration, binding, extension, installer),
         Err(ExtensionError::UnknownEvent(binding.event().name))
-    }
+    )
 }
 
 /// Installs every binding of a built-in extension; on any refusal, removes the ones

@@ -13,6 +13,35 @@
 //! which by default panics and so kills it, and unloading frees the arena whole.
 
 pub mod arena;
+/// Runs `$body` with `$event` bound to the kernel's declaration of the event whose id is
+/// `$id` and the type aliases `$args` / `$result` naming its records; `$otherwise` for an
+/// id no core service raises. The one list of events extensions may bind, shared by every
+/// technology's installer.
+macro_rules! with_event_types {
+    ($id:expr, |$event:ident: $args:ident, $result:ident| $body:expr, $otherwise:expr) => {{
+        use spindle_abi::event::{BENCH_PROBE, CLOCK_TICK, CONSOLE_LINE, ClockTick, ConsoleLine, ConsoleVerdict, Probe, ProbeResult};
+        let id: spindle_abi::event::EventId = $id;
+        if id == CONSOLE_LINE.id() {
+            type $args = ConsoleLine;
+            type $result = ConsoleVerdict;
+            let $event = &CONSOLE_LINE;
+            $body
+        } else if id == CLOCK_TICK.id() {
+            type $args = ClockTick;
+            type $result = ();
+            let $event = &CLOCK_TICK;
+            $body
+        } else if id == BENCH_PROBE.id() {
+            type $args = Probe;
+            type $result = ProbeResult;
+            let $event = &BENCH_PROBE;
+            $body
+        } else {
+            $otherwise
+        }
+    }};
+}
+
 pub mod builtin;
 pub mod bundle;
 pub mod exports;

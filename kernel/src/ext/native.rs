@@ -33,9 +33,7 @@ use alloc::vec::Vec;
 use core::fmt;
 use core::marker::PhantomData;
 
-use spindle_abi::event::{
-    BENCH_PROBE, CLOCK_TICK, CONSOLE_LINE, ClockTick, ConsoleLine, ConsoleVerdict, Event, EventRecord, Probe, ProbeResult,
-};
+use spindle_abi::event::{Event, EventRecord};
 use spindle_abi::extension::{decode, encode};
 use spindle_abi::native::{BINDING_COUNT_SYMBOL, BINDING_INFO_SYMBOL, BindingInfo, INVOKE_SYMBOL, MAX_GUARDS};
 use spindle_dispatch::{BindingId, BindingSpec, Handler, HandlerDescription, HandlerFault, Mode, Technology as DispatchTechnology};
@@ -247,16 +245,22 @@ impl<A: EventRecord, R: EventRecord> Handler<A, R> for NativeHandler<A, R> {
     }
 }
 
+/// What every binding of one native extension shares.
+struct BindingTarget<'a> {
+    invoke: InvokeFunction,
+    budget: u64,
+    extension: &'a Arc<LoadedExtension>,
+    arena: &'a Arc<ExtensionArena>,
+}
+
 fn install_typed<A: EventRecord, R: EventRecord>(
     event: &'static Event<A, R>,
     info: &BindingInfo,
     index: usize,
-    invoke: InvokeFunction,
-    budget: u64,
-    extension: &Arc<LoadedExtension>,
-    arena: &Arc<ExtensionArena>,
+    target: &BindingTarget<'_>,
     installer: &mut super::Installer,
 ) -> Result<BindingId, NativeError> {
+    let BindingTarget { invoke, budget, extension, arena } = *target;
     let descriptor = event.descriptor();
     if info.event_fingerprint != descriptor.fingerprint.0 {
         return Err(NativeError::BadBinding(alloc::format!(
@@ -292,25 +296,12 @@ fn install_typed<A: EventRecord, R: EventRecord>(
         .map_err(|error| NativeError::Install(ExtensionError::Install { event: event.name(), reason: error.to_string() }))
 }
 
-fn install_binding(
-    info: &BindingInfo,
-    index: usize,
-    invoke: InvokeFunction,
-    budget: u64,
-    extension: &Arc<LoadedExtension>,
-    arena: &Arc<ExtensionArena>,
-    installer: &mut super::Installer,
-) -> Result<BindingId, NativeError> {
-    let id = info.event_id;
-    if id == CONSOLE_LINE.id().0 {
-        install_typed::<ConsoleLine, ConsoleVerdict>(&CONSOLE_LINE, info, index, invoke, budget, extension, arena, installer)
-    } else if id == CLOCK_TICK.id().0 {
-        install_typed::<ClockTick, ()>(&CLOCK_TICK, info, index, invoke, budget, extension, arena, installer)
-    } else if id == BENCH_PROBE.id().0 {
-        install_typed::<Probe, ProbeResult>(&BENCH_PROBE, info, index, invoke, budget, extension, arena, installer)
-    } else {
-        Err(NativeError::BadBinding(alloc::format!("binding {index} names event id {id}, which this kernel does not raise")))
-    }
+fn install_binding(info: &BindingInfo, index: usize, target: &BindingTarget<'_>, installer: &mut super::Installer) -> Result<BindingId, NativeError> {
+    with_event_types!(
+        spindle_abi::event::EventId(info.event_id),
+        |event: Arguments, Answer| install_typed::<Arguments, Answer>(event, info, index, target, installer),
+        Err(NativeError::BadBinding(alloc::format!("binding {index} names event id {}, which this kernel does not raise", info.event_id)))
+    )
 }
 
 /// Verifies, links, maps and installs a native extension from `.kext` bytes.
@@ -416,7 +407,7 @@ pub fn load(bytes: &[u8], installer: &mut super::Installer) -> Result<Arc<Loaded
         image: spin::Mutex::new(Some(image)),
     });
     for (index, info) in infos.iter().enumerate() {
-        match install_binding(info, index, invoke_function, budget, &extension, &arena, installer) {
+        match install_binding(info, index, &BindingTarget { invoke: invoke_function, budget, extension: &extension, arena: &arena }, installer) {
             Ok(id) => extension.bindings.lock().push(id),
             Err(error) => {
                 super::remove_bindings(&extension);

@@ -31,7 +31,7 @@ fn claim_guard(command: &str) -> DeclarativeGuard {
 
 fn counters(id: BindingId) -> Result<spindle_dispatch::Counters, alloc::string::String> {
     let snapshot = events::console::table().snapshot();
-    Ok(snapshot.binding(id).ok_or("binding missing from the snapshot")?.counters.clone())
+    Ok(snapshot.binding(id).ok_or("binding missing from the snapshot")?.counters)
 }
 
 fn install_console(spec: BindingSpec<ConsoleLine, ConsoleVerdict>) -> Result<BindingId, alloc::string::String> {

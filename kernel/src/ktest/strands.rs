@@ -35,7 +35,7 @@ fn spawn_join_frees_stack() -> TestResult {
 fn yield_interleaves() -> TestResult {
     let log = Arc::new(spin::Mutex::new(Vec::new()));
     let mut strands = Vec::new();
-    for tag in [b'a', b'b'] {
+    for tag in *b"ab" {
         let log = log.clone();
         strands.push(
             sched::spawn("yielder", Priority::NORMAL, move || {
