@@ -251,6 +251,8 @@ struct ConsoleTest {
     lines: &'static [&'static str],
     expected_exit: i32,
     log_contains: &'static [&'static str],
+    /// Extensions the boot bundle's boot list names for this run (empty: the image's own).
+    boot: &'static [&'static str],
 }
 
 const CONSOLE_TESTS: &[ConsoleTest] = &[
@@ -259,31 +261,71 @@ const CONSOLE_TESTS: &[ConsoleTest] = &[
         lines: &["mem", "halt"],
         expected_exit: 0,
         log_contains: &["RAM (device tree):", "frames:", "heap:", "halting"],
+        boot: &[],
     },
     ConsoleTest {
         name: "lines-run-in-order-with-spaces",
         lines: &["echo first, with a comma", "uptime", "echo second"],
         expected_exit: 0,
         log_contains: &["first, with a comma", "ticks at", "second"],
+        boot: &[],
     },
     ConsoleTest {
         name: "unknown-command-fails-the-script",
         lines: &["echo before", "no-such-command", "echo never"],
         expected_exit: EXIT_FAILURE,
         log_contains: &["error: unknown command"],
+        boot: &[],
     },
     ConsoleTest {
         name: "fault-is-reported-with-cause-and-address",
         lines: &["fault 0x10"],
         expected_exit: 0,
         log_contains: &["caught: load page fault (scause=0xd) at pc=", "stval=0x10 (address)"],
+        boot: &[],
+    },
+    ConsoleTest {
+        name: "native-extension-demo",
+        lines: &["ext load hello", "hello", "events", "ext unload hello", "ext list", "halt"],
+        expected_exit: 0,
+        log_contains: &["loaded `hello` 0.1.0 (native)", "hello from the `hello` extension", "Native:hello#0", "unloaded `hello`", "halting"],
+        boot: &[],
+    },
+    ConsoleTest {
+        name: "native-containment-demo",
+        lines: &["ext load faulty", "probe 1 21", "probe 2 0", "ext list", "probe 1 21"],
+        expected_exit: 0,
+        log_contains: &["(key=1, value=21) -> 42", "`faulty` killed: faulty#1 panicked", "KILLED", "(key=1, value=21) -> 0"],
+        boot: &[],
+    },
+    ConsoleTest {
+        name: "boot-list-loads-extensions",
+        lines: &["ext list", "hello"],
+        expected_exit: 0,
+        log_contains: &["[ext] boot: loaded `hello` (native)", "loaded at boot", "hello from the `hello` extension"],
+        boot: &["hello"],
     },
 ];
+
+/// A copy of the image's boot bundle whose boot list is `boot`.
+fn bundle_with_boot_list(image: &Image, boot: &[&str]) -> Result<std::path::PathBuf> {
+    let bytes = std::fs::read(&image.bundle).map_err(|error| format!("cannot read {}: {error}", image.bundle.display()))?;
+    let bundle = spindle_loader::bundle::parse(&bytes).map_err(|error| format!("{}: {error}", image.bundle.display()))?;
+    let entries: Vec<(&str, &[u8])> = bundle.entries.iter().map(|entry| (entry.name, entry.payload)).collect();
+    let path = image.bundle.with_file_name(format!("boot-{}.bundle", boot.join("-")));
+    std::fs::write(&path, spindle_loader::bundle::build(&entries, boot)).map_err(|error| format!("cannot write {}: {error}", path.display()))?;
+    Ok(path)
+}
 
 fn run_console_tests(kernel: &Image, verbose: bool, tally: &mut Tally) -> Result<()> {
     for test in CONSOLE_TESTS {
         let lines: Vec<String> = test.lines.iter().map(|line| line.to_string()).collect();
         let mut machine = Machine::for_image(kernel);
+        if !test.boot.is_empty() {
+            machine.set_initrd(&bundle_with_boot_list(kernel, test.boot)?);
+        }
+        // Deterministic guest time, as for the kernel tests (budgets cannot flake).
+        machine.extra(ICOUNT);
         machine.append(&format!("spindle.script={}", crate::encode::encode_script(&lines)));
         let (exit, log) = machine.run_captured(SHORT_TIMEOUT, verbose)?;
         let mut problems = Vec::new();

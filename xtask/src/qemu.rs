@@ -92,6 +92,12 @@ impl Machine {
         machine
     }
 
+    /// Uses `path` as the initial RAM disk (the boot bundle) instead of the image's.
+    pub fn set_initrd(&mut self, path: &Path) -> &mut Machine {
+        self.initrd = Some(path.to_path_buf());
+        self
+    }
+
     /// Adds a word to the kernel command line.
     pub fn append(&mut self, word: &str) -> &mut Machine {
         self.append.push(word.to_string());
