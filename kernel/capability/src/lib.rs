@@ -41,6 +41,7 @@
 //!
 //! ```compile_fail
 //! #![forbid(unsafe_code)]
+//! // SAFETY: none — this is the forbidden use the example shows failing to compile.
 //! let issuer = unsafe { spindle_capability::CapabilityIssuer::new() };
 //! ```
 //!

@@ -155,13 +155,14 @@ impl<T> Rcu<T> {
         // Acquire pairs with the Release half of the writer's swap: the value's contents
         // are visible once we see its pointer.
         let current = self.current.load(Ordering::Acquire);
-        // SAFETY: `current` came from `Box::into_raw` in `new` or `publish` and is freed
+        // `current` came from `Box::into_raw` in `new` or `publish` and is freed
         // only by `collect` (or `drop`, which needs `&mut self`), after it was swapped
         // out and every online hart reported a quiescent state tagged at or after its
         // retirement. The calling hart is online (offline harts must not raise) and, by
         // the contract of `Harts::quiescent`, will not report one while this reference
         // lives, so the value outlives it. The lifetime is tied to `&self`, and `self`
         // owns the value when no writer has replaced it.
+        // SAFETY: sound for the reasons given just above.
         unsafe { &*current }
     }
 
@@ -201,11 +202,12 @@ impl<T> Rcu<T> {
             if tag > horizon {
                 return true;
             }
-            // SAFETY: `value` came from `Box::into_raw` and was swapped out of `current`
+            // `value` came from `Box::into_raw` and was swapped out of `current`
             // before `tag` was taken, so no reader can load it any more; every online
             // hart has reported a quiescent state at generation >= `tag` (SeqCst load in
             // `horizon` after their SeqCst stores), so none still holds a reference, and
             // offline harts hold none by contract. It is in the list once, and is removed
+            // SAFETY: sound for the reasons given just above.
             // from it here, so it is freed once.
             free.push(unsafe { Box::from_raw(value.as_ptr()) });
             false

@@ -192,11 +192,12 @@ impl ExtensionArena {
             if heap.stats_alloc_actual() < block || heap.stats_alloc_user() < layout.size() {
                 return Err(FreeError::NotAllocated);
             }
-            // SAFETY: the block lies inside this arena, aligned to its size (checked
+            // the block lies inside this arena, aligned to its size (checked
             // above), so everything the heap writes for it (its free-list node, merges with
             // free buddies listed inside the arena) stays inside the arena's mapped pages.
             // That it matches an earlier allocation with this layout is the contract of the
             // trusted glue's `GlobalAlloc::dealloc`, which passes on what Rust gave it.
+            // SAFETY: sound for the reasons given just above.
             unsafe { heap.dealloc(pointer, layout) };
             Ok(())
         })
@@ -242,10 +243,11 @@ pub fn with_caller<R>(f: impl FnOnce(&ExtensionArena) -> R) -> Option<R> {
     if address == 0 {
         return None;
     }
-    // SAFETY: a non-zero value was stored by `with_current` from `Arc::as_ptr` of an arena
+    // a non-zero value was stored by `with_current` from `Arc::as_ptr` of an arena
     // whose `Arc` its caller borrows for the whole call, and is replaced by the previous
     // value (0 or an enclosing call's arena, alive for longer) before that borrow ends —
     // also when the call is aborted, since the abort returns inside `body`. Only this
+    // SAFETY: sound for the reasons given just above.
     // hart reads or writes it, and preemption is off meanwhile.
     let arena = unsafe { &*(address as *const ExtensionArena) };
     Some(f(arena))

@@ -237,10 +237,11 @@ fn switch_away(leaving: Leaving) {
     next.restore_hart_state();
     // `current` is not inside a raise (raises are never switched out): a quiescent state.
     crate::events::quiescent();
-    // SAFETY: interrupts are off; `next` is not running anywhere (claimed below), its
+    // interrupts are off; `next` is not running anywhere (claimed below), its
     // context was saved by a switch or made by `Strand::new`, and its stack is mapped
     // (stacks are freed only for exited strands, which are never ready). `current`
     // lives in CURRENT/queues/ZOMBIES until it is resumed or reaped.
+    // SAFETY: sound for the reasons given just above.
     unsafe { Strand::switch(&current, &next) };
     // Back on `current` (never reached for an exited strand).
     drop(next);
