@@ -41,7 +41,8 @@ pub struct Tally {
 }
 
 impl Tally {
-    fn record(&mut self, name: &str, outcome: &std::result::Result<(), String>) {
+    /// Counts one result and prints it.
+    pub fn record(&mut self, name: &str, outcome: &std::result::Result<(), String>) {
         match outcome {
             Ok(()) => {
                 self.passed += 1;

@@ -11,6 +11,7 @@ mod kernel_build;
 mod ktest;
 mod load;
 mod qemu;
+mod repo_rules;
 mod setup;
 mod testkexts;
 
@@ -147,6 +148,7 @@ fn run_tests(host: bool, kernel: bool, verbose: bool) -> Result<ExitCode> {
         let (passed, failed) = host_tests::run()?;
         tally.passed += passed;
         tally.failed += failed;
+        repo_rules::check(&kernel_build::workspace_root(), &mut tally);
     }
     if kernel {
         let image = kernel_build::build_image(kernel_build::Purpose::Test)?;
