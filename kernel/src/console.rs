@@ -20,7 +20,9 @@ const LINE_STATUS: usize = 5;
 const LINE_STATUS_DATA_READY: u8 = 1 << 0;
 const LINE_STATUS_TRANSMIT_EMPTY: u8 = 1 << 5;
 const LINE_CONTROL_8N1: u8 = 0b11;
-const FIFO_ENABLE_AND_CLEAR: u8 = 0b111;
+/// Enable the FIFOs and clear the transmit FIFO only: input typed (or piped) while the
+/// kernel was booting stays in the receive FIFO and is read by the console.
+const FIFO_ENABLE_AND_CLEAR: u8 = 0b101;
 
 static UART_BASE: AtomicUsize = AtomicUsize::new(DEFAULT_UART_BASE);
 static CONSOLE_LOCK: spin::Mutex<()> = spin::Mutex::new(());
