@@ -14,7 +14,9 @@
 //!   exports C entry points that call [`BindingDecl::invoke_bytes`], which moves records
 //!   through byte buffers laid out as the `#[repr(C)]` records are (see [`encode`] and
 //!   [`decode`]);
-//! - **wasm** and **user-level** glue use the same byte interface (coming).
+//! - **wasm**: the same glue built for `wasm32-unknown-unknown` (`cargo xtask ext build
+//!   --wasm`), with pointers as linear-memory offsets (see [`crate::wasm`]);
+//! - **user-level** glue will use the same byte interface (coming).
 //!
 //! Kernel services the handler may call are in [`crate::host`].
 

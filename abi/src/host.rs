@@ -7,6 +7,9 @@
 //! defines each function under the same name: a built-in extension links to it
 //! statically, a native one is linked to it by the loader.
 //!
+//! On `wasm32` the same declarations become imports from module `"spindle"` (pointers
+//! are offsets into the module's linear memory); see [`crate::wasm`].
+//!
 //! Extensions call the safe wrappers below ([`console_write`], [`ticks`], the
 //! [`ext_println!`](crate::ext_println) macro) and `alloc` (through the native glue's
 //! [`ExtensionAllocator`](crate::allocator::ExtensionAllocator)), never the imports. On the host (unit
@@ -53,6 +56,18 @@ macro_rules! declare_kernel_functions {
                 $($(#[doc = $doc])* pub fn $name($($argument: $type),*) $(-> $result)?;)*
             }
         }
+
+        /// The Wasm imports: module [`WASM_IMPORT_MODULE`](crate::wasm::WASM_IMPORT_MODULE)
+        /// (`"spindle"`), one function per declaration under the same name. Pointer and
+        /// `usize` arguments become `i32` offsets into the module's linear memory, which
+        /// the kernel bounds-checks; `u64` becomes `i64`.
+        #[cfg(target_arch = "wasm32")]
+        pub mod imports {
+            #[link(wasm_import_module = "spindle")]
+            unsafe extern "C" {
+                $($(#[doc = $doc])* pub fn $name($($argument: $type),*) $(-> $result)?;)*
+            }
+        }
     };
 }
 
@@ -79,41 +94,41 @@ pub fn kernel_functions_fingerprint() -> Fingerprint {
     KERNEL_FUNCTIONS.iter().fold(fingerprint_of("kernel-functions"), |all, function| all.combine(function.fingerprint))
 }
 
-#[cfg(not(target_os = "none"))]
+#[cfg(not(any(target_os = "none", target_arch = "wasm32")))]
 static HOST_BYTES_WRITTEN: core::sync::atomic::AtomicUsize = core::sync::atomic::AtomicUsize::new(0);
 
 /// Writes text to the kernel console (domain `console`).
 pub fn console_write(text: &str) {
-    #[cfg(target_os = "none")]
+    #[cfg(any(target_os = "none", target_arch = "wasm32"))]
     // SAFETY: the pointer and length describe `text`, a live UTF-8 slice, for the whole
     // call; the kernel only reads it.
     unsafe {
         imports::spindle_console_write(text.as_ptr(), text.len())
     }
-    #[cfg(not(target_os = "none"))]
+    #[cfg(not(any(target_os = "none", target_arch = "wasm32")))]
     HOST_BYTES_WRITTEN.fetch_add(text.len(), core::sync::atomic::Ordering::Relaxed);
 }
 
 /// Bytes "written" by [`console_write`] in host unit tests.
-#[cfg(not(target_os = "none"))]
+#[cfg(not(any(target_os = "none", target_arch = "wasm32")))]
 pub fn host_bytes_written() -> usize {
     HOST_BYTES_WRITTEN.load(core::sync::atomic::Ordering::Relaxed)
 }
 
 /// Timer ticks since boot (domain `clock`); 0 in host unit tests.
 pub fn ticks() -> u64 {
-    #[cfg(target_os = "none")]
+    #[cfg(any(target_os = "none", target_arch = "wasm32"))]
     // SAFETY: takes no arguments and only reads a kernel counter.
     unsafe {
         imports::spindle_clock_ticks()
     }
-    #[cfg(not(target_os = "none"))]
+    #[cfg(not(any(target_os = "none", target_arch = "wasm32")))]
     0
 }
 
 /// Reports a panic to the kernel and never returns (used by the native glue's panic
 /// handler; a built-in extension's panic is the kernel's own).
-#[cfg(target_os = "none")]
+#[cfg(any(target_os = "none", target_arch = "wasm32"))]
 pub fn extension_panic(message: &str) -> ! {
     // SAFETY: the pointer and length describe `message` for the whole call; the kernel
     // copies what it keeps and does not return.

@@ -93,6 +93,33 @@ pub struct BindingInfo {
     pub guards: [RawGuard; MAX_GUARDS],
 }
 
+impl BindingInfo {
+    /// Size of the `#[repr(C)]` description in bytes (the same on every target).
+    pub const SIZE: usize = core::mem::size_of::<BindingInfo>();
+
+    /// Reads a description laid out as the `#[repr(C)]` struct in little-endian memory (a
+    /// Wasm module's linear memory); `None` if `bytes` is shorter than [`Self::SIZE`].
+    pub fn from_bytes(bytes: &[u8]) -> Option<BindingInfo> {
+        let bytes = bytes.get(..Self::SIZE)?;
+        let u32_at = |offset: usize| u32::from_le_bytes([bytes[offset], bytes[offset + 1], bytes[offset + 2], bytes[offset + 3]]);
+        let u64_at = |offset: usize| u64::from(u32_at(offset)) | (u64::from(u32_at(offset + 4)) << 32);
+        let mut info = BindingInfo {
+            event_id: u32_at(0),
+            guard_count: u32_at(4),
+            event_fingerprint: u64_at(8),
+            arguments_size: u64_at(16),
+            result_size: u64_at(24),
+            guards: [RawGuard::default(); MAX_GUARDS],
+        };
+        let guard_size = core::mem::size_of::<RawGuard>();
+        for (index, guard) in info.guards.iter_mut().enumerate() {
+            let base = core::mem::offset_of!(BindingInfo, guards) + index * guard_size;
+            *guard = RawGuard { kind: u32_at(base), field: u32_at(base + 4), a: u64_at(base + 8), b: u64_at(base + 16) };
+        }
+        Some(info)
+    }
+}
+
 /// Error codes returned by the exported functions.
 #[repr(i32)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -152,4 +179,22 @@ pub fn invoke(declaration: &ExtensionDecl, index: usize, arguments: &[u8], resul
         MarshalError::BufferTooSmall { .. } => ErrorCode::BufferTooSmall,
         MarshalError::BadValue => ErrorCode::BadValue,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn binding_info_reads_back_from_bytes() {
+        let mut info = BindingInfo { event_id: 1000, guard_count: 2, event_fingerprint: 0x1122_3344_5566_7788, arguments_size: 16, result_size: 8, ..BindingInfo::default() };
+        info.guards[0] = RawGuard { kind: guard_kind::EQUALS, field: 0, a: 7, b: 0 };
+        info.guards[7] = RawGuard { kind: guard_kind::MASK, field: 3, a: u64::MAX, b: 1 };
+        let mut bytes = [0u8; BindingInfo::SIZE];
+        // SAFETY: `bytes` has exactly the size of `BindingInfo`, which is plain data
+        // (integers only); `write_unaligned` needs no alignment.
+        unsafe { bytes.as_mut_ptr().cast::<BindingInfo>().write_unaligned(info) };
+        assert_eq!(BindingInfo::from_bytes(&bytes), Some(info));
+        assert_eq!(BindingInfo::from_bytes(&bytes[..BindingInfo::SIZE - 1]), None);
+    }
 }

@@ -6,7 +6,7 @@
 //! arriving it polls again after each [`sched::yield_now`], when the line is quiet it also
 //! waits for the next timer tick, so an idle service costs one poll per tick. Requests
 //! are carried out in the strand (never in interrupt context), through the same
-//! `ext::load_native_bytes` / `ext::unload` / `ext::list` as the `ext` console command.
+//! `ext::load_kext_bytes` (native or Wasm, by the container's kind) / `ext::unload` / `ext::list` as the `ext` console command.
 //!
 //! Protocol (ASCII lines ending in `\n`; a `\r` before it and blank lines are ignored):
 //!
@@ -350,7 +350,7 @@ pub fn parse_request(bytes: &[u8]) -> Result<Request, RequestError> {
 /// Carries out a request and returns its answer line (without the `\n`).
 pub fn execute(request: &Request) -> String {
     match request {
-        Request::Load(bytes) => match crate::ext::load_native_bytes(bytes) {
+        Request::Load(bytes) => match crate::ext::load_kext_bytes(bytes) {
             Ok(extension) => alloc::format!("OK loaded {} {} ({}), {} binding(s)", extension.name, extension.version,
                 extension.technology, extension.bindings.lock().len()),
             Err(error) => alloc::format!("ERR {error}"),

@@ -50,7 +50,7 @@ pub static COMMANDS: &[Command] = &[
     Command { name: "uptime", usage: "uptime", help: "time since boot and timer ticks", run: uptime },
     Command { name: "devices", usage: "devices", help: "devices from the device tree", run: devices },
     Command { name: "events", usage: "events", help: "events, their bindings, guards and counters", run: events },
-    Command { name: "ext", usage: "ext list|load|replace NAME [builtin]|unload NAME", help: "list, load and unload extensions", run: ext },
+    Command { name: "ext", usage: "ext list|load|replace NAME [builtin|wasm]|unload NAME", help: "list, load and unload extensions", run: ext },
     Command { name: "hotload", usage: "hotload wait [SECONDS]", help: "wait for one `cargo xtask load` request (default 30 s); fails if it was refused", run: hotload },
     Command { name: "probe", usage: "probe KEY VALUE", help: "raise bench.Probe and print the combined result", run: probe },
     Command { name: "strands", usage: "strands", help: "the running strand and the ready count", run: strands },
@@ -185,7 +185,12 @@ fn events(_: &[&str]) -> Result<(), CommandError> {
 }
 
 fn ext(arguments: &[&str]) -> Result<(), CommandError> {
-    const USAGE: &str = "ext list | ext load NAME [builtin] | ext replace NAME [builtin] | ext unload NAME";
+    const USAGE: &str = "ext list | ext load NAME [builtin|wasm] | ext replace NAME [builtin|wasm] | ext unload NAME";
+    let preference = |words: &[&str]| match words {
+        [.., "builtin"] => crate::ext::Preference::BuiltIn,
+        [.., "wasm"] => crate::ext::Preference::Wasm,
+        _ => crate::ext::Preference::Native,
+    };
     match arguments {
         ["list"] => {
             let loaded = crate::ext::list();
@@ -206,7 +211,7 @@ fn ext(arguments: &[&str]) -> Result<(), CommandError> {
                 crate::println!("  {:<16} {:<8} {:<9} {} binding(s)  {memory}  {state}", extension.name, extension.version,
                     alloc::format!("{}", extension.technology), extension.bindings.lock().len());
             }
-            crate::println!("available (native, in the boot bundle):");
+            crate::println!("available (in the boot bundle: NAME native, NAME.wasm Wasm — `ext load NAME wasm`):");
             match crate::ext::bundle::get() {
                 Some(bundle) => {
                     for entry in &bundle.entries {
@@ -224,15 +229,15 @@ fn ext(arguments: &[&str]) -> Result<(), CommandError> {
             }
             Ok(())
         }
-        ["load", name] | ["load", name, "builtin"] => {
-            let preference = if arguments.len() == 3 { crate::ext::Preference::BuiltIn } else { crate::ext::Preference::Native };
+        ["load", name] | ["load", name, "builtin" | "wasm"] => {
+            let preference = preference(arguments);
             let extension = crate::ext::load(name, preference).map_err(|error| CommandError::Failed(alloc::format!("ext load {name}: {error}")))?;
             crate::println!("loaded `{}` {} ({}), {} binding(s)", extension.name, extension.version, extension.technology,
                 extension.bindings.lock().len());
             Ok(())
         }
-        ["replace", name] | ["replace", name, "builtin"] => {
-            let preference = if arguments.len() == 3 { crate::ext::Preference::BuiltIn } else { crate::ext::Preference::Native };
+        ["replace", name] | ["replace", name, "builtin" | "wasm"] => {
+            let preference = preference(arguments);
             let extension = crate::ext::replace(name, preference)
                 .map_err(|error| CommandError::Failed(alloc::format!("ext replace {name}: {error}")))?;
             crate::println!("replaced `{}` by {} ({}), {} binding(s)", extension.name, extension.version, extension.technology,

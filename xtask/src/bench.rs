@@ -85,11 +85,11 @@ fn run_once(kernel: &Image) -> Result<Vec<Row>> {
     Ok(lines.iter().filter_map(|line| parse_row(line)).collect())
 }
 
-/// Runs the benchmarks twice, checks determinism, prints and writes the results.
-pub fn run(kernel: &Image) -> Result<bool> {
-    println!("== benchmark run 1 of 2");
+/// Runs `kernel`'s benchmarks twice and checks that the counts match.
+fn run_twice(kernel: &Image, label: &str) -> Result<Vec<Row>> {
+    println!("== benchmark run 1 of 2{label}");
     let first = run_once(kernel)?;
-    println!("== benchmark run 2 of 2");
+    println!("== benchmark run 2 of 2{label}");
     let second = run_once(kernel)?;
     if first != second {
         for (a, b) in first.iter().zip(&second) {
@@ -98,6 +98,22 @@ pub fn run(kernel: &Image) -> Result<bool> {
             }
         }
         return Err("instruction counts differ between two identical runs: the measurement is not deterministic".into());
+    }
+    Ok(first)
+}
+
+/// The group whose rows are also measured on a kernel variant (the Wasm interpreter's
+/// cost depends on the build).
+const VARIANT_GROUP: &str = "extension-cost";
+
+/// Runs the benchmarks twice, checks determinism, prints and writes the results; with a
+/// `variant` (label, image), also its [`VARIANT_GROUP`] rows, in a group labelled
+/// `extension-cost [label]`.
+pub fn run(kernel: &Image, variant: Option<(&str, &Image)>) -> Result<bool> {
+    let mut first = run_twice(kernel, "")?;
+    if let Some((label, image)) = variant {
+        let rows = run_twice(image, &format!(" (kernel built with +{label})"))?;
+        first.extend(rows.into_iter().filter(|row| row.group == VARIANT_GROUP).map(|row| Row { group: format!("{VARIANT_GROUP} [+{label}]"), ..row }));
     }
     let by_key: BTreeMap<String, f64> = first.iter().map(|row| (format!("{}/{}", row.group, row.name), row.instructions)).collect();
     let mut text = String::new();

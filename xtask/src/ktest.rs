@@ -300,6 +300,29 @@ const CONSOLE_TESTS: &[ConsoleTest] = &[
         boot: &[],
     },
     ConsoleTest {
+        name: "wasm-extension-demo",
+        lines: &["ext list", "ext load hello wasm", "hello", "events", "ext load faulty wasm", "probe 1 21", "probe 3 0", "ext list", "probe 1 21", "halt"],
+        expected_exit: 0,
+        log_contains: &[
+            "hello.wasm",
+            "loaded `hello` 0.1.0 (wasm)",
+            "hello from the `hello` extension",
+            "Wasm:hello#0",
+            "(key=1, value=21) -> 42",
+            "`faulty` killed: faulty#2 overran budget",
+            "out of fuel",
+            "(key=1, value=21) -> 0",
+        ],
+        boot: &[],
+    },
+    ConsoleTest {
+        name: "boot-list-loads-a-c-wasm-extension",
+        lines: &["ext list", "hello-c", "probe 8 14"],
+        expected_exit: 0,
+        log_contains: &["[ext] boot: loaded `hello-c` (wasm), 2 binding(s)", "hello from C: greeting #1", "(key=8, value=14) -> 42"],
+        boot: &["hello-c.wasm"],
+    },
+    ConsoleTest {
         name: "boot-list-loads-extensions",
         lines: &["ext list", "hello"],
         expected_exit: 0,
@@ -364,6 +387,8 @@ struct HotloadTest {
     lines: &'static [&'static str],
     /// Flip one bit of the `.kext` (in its last byte, inside the signed payload).
     corrupt: bool,
+    /// Push the Wasm build (`cargo xtask load --wasm`) instead of the native one.
+    wasm: bool,
     answer_starts: &'static str,
     answer_contains: &'static str,
     expected_exit: i32,
@@ -375,15 +400,27 @@ const HOTLOAD_TESTS: &[HotloadTest] = &[
         name: "load-from-host-then-use-it",
         lines: &["hotload wait 60", "hello", "ext list"],
         corrupt: false,
+        wasm: false,
         answer_starts: "OK loaded hello ",
         answer_contains: "(native), 1 binding(s)",
         expected_exit: 0,
         log_contains: &["[hotload] LOAD (", "hotload: OK loaded hello", "hello from"],
     },
     HotloadTest {
+        name: "load-wasm-from-host-then-use-it",
+        lines: &["hotload wait 60", "hello", "ext list"],
+        corrupt: false,
+        wasm: true,
+        answer_starts: "OK loaded hello ",
+        answer_contains: "(wasm), 1 binding(s)",
+        expected_exit: 0,
+        log_contains: &["[hotload] LOAD (", "hotload: OK loaded hello", "hello from", "wasm"],
+    },
+    HotloadTest {
         name: "corrupted-kext-is-refused",
         lines: &["hotload wait 60", "echo never"],
         corrupt: true,
+        wasm: false,
         answer_starts: "ERR ",
         answer_contains: "signature",
         expected_exit: EXIT_FAILURE,
@@ -392,10 +429,11 @@ const HOTLOAD_TESTS: &[HotloadTest] = &[
 ];
 
 fn run_hotload_tests(kernel: &Image, verbose: bool, tally: &mut Tally) -> Result<()> {
-    let kext_path = crate::ext::build_native("hello")?;
-    let kext = std::fs::read(&kext_path).map_err(|error| format!("cannot read {}: {error}", kext_path.display()))?;
+    let read = |path: std::path::PathBuf| std::fs::read(&path).map_err(|error| format!("cannot read {}: {error}", path.display()));
+    let native = read(crate::ext::build_native("hello")?)?;
+    let wasm = read(crate::ext::build_wasm("hello")?)?;
     for test in HOTLOAD_TESTS {
-        let mut payload = kext.clone();
+        let mut payload = if test.wasm { wasm.clone() } else { native.clone() };
         if test.corrupt
             && let Some(last) = payload.last_mut()
         {

@@ -25,7 +25,8 @@ const CONNECT_RETRY: Duration = Duration::from_millis(50);
 /// `cargo xtask load` arguments.
 #[derive(clap::Args)]
 pub struct LoadArgs {
-    /// The extension crate to build (signed, native) and load, e.g. `hello`.
+    /// The extension crate to build (signed, native; with --wasm its Wasm build) and load,
+    /// e.g. `hello`.
     #[arg(value_name = "CRATE", required_unless_present_any = ["unload", "list"], conflicts_with_all = ["unload", "list"])]
     crate_name: Option<String>,
     /// Unload the extension NAME instead.
@@ -34,6 +35,9 @@ pub struct LoadArgs {
     /// List the loaded extensions instead.
     #[arg(long)]
     list: bool,
+    /// Build and load the Wasm build of CRATE (`ext build --wasm`) instead of the native one.
+    #[arg(long, requires = "crate_name")]
+    wasm: bool,
     /// The hot-load socket (default: target/spindle/hotload.sock, where `cargo xtask qemu`
     /// binds it).
     #[arg(long, value_name = "PATH")]
@@ -160,7 +164,7 @@ pub fn run(arguments: LoadArgs) -> Result<ExitCode> {
     let kext;
     let request = match (&arguments.crate_name, &arguments.unload) {
         (Some(crate_name), _) => {
-            let path = crate::ext::build_native(crate_name)?;
+            let path = if arguments.wasm { crate::ext::build_wasm(crate_name)? } else { crate::ext::build_native(crate_name)? };
             kext = std::fs::read(&path).map_err(|error| format!("cannot read {}: {error}", path.display()))?;
             Request::Load(&kext)
         }

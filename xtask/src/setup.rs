@@ -56,7 +56,8 @@ pub fn find_on_path(name: &str) -> Option<PathBuf> {
     std::env::split_paths(&path).map(|directory| directory.join(name)).find(|candidate| candidate.is_file())
 }
 
-fn running_as_root() -> bool {
+/// Whether xtask runs as root (then it may install Debian packages itself).
+pub fn running_as_root() -> bool {
     Command::new("id")
         .arg("-u")
         .output()
@@ -98,7 +99,8 @@ fn ensure_debian_packages() -> Result<()> {
     Ok(())
 }
 
-fn run_apt(arguments: &[&str]) -> Result<()> {
+/// Runs `apt-get ARGUMENTS` non-interactively.
+pub fn run_apt(arguments: &[&str]) -> Result<()> {
     let status = Command::new("apt-get")
         .args(arguments)
         .env("DEBIAN_FRONTEND", "noninteractive")

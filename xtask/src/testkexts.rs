@@ -101,3 +101,107 @@ pub fn build(hello_kext: &Path) -> Result<Vec<(String, Vec<u8>)>> {
         ),
     ])
 }
+
+/// A manifest for the hand-written Wasm test modules.
+fn wasm_test_manifest(name: &str, domains: &[&str]) -> Manifest {
+    Manifest {
+        name: name.into(),
+        version: "0.0.1".into(),
+        entry: spindle_abi::native::BINDING_COUNT_SYMBOL.into(),
+        events: vec!["bench.Probe".into()],
+        domains: domains.iter().map(|domain| domain.to_string()).collect(),
+        budget_microseconds: 1_000,
+        memory_quota_bytes: 64 * 1024,
+    }
+}
+
+/// The Wasm contract's exports around a module body: one `bench.Probe` binding on
+/// `key == key` whose handler is `$handle` (`(param $value i64) (result i64)`).
+fn contract_module(body: &str, key: u64) -> String {
+    let probe = spindle_abi::event::BENCH_PROBE.descriptor();
+    format!(
+        r#"(module
+  {body}
+  (memory (export "memory") 1)
+  (func (export "spindle_extension_binding_count") (result i32) (i32.const 1))
+  (func (export "spindle_extension_exchange") (result i32) (i32.const 1024))
+  ;; BindingInfo: event id, 1 guard, fingerprint, record sizes, guard Equals(field 0, key).
+  (func (export "spindle_extension_binding_info") (param $index i32) (param $out i32) (result i32)
+    (i32.store (local.get $out) (i32.const {id}))
+    (i32.store offset=4 (local.get $out) (i32.const 1))
+    (i64.store offset=8 (local.get $out) (i64.const {fingerprint}))
+    (i64.store offset=16 (local.get $out) (i64.const {arguments}))
+    (i64.store offset=24 (local.get $out) (i64.const {result}))
+    (i32.store offset=32 (local.get $out) (i32.const 1))
+    (i32.store offset=36 (local.get $out) (i32.const 0))
+    (i64.store offset=40 (local.get $out) (i64.const {key}))
+    (i32.const 0))
+  ;; invoke: result.value = handle(arguments.value)
+  (func (export "spindle_extension_invoke") (param $index i32) (param $arguments i32) (param $arguments_length i32) (param $result i32) (param $result_length i32) (result i32)
+    (i64.store (local.get $result) (call $handle (i64.load offset=8 (local.get $arguments))))
+    (i32.const 0)))"#,
+        id = probe.id.0,
+        fingerprint = probe.fingerprint.0 as i64,
+        arguments = probe.arguments.size,
+        result = probe.result.size,
+    )
+}
+
+/// Probe key the grow-memory test module binds.
+pub const WASM_GROW_KEY: u64 = 9;
+
+/// Builds the `test-wasm-*` entries: hand-written modules (unsigned, kind Wasm) that
+/// each reach one refusal or containment path of the kernel's Wasm loader.
+pub fn build_wasm() -> Result<Vec<(String, Vec<u8>)>> {
+    let abi = spindle_abi::abi_fingerprint().0;
+    let unsigned = |name: &str, domains: &[&str], module: &[u8]| {
+        pack(Kind::Wasm, abi, &wasm_test_manifest(name, domains), module, None).map_err(|error| format!("packing {name}: {error}"))
+    };
+    let text = |source: &str| wat::parse_str(source).map_err(|error| format!("a Wasm test module does not assemble: {error}"));
+    let answer = "(func $handle (param $value i64) (result i64) (i64.mul (local.get $value) (i64.const 2)))";
+    let mut invalid = b"\0asm\x01\0\0\0".to_vec();
+    invalid.extend_from_slice(b"\x01\xff\xff\xff\xff\x0f garbage");
+    Ok(vec![
+        ("test-wasm-invalid".into(), unsigned("test-wasm-invalid", &[], &invalid)?),
+        (
+            "test-wasm-ungranted-import".into(),
+            unsigned(
+                "test-wasm-ungranted-import",
+                &["console"],
+                &text(&contract_module(&format!(r#"(import "spindle" "spindle_clock_ticks" (func $ticks (result i64))) {answer}"#), 1))?,
+            )?,
+        ),
+        (
+            "test-wasm-unknown-import".into(),
+            unsigned(
+                "test-wasm-unknown-import",
+                &["console"],
+                &text(&contract_module(&format!(r#"(import "spindle" "spindle_no_such_function" (func)) {answer}"#), 1))?,
+            )?,
+        ),
+        (
+            "test-wasm-foreign-import".into(),
+            unsigned("test-wasm-foreign-import", &[], &text(&contract_module(&format!(r#"(import "env" "abort" (func)) {answer}"#), 1))?)?,
+        ),
+        (
+            "test-wasm-start-loops".into(),
+            unsigned("test-wasm-start-loops", &[], &text(&contract_module(&format!("(func $spin (loop $again (br $again))) (start $spin) {answer}"), 1))?)?,
+        ),
+        (
+            "test-wasm-initial-memory".into(),
+            unsigned("test-wasm-initial-memory", &[], &text(&contract_module(answer, 1).replacen("(memory (export \"memory\") 1)", "(memory (export \"memory\") 16)", 1))?)?,
+        ),
+        (
+            // Grows its memory one page at a time, forever: past the limit, the grow traps.
+            "test-wasm-grows-memory".into(),
+            unsigned(
+                "test-wasm-grows-memory",
+                &[],
+                &text(&contract_module(
+                    "(func $handle (param $value i64) (result i64) (loop $again (drop (memory.grow (i32.const 1))) (br $again)) (i64.const 0))",
+                    WASM_GROW_KEY,
+                ))?,
+            )?,
+        ),
+    ])
+}

@@ -17,6 +17,7 @@
 
 mod calls;
 mod dispatch;
+mod extensions;
 
 use crate::arch::csr;
 
@@ -55,6 +56,7 @@ pub fn run() -> ! {
     crate::println!("bench begin");
     calls::run();
     dispatch::run();
+    extensions::run();
     crate::println!("bench end");
     crate::power::exit(crate::power::ExitStatus::Success)
 }

@@ -1,5 +1,6 @@
-//! The boot bundle handed over by QEMU as the initial RAM disk: the native extensions
-//! this boot image carries, and which of them to load at boot.
+//! The boot bundle handed over by QEMU as the initial RAM disk: the native and Wasm
+//! extensions this boot image carries (a Wasm build is the entry `NAME.wasm`), and which
+//! of them to load at boot.
 
 use spin::Once;
 use spindle_loader::bundle::{self, Bundle};
@@ -39,7 +40,12 @@ pub fn payload(name: &str) -> Option<&'static [u8]> {
 pub fn load_boot_list() {
     let Some(bundle) = get() else { return };
     for name in &bundle.boot {
-        match super::load(name, super::Preference::Native) {
+        // A boot-list entry `NAME.wasm` is the Wasm build of NAME.
+        let (name, preference) = match name.strip_suffix(super::WASM_ENTRY_SUFFIX) {
+            Some(base) => (base, super::Preference::Wasm),
+            None => (*name, super::Preference::Native),
+        };
+        match super::load(name, preference) {
             Ok(extension) => crate::println!("[ext] boot: loaded `{name}` ({}), {} binding(s)", extension.technology, extension.bindings.lock().len()),
             Err(error) => crate::println!("[ext] boot: `{name}` refused: {error}"),
         }

@@ -1,7 +1,8 @@
 //! Extensions in the running kernel: the registry, loading and unloading, containment.
 //!
-//! An extension arrives as one of the technologies of DESIGN.md §1 — so far built-in
-//! (linked into the kernel, [`builtin`]) — and becomes a [`LoadedExtension`]: its
+//! An extension arrives as one of the technologies of DESIGN.md §1 — built-in (linked
+//! into the kernel, [`builtin`]), native (a signed shared object, [`native`]) or Wasm (a
+//! module run by `wasmi`, [`wasm`]) — and becomes a [`LoadedExtension`]: its
 //! bindings in the dispatcher, its state, and the reason it died if it did. The console
 //! commands `ext list | load | unload` drive this module.
 //!
@@ -46,6 +47,7 @@ pub mod builtin;
 pub mod bundle;
 pub mod exports;
 pub mod native;
+pub mod wasm;
 
 use alloc::string::String;
 use alloc::sync::Arc;
@@ -64,6 +66,8 @@ pub enum Technology {
     BuiltIn,
     /// A signed, dynamically linked native `.kext`.
     Native,
+    /// A WebAssembly module run by `wasmi` in the kernel.
+    Wasm,
 }
 
 impl fmt::Display for Technology {
@@ -71,6 +75,7 @@ impl fmt::Display for Technology {
         formatter.write_str(match self {
             Technology::BuiltIn => "built-in",
             Technology::Native => "native",
+            Technology::Wasm => "wasm",
         })
     }
 }
@@ -96,17 +101,30 @@ pub struct LoadedExtension {
     pub bindings: spin::Mutex<Vec<BindingId>>,
     /// Running or killed, with the reason.
     pub state: spin::Mutex<ExtensionState>,
-    /// A native extension's mapped image and memory arena (released by `unload`, or
-    /// when the extension is dropped).
-    pub image: spin::Mutex<Option<native::NativeImage>>,
+    /// A native extension's mapped image and memory arena, or a Wasm extension's
+    /// instance (released by `unload`, or when the extension is dropped).
+    pub image: spin::Mutex<Option<ExtensionImage>>,
+}
+
+/// What a loaded extension's code and memory are, per technology.
+pub enum ExtensionImage {
+    /// A mapped native image with its arena.
+    Native(native::NativeImage),
+    /// A Wasm module's instance (its store, linear memory and compiled code).
+    Wasm(wasm::WasmImage),
 }
 
 impl LoadedExtension {
-    /// A native extension's arena usage (bytes used and its quota, page-rounded); `None`
-    /// for a built-in extension (it shares the kernel heap, with no quota of its own),
-    /// once the image is released, or while the arena's lock is held.
+    /// Memory usage: a native extension's arena (bytes used and its quota,
+    /// page-rounded), a Wasm extension's linear memory (bytes and its limit: initial
+    /// memory plus quota); `None` for a built-in extension (it shares the kernel heap,
+    /// with no quota of its own), once the image is released, or while the arena's or
+    /// instance's lock is held.
     pub fn memory_usage(&self) -> Option<arena::ArenaUsage> {
-        crate::arch::csr::without_interrupts(|| self.image.lock().as_ref().and_then(|image| image.arena().usage()))
+        crate::arch::csr::without_interrupts(|| match self.image.lock().as_ref()? {
+            ExtensionImage::Native(image) => image.arena().usage(),
+            ExtensionImage::Wasm(image) => image.usage(),
+        })
     }
 }
 
@@ -123,6 +141,8 @@ pub enum ExtensionError {
     UnknownEvent(&'static str),
     /// A native extension was refused by the loader.
     Native(alloc::boxed::Box<native::NativeError>),
+    /// A Wasm extension was refused by the loader.
+    Wasm(alloc::boxed::Box<wasm::WasmError>),
     /// The dispatcher (or the event's primary module) refused a binding.
     Install {
         /// The event.
@@ -139,6 +159,7 @@ impl fmt::Display for ExtensionError {
             ExtensionError::NotLoaded(name) => write!(formatter, "extension `{name}` is not loaded"),
             ExtensionError::Unknown(name) => write!(formatter, "no extension called `{name}` is available (see `ext list`)"),
             ExtensionError::Native(error) => write!(formatter, "native extension refused: {error}"),
+            ExtensionError::Wasm(error) => write!(formatter, "Wasm extension refused: {error}"),
             ExtensionError::UnknownEvent(event) => write!(formatter, "binds `{event}`, which this kernel does not raise"),
             ExtensionError::Install { event, reason } => write!(formatter, "binding `{event}` refused: {reason}"),
         }
@@ -186,6 +207,48 @@ pub enum Preference {
     Native,
     /// The built-in crate only.
     BuiltIn,
+    /// The bundled Wasm build only (bundle entry `<name>.wasm`).
+    Wasm,
+}
+
+/// Suffix of the boot bundle's entries that hold Wasm builds (`hello.wasm`).
+pub const WASM_ENTRY_SUFFIX: &str = ".wasm";
+
+/// The bundle entry of `name`'s Wasm build, if the bundle has one.
+fn bundled_wasm(name: &str) -> Option<&'static [u8]> {
+    bundle::payload(&alloc::format!("{name}{WASM_ENTRY_SUFFIX}"))
+}
+
+fn native_refusal(error: native::NativeError) -> ExtensionError {
+    match error {
+        native::NativeError::Install(inner) => inner,
+        other => ExtensionError::Native(alloc::boxed::Box::new(other)),
+    }
+}
+
+fn wasm_refusal(error: wasm::WasmError) -> ExtensionError {
+    match error {
+        wasm::WasmError::Install(inner) => inner,
+        other => ExtensionError::Wasm(alloc::boxed::Box::new(other)),
+    }
+}
+
+/// Loads the available build of `name` that `preference` picks into `installer`.
+fn load_available(name: &str, preference: Preference, installer: &mut Installer) -> Result<Arc<LoadedExtension>, ExtensionError> {
+    match (preference, bundle::payload(name)) {
+        (Preference::Wasm, _) => {
+            let bytes = bundled_wasm(name).ok_or_else(|| ExtensionError::Unknown(alloc::format!("{name}{WASM_ENTRY_SUFFIX}")))?;
+            wasm::load(bytes, installer).map_err(wasm_refusal)
+        }
+        (Preference::Native, Some(bytes)) => native::load(bytes, installer).map_err(native_refusal),
+        _ => {
+            let declaration = builtin::AVAILABLE
+                .iter()
+                .find(|declaration| (declaration)().name == name)
+                .ok_or_else(|| ExtensionError::Unknown(name.into()))?;
+            builtin::install((declaration)(), installer)
+        }
+    }
 }
 
 /// Where an extension's new bindings go: fresh installs, or — when it replaces a loaded
@@ -256,39 +319,32 @@ fn load_locked(name: &str, preference: Preference) -> Result<Arc<LoadedExtension
     if find(name).is_some() {
         return Err(ExtensionError::AlreadyLoaded(name.into()));
     }
-    let extension = match (preference, bundle::payload(name)) {
-        (Preference::Native, Some(bytes)) => native::load(bytes, &mut Installer::fresh()).map_err(|error| match error {
-            native::NativeError::Install(inner) => inner,
-            other => ExtensionError::Native(alloc::boxed::Box::new(other)),
-        })?,
-        _ => {
-            let declaration = builtin::AVAILABLE
-                .iter()
-                .find(|declaration| (declaration)().name == name)
-                .ok_or_else(|| ExtensionError::Unknown(name.into()))?;
-            builtin::install((declaration)(), &mut Installer::fresh())?
-        }
+    let extension = load_available(name, preference, &mut Installer::fresh())?;
+    register(extension.clone())?;
+    Ok(extension)
+}
+
+/// Loads an extension from `.kext` bytes (from the bundle, or pushed by the host) with
+/// the technology its container's kind names: native (signature mandatory) or Wasm
+/// (signature optional). Bytes that are not a container are refused by the native loader,
+/// which names what is wrong.
+pub fn load_kext_bytes(bytes: &[u8]) -> Result<Arc<LoadedExtension>, ExtensionError> {
+    exclusively(|| load_kext_bytes_locked(bytes))
+}
+
+fn load_kext_bytes_locked(bytes: &[u8]) -> Result<Arc<LoadedExtension>, ExtensionError> {
+    let is_wasm = spindle_loader::Container::parse(bytes).is_ok_and(|container| container.kind() == spindle_loader::Kind::Wasm);
+    let extension = if is_wasm {
+        wasm::load(bytes, &mut Installer::fresh()).map_err(wasm_refusal)?
+    } else {
+        native::load(bytes, &mut Installer::fresh()).map_err(native_refusal)?
     };
     register(extension.clone())?;
     Ok(extension)
 }
 
-/// Loads a native extension from `.kext` bytes (from the bundle, or pushed by the host).
-pub fn load_native_bytes(bytes: &[u8]) -> Result<Arc<LoadedExtension>, ExtensionError> {
-    exclusively(|| load_native_bytes_locked(bytes))
-}
-
-fn load_native_bytes_locked(bytes: &[u8]) -> Result<Arc<LoadedExtension>, ExtensionError> {
-    let extension = native::load(bytes, &mut Installer::fresh()).map_err(|error| match error {
-        native::NativeError::Install(inner) => inner,
-        other => ExtensionError::Native(alloc::boxed::Box::new(other)),
-    })?;
-    register(extension.clone())?;
-    Ok(extension)
-}
-
 /// Replaces the loaded extension `name` by a fresh load of the available one (the bundled
-/// native `.kext`, or the built-in crate): each new binding atomically replaces the old
+/// native `.kext`, its Wasm build, or the built-in crate, as `preference` picks): each new binding atomically replaces the old
 /// binding on the same event, old bindings without a counterpart are removed, new ones
 /// without a counterpart are added, and the old version's memory is released. If the new
 /// version is refused before any binding was replaced, the old one keeps running; if it
@@ -301,16 +357,7 @@ fn replace_locked(name: &str, preference: Preference) -> Result<Arc<LoadedExtens
     let old = find(name).ok_or_else(|| ExtensionError::NotLoaded(name.into()))?;
     let old_bindings = old.bindings.lock().clone();
     let mut installer = Installer::replacing(name, old_bindings);
-    let outcome = match (preference, bundle::payload(name)) {
-        (Preference::Native, Some(bytes)) => native::load(bytes, &mut installer).map_err(|error| match error {
-            native::NativeError::Install(inner) => inner,
-            other => ExtensionError::Native(alloc::boxed::Box::new(other)),
-        }),
-        _ => match builtin::AVAILABLE.iter().find(|declaration| (declaration)().name == name) {
-            Some(declaration) => builtin::install((declaration)(), &mut installer),
-            None => Err(ExtensionError::Unknown(name.into())),
-        },
-    };
+    let outcome = load_available(name, preference, &mut installer);
     let new = match outcome {
         Ok(new) => new,
         Err(error) => {
@@ -372,15 +419,23 @@ fn remove_bindings(extension: &LoadedExtension) {
 /// Runs with interrupts off: it is called from inside the (possibly already expired)
 /// budget of the raise that faulted, and must not be aborted halfway with a lock held.
 pub fn kill(extension: &LoadedExtension, fault: HandlerFault, handler: &str) {
-    crate::arch::csr::without_interrupts(|| kill_now(extension, fault, handler));
+    crate::arch::csr::without_interrupts(|| kill_now(extension, fault, handler, None));
 }
 
-fn kill_now(extension: &LoadedExtension, fault: HandlerFault, handler: &str) {
+/// [`kill`] with a technology's own words for the fault appended to the reason (a Wasm
+/// trap's message, say).
+pub fn kill_with_detail(extension: &LoadedExtension, fault: HandlerFault, handler: &str, detail: Option<&str>) {
+    crate::arch::csr::without_interrupts(|| kill_now(extension, fault, handler, detail));
+}
+
+fn kill_now(extension: &LoadedExtension, fault: HandlerFault, handler: &str, detail: Option<&str>) {
     let mut reason = alloc::format!("{handler} {fault}");
     if fault == HandlerFault::Panicked
         && let Some(message) = LAST_PANIC.lock().take()
     {
         reason = alloc::format!("{reason}: {message}");
+    } else if let Some(detail) = detail {
+        reason = alloc::format!("{reason}: {detail}");
     }
     {
         let mut state = extension.state.lock();

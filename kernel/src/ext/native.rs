@@ -33,10 +33,10 @@ use alloc::vec::Vec;
 use core::fmt;
 use core::marker::PhantomData;
 
-use spindle_abi::event::{Event, EventRecord};
-use spindle_abi::extension::{decode, encode};
+use spindle_abi::event::{Event, EventDescriptor, EventRecord};
+use spindle_abi::extension::{GuardDecl, decode, encode};
 use spindle_abi::native::{BINDING_COUNT_SYMBOL, BINDING_INFO_SYMBOL, BindingInfo, INVOKE_SYMBOL, MAX_GUARDS};
-use spindle_dispatch::{BindingId, BindingSpec, Handler, HandlerDescription, HandlerFault, Mode, Technology as DispatchTechnology};
+use spindle_dispatch::{BindingId, BindingSpec, DeclarativeGuard, Handler, HandlerDescription, HandlerFault, Mode, Technology as DispatchTechnology};
 use spindle_loader::{ContainerError, ElfError, ElfObject, Kind, LoadError, Permissions, Policy};
 
 use super::arena::{self, ExtensionArena, MAX_ARENA_SIZE, QuotaTooLarge};
@@ -58,10 +58,10 @@ const GUARD_SIZE: usize = PAGE_SIZE;
 /// Largest image a native extension may have: the rest of its slot holds the largest
 /// arena and two guard pages.
 pub const MAX_IMAGE_SIZE: u64 = (EXTENSION_SLOT_SIZE - MAX_ARENA_SIZE - 2 * GUARD_SIZE) as u64;
-/// Largest argument or result record marshalled to a native handler.
-const MAX_RECORD: usize = 64;
-/// Budget for the describe calls made while loading (instructions).
-const DESCRIBE_BUDGET: u64 = 10_000_000;
+/// Largest argument or result record marshalled to a native or Wasm handler.
+pub(super) const MAX_RECORD: usize = 64;
+/// Budget for the describe calls made while loading (instructions; Wasm: fuel).
+pub(super) const DESCRIBE_BUDGET: u64 = 10_000_000;
 
 static SLOTS: spin::Mutex<[bool; MAX_SLOTS]> = spin::Mutex::new([false; MAX_SLOTS]);
 
@@ -261,18 +261,7 @@ fn install_typed<A: EventRecord, R: EventRecord>(
     installer: &mut super::Installer,
 ) -> Result<BindingId, NativeError> {
     let BindingTarget { invoke, budget, extension, arena } = *target;
-    let descriptor = event.descriptor();
-    if info.event_fingerprint != descriptor.fingerprint.0 {
-        return Err(NativeError::BadBinding(alloc::format!(
-            "binding {index} was built against a different declaration of `{}` (fingerprint {:#x}, kernel {:#x})",
-            event.name(),
-            info.event_fingerprint,
-            descriptor.fingerprint.0
-        )));
-    }
-    if info.arguments_size != descriptor.arguments.size as u64 || info.result_size != descriptor.result.size as u64 {
-        return Err(NativeError::BadBinding(alloc::format!("binding {index}: record sizes differ from the kernel's `{}`", event.name())));
-    }
+    let guards = checked_guards(&event.descriptor(), info, index).map_err(NativeError::BadBinding)?;
     let handler = Arc::new(NativeHandler::<A, R> {
         invoke,
         index,
@@ -283,17 +272,47 @@ fn install_typed<A: EventRecord, R: EventRecord>(
         records: PhantomData,
     });
     let mut spec = BindingSpec::new(&extension.name, handler).mode(Mode::Bounded { budget });
-    let count = info.guard_count as usize;
-    if count > MAX_GUARDS {
-        return Err(NativeError::BadBinding(alloc::format!("binding {index} declares {count} guards (at most {MAX_GUARDS})")));
-    }
-    for raw in &info.guards[..count] {
-        let guard = raw.to_decl().ok_or_else(|| NativeError::BadBinding(alloc::format!("binding {index}: unknown guard kind {}", raw.kind)))?;
-        spec = spec.when(super::builtin::dispatcher_guard(&guard));
+    for guard in guards {
+        spec = spec.when(guard);
     }
     installer
         .install(event, spec)
         .map_err(|error| NativeError::Install(ExtensionError::Install { event: event.name(), reason: error.to_string() }))
+}
+
+/// Checks binding `index`'s description (from a native or Wasm extension) against the
+/// kernel's declaration of its event — fingerprint, record sizes, guard count and kinds —
+/// and returns its guards for the dispatcher.
+///
+/// Errors: a message naming the binding and what differs.
+pub(super) fn checked_guards(descriptor: &EventDescriptor, info: &BindingInfo, index: usize) -> Result<Vec<DeclarativeGuard>, String> {
+    if info.event_fingerprint != descriptor.fingerprint.0 {
+        return Err(alloc::format!(
+            "binding {index} was built against a different declaration of `{}` (fingerprint {:#x}, kernel {:#x})",
+            descriptor.name,
+            info.event_fingerprint,
+            descriptor.fingerprint.0
+        ));
+    }
+    if info.arguments_size != descriptor.arguments.size as u64 || info.result_size != descriptor.result.size as u64 {
+        return Err(alloc::format!("binding {index}: record sizes differ from the kernel's `{}`", descriptor.name));
+    }
+    let count = info.guard_count as usize;
+    if count > MAX_GUARDS {
+        return Err(alloc::format!("binding {index} declares {count} guards (at most {MAX_GUARDS})"));
+    }
+    info.guards[..count]
+        .iter()
+        .map(|raw| {
+            let guard = raw.to_decl().ok_or_else(|| alloc::format!("binding {index}: unknown guard kind {}", raw.kind))?;
+            if let GuardDecl::Equals { field, .. } | GuardDecl::InRange { field, .. } | GuardDecl::Mask { field, .. } = guard
+                && field >= descriptor.arguments.fields.len()
+            {
+                return Err(alloc::format!("binding {index}: guard on field {field}, but `{}` has {} fields", descriptor.name, descriptor.arguments.fields.len()));
+            }
+            Ok(super::builtin::dispatcher_guard(&guard))
+        })
+        .collect()
 }
 
 fn install_binding(info: &BindingInfo, index: usize, target: &BindingTarget<'_>, installer: &mut super::Installer) -> Result<BindingId, NativeError> {
@@ -405,7 +424,7 @@ pub fn load(bytes: &[u8], installer: &mut super::Installer) -> Result<Arc<Loaded
         technology: Technology::Native,
         bindings: spin::Mutex::new(Vec::new()),
         state: spin::Mutex::new(ExtensionState::Running),
-        image: spin::Mutex::new(Some(image)),
+            image: spin::Mutex::new(Some(super::ExtensionImage::Native(image))),
     });
     for (index, info) in infos.iter().enumerate() {
         match install_binding(info, index, &BindingTarget { invoke: invoke_function, budget, extension: &extension, arena: &arena }, installer) {

@@ -34,7 +34,7 @@ pub static TESTS: &[KernelTest] = &[
     KernelTest { name: "ext::native_quota_exhaustion_kills_extension", run: native_quota_exhaustion_kills_extension },
 ];
 
-fn bundled(name: &str) -> Result<&'static [u8], alloc::string::String> {
+pub(super) fn bundled(name: &str) -> Result<&'static [u8], alloc::string::String> {
     ext::bundle::payload(name).ok_or_else(|| alloc::format!("`{name}` is not in the boot bundle (run through `cargo xtask test`)"))
 }
 
@@ -78,12 +78,12 @@ fn native_contained(key: u64, reason: &str) -> TestResult {
 
 /// Loads `bytes` expecting a refusal whose text contains `expected`, with the frame and
 /// heap counters unchanged afterwards.
-fn refused(what: &str, bytes: &[u8], expected: &str) -> TestResult {
+pub(super) fn refused(what: &str, bytes: &[u8], expected: &str) -> TestResult {
     crate::events::quiescent();
     crate::events::reclaim();
     let frames_before = crate::mm::frame::stats();
     let heap_before = crate::mm::heap::stats();
-    let outcome = ext::load_native_bytes(bytes);
+    let outcome = ext::load_kext_bytes(bytes);
     let message = match &outcome {
         Ok(extension) => alloc::format!("loaded `{}`", extension.name),
         Err(error) => alloc::format!("{error}"),
@@ -185,7 +185,7 @@ fn contained(key: u64, reason: &str) -> TestResult {
     Ok(())
 }
 
-fn check_contained(key: u64, reason: &str) -> TestResult {
+pub(super) fn check_contained(key: u64, reason: &str) -> TestResult {
     let answer = crate::events::probe::raise(faulty::KEY_ANSWER, 21);
     if answer != 42 {
         let mut details = alloc::string::String::new();
@@ -213,7 +213,7 @@ fn every_declared_function_is_defined() -> TestResult {
     for function in spindle_abi::host::KERNEL_FUNCTIONS {
         ensure!(table.iter().any(|export| export.name == function.name), "`{}` is declared in abi but not defined", function.name);
     }
-    Ok(())
+    ext::wasm::every_kernel_function_is_defined().map_err(|error| alloc::format!("Wasm: {error}"))
 }
 
 fn name_server_authorises_per_domain() -> TestResult {

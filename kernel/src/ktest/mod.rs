@@ -23,6 +23,7 @@ mod harness;
 mod hotload;
 mod kernel_basics;
 mod strands;
+mod wasm;
 
 use alloc::string::String;
 use core::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -51,7 +52,7 @@ macro_rules! ensure {
 }
 
 /// Every regular test, in run order.
-pub static TESTS: &[&[KernelTest]] = &[kernel_basics::TESTS, strands::TESTS, events::TESTS, extensions::TESTS, hotload::TESTS];
+pub static TESTS: &[&[KernelTest]] = &[kernel_basics::TESTS, strands::TESTS, events::TESTS, extensions::TESTS, wasm::TESTS, hotload::TESTS];
 
 /// Tests of the harness itself; each must be reported as a failure.
 pub static HARNESS_TESTS: &[KernelTest] = harness::TESTS;

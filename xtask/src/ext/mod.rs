@@ -19,9 +19,11 @@
 //! Design notes and limits: `docs/trusted-builder.md`.
 
 mod artifact;
+mod c;
 mod glue;
 mod keys;
 mod rules;
+pub mod wasm_check;
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -49,17 +51,36 @@ pub enum ExtCommand {
     /// is created on first use in $SPINDLE_KEY_DIR or ~/.config/spindle/ (see
     /// docs/trusted-builder.md); its verifying key is written to
     /// target/spindle/verifying-key.hex.
+    ///
+    /// With `--wasm`, builds the same crate for wasm32-unknown-unknown instead
+    /// (target/spindle/ext/NAME.wasm.kext, kind Wasm, signed too): the same rules, a
+    /// generated cdylib glue exporting the contract of spindle_abi::wasm, and kernel
+    /// functions imported from module "spindle". A directory under extensions/ with an
+    /// `extension.toml` and C sources instead of a Cargo.toml (`hello-c`) is compiled with
+    /// clang to wasm32 against target/spindle/include/spindle.h (Wasm only); see
+    /// docs/wasm-extensions.md.
     Build {
         /// The extension crate: a name under extensions/ or a path inside it.
         #[arg(value_name = "CRATE")]
         crate_name: String,
+        /// Build the WebAssembly technology instead of the native one.
+        #[arg(long)]
+        wasm: bool,
     },
+    /// Write the C header target/spindle/include/spindle.h (kernel functions and event
+    /// records, generated from abi/) and print its path.
+    Header,
 }
 
 /// Runs an `ext` subcommand.
 pub fn run(command: ExtCommand) -> Result<ExitCode> {
     match command {
-        ExtCommand::Build { crate_name } => build_native(&crate_name).map(|_| ExitCode::SUCCESS),
+        ExtCommand::Build { crate_name, wasm: false } => build_native(&crate_name).map(|_| ExitCode::SUCCESS),
+        ExtCommand::Build { crate_name, wasm: true } => build_wasm(&crate_name).map(|_| ExitCode::SUCCESS),
+        ExtCommand::Header => c::write_header().map(|path| {
+            println!("{}", path.display());
+            ExitCode::SUCCESS
+        }),
     }
 }
 
@@ -73,6 +94,9 @@ pub fn build_native(crate_name: &str) -> Result<PathBuf> {
     let started = Instant::now();
     crate::setup::ensure_rust_targets()?;
     let root = workspace_root();
+    if c::find(crate_name, &root.join("extensions"))?.is_some() {
+        return Err(format!("`{crate_name}` is a C extension, which builds only as Wasm: `cargo xtask ext build {crate_name} --wasm`"));
+    }
     let checked = rules::check_crate(crate_name, &root.join("extensions"), &root.join("abi/Cargo.toml")).map_err(|error| error.to_string())?;
     let mut manifest = glue::describe(&checked)?;
     let output_directory = root.join("target/spindle/ext");
@@ -87,7 +111,7 @@ pub fn build_native(crate_name: &str) -> Result<PathBuf> {
     let abi_fingerprint = spindle_abi::abi_fingerprint().0;
     let kext = pack::pack(Kind::Native, abi_fingerprint, &manifest, &shared_object, Some(&signing_key))
         .map_err(|error: PackError| format!("cannot pack {}: {error}", manifest.name))?;
-    verify_as_the_kernel_would(&kext, &verifying_key_hex, abi_fingerprint, &manifest, &shared_object)?;
+    verify_as_the_kernel_would(&kext, Kind::Native, &verifying_key_hex, abi_fingerprint, &manifest, &shared_object)?;
     let kext_path = output_directory.join(format!("{}.kext", manifest.name));
     write_if_changed(&kext_path, &kext)?;
 
@@ -95,13 +119,63 @@ pub fn build_native(crate_name: &str) -> Result<PathBuf> {
     Ok(kext_path)
 }
 
-/// Opens the packed bytes with the kernel's policy (signature mandatory, ABI fingerprint)
-/// and checks that the manifest and payload come back unchanged.
-fn verify_as_the_kernel_would(kext: &[u8], verifying_key_hex: &str, abi_fingerprint: u64, manifest: &Manifest, payload: &[u8]) -> Result<()> {
+/// Builds `crate_name` as a Wasm extension (`target/spindle/ext/<name>.wasm.kext`, kind
+/// Wasm, signed): the same rules and describe step as [`build_native`], then the Wasm
+/// glue, the checks of [`wasm_check`], packing, and opening it as the kernel would. A C
+/// extension (a directory with `extension.toml`) goes through [`c::build`] instead.
+///
+/// Errors: as [`build_native`], or a [`wasm_check::WasmCheckError`] as a message.
+pub fn build_wasm(crate_name: &str) -> Result<PathBuf> {
+    let started = Instant::now();
+    crate::setup::ensure_rust_targets()?;
+    let root = workspace_root();
+    let output_directory = root.join("target/spindle/ext");
+    let (mut manifest, module, module_path) = match c::find(crate_name, &root.join("extensions"))? {
+        Some(c_extension) => c::build(&c_extension, &output_directory)?,
+        None => {
+            let checked = rules::check_crate(crate_name, &root.join("extensions"), &root.join("abi/Cargo.toml")).map_err(|error| error.to_string())?;
+            let manifest = glue::describe(&checked)?;
+            let module_path = output_directory.join(format!("{}.wasm", manifest.name));
+            glue::build_wasm_module(&checked, &module_path)?;
+            let module = fs::read(&module_path).map_err(|error| format!("cannot read {}: {error}", module_path.display()))?;
+            (manifest, module, module_path)
+        }
+    };
+    let report = wasm_check::check(&module, &mut manifest, glue::GLUE_IMPORTS)
+        .map_err(|error| format!("refusing to pack {}: {error}", module_path.display()))?;
+    let signing_key = keys::signing_key()?;
+    let verifying_key_hex = verifying_key_hex()?;
+    let abi_fingerprint = spindle_abi::abi_fingerprint().0;
+    let kext = pack::pack(Kind::Wasm, abi_fingerprint, &manifest, &module, Some(&signing_key))
+        .map_err(|error: PackError| format!("cannot pack {}: {error}", manifest.name))?;
+    verify_as_the_kernel_would(&kext, Kind::Wasm, &verifying_key_hex, abi_fingerprint, &manifest, &module)?;
+    let kext_path = output_directory.join(format!("{}.wasm.kext", manifest.name));
+    write_if_changed(&kext_path, &kext)?;
+
+    let shown = kext_path.strip_prefix(workspace_root()).unwrap_or(&kext_path);
+    println!("ext build --wasm: {} ({} bytes, signed, {:.1} s)", shown.display(), kext.len(), started.elapsed().as_secs_f64());
+    println!(
+        "  manifest:    {} {}, events [{}], domains [{}], budget {} us, quota {} bytes",
+        manifest.name,
+        manifest.version,
+        manifest.events.join(", "),
+        manifest.domains.join(", "),
+        manifest.budget_microseconds,
+        manifest.memory_quota_bytes
+    );
+    let imports: Vec<String> = report.imports.iter().map(|(symbol, domain)| format!("{symbol} ({domain})")).collect();
+    println!("  imports:     {}", if imports.is_empty() { "none".to_string() } else { imports.join(", ") });
+    println!("  module:      {} bytes, initial memory {} bytes, {} binding(s) described", module.len(), report.initial_memory, report.bindings);
+    Ok(kext_path)
+}
+
+/// Opens the packed bytes with the kernel's policy (signature mandatory here, ABI
+/// fingerprint) and checks that the kind, manifest and payload come back unchanged.
+fn verify_as_the_kernel_would(kext: &[u8], kind: Kind, verifying_key_hex: &str, abi_fingerprint: u64, manifest: &Manifest, payload: &[u8]) -> Result<()> {
     let verifying_key = pack::key_from_hex(verifying_key_hex).map_err(|error| error.to_string())?;
     let policy = Policy { verifying_key, abi_fingerprint, allow_unsigned_wasm: false };
     let opened = spindle_loader::open(kext, &policy).map_err(|error| format!("the packed extension does not open: {error}"))?;
-    let opened_payload = opened.payload_of_kind(Kind::Native).map_err(|error| error.to_string())?;
+    let opened_payload = opened.payload_of_kind(kind).map_err(|error| error.to_string())?;
     if !opened.is_signed() || opened.manifest() != manifest || opened_payload != payload {
         return Err("the packed extension opens, but not to the manifest and payload packed".into());
     }
@@ -158,12 +232,13 @@ mod tests {
         let key = pack::signing_key_from_seed(&[9; 32]);
         let verifying = pack::key_to_hex(&pack::verifying_key_bytes(&key));
         let kext = pack::pack(Kind::Native, 77, &manifest, b"payload", Some(&key)).unwrap();
-        verify_as_the_kernel_would(&kext, &verifying, 77, &manifest, b"payload").unwrap();
+        verify_as_the_kernel_would(&kext, Kind::Native, &verifying, 77, &manifest, b"payload").unwrap();
+        assert!(verify_as_the_kernel_would(&kext, Kind::Wasm, &verifying, 77, &manifest, b"payload").is_err());
         let other = pack::key_to_hex(&pack::verifying_key_bytes(&pack::signing_key_from_seed(&[8; 32])));
-        assert!(verify_as_the_kernel_would(&kext, &other, 77, &manifest, b"payload").is_err());
-        assert!(verify_as_the_kernel_would(&kext, &verifying, 78, &manifest, b"payload").is_err());
-        assert!(verify_as_the_kernel_would(&kext, &verifying, 77, &manifest, b"other").is_err());
+        assert!(verify_as_the_kernel_would(&kext, Kind::Native, &other, 77, &manifest, b"payload").is_err());
+        assert!(verify_as_the_kernel_would(&kext, Kind::Native, &verifying, 78, &manifest, b"payload").is_err());
+        assert!(verify_as_the_kernel_would(&kext, Kind::Native, &verifying, 77, &manifest, b"other").is_err());
         let unsigned = pack::pack(Kind::Native, 77, &manifest, b"payload", None).unwrap();
-        assert!(verify_as_the_kernel_would(&unsigned, &verifying, 77, &manifest, b"payload").is_err());
+        assert!(verify_as_the_kernel_would(&unsigned, Kind::Native, &verifying, 77, &manifest, b"payload").is_err());
     }
 }

@@ -1,0 +1,490 @@
+//! The Wasm technology: WebAssembly extensions run by the `wasmi` interpreter.
+//!
+//! A Wasm extension is the same crate as its native build, compiled by the trusted
+//! builder for `wasm32-unknown-unknown` (or any module that implements the contract of
+//! `spindle_abi::wasm`, such as the C extension `hello-c`). Untrusted code is fine here:
+//! the sandbox contains it, so a `.kext` of kind Wasm may be unsigned (one that carries a
+//! signature must verify).
+//!
+//! Loading, in order — all the expensive work happens here, once, never per event:
+//! 1. [`spindle_loader::open`] (container, optional signature, ABI fingerprint, manifest);
+//! 2. a fresh `wasmi` [`Engine`] for this extension (fuel metering on, eager compilation)
+//!    **validates and compiles** the module;
+//! 3. its linear memory is limited to its declared initial memory (static data and shadow
+//!    stack, at most the quota) plus the manifest's quota (a [`StoreLimits`] resource
+//!    limiter: one memory, one table of at most [`MAX_TABLE_ELEMENTS`], one instance);
+//! 4. every import is resolved through the same name server as native extensions
+//!    (`Domain.Combine` of the manifest's granted domains): an import from another module
+//!    than `"spindle"`, an unknown kernel function, one of an ungranted domain, or a
+//!    native-only function fails the load naming it;
+//! 5. the module is **instantiated** (its start function, if any, runs on
+//!    [`DESCRIBE_BUDGET`] fuel), its bindings are described through the exported
+//!    functions, checked against the kernel's event declarations, and installed through
+//!    [`super::Installer`] exactly like native ones.
+//!
+//! Each invocation reuses the one instance: it writes the encoded arguments into the
+//! exchange buffer in linear memory, sets the fuel to the binding's budget (**one unit of
+//! fuel per budgeted instruction**: `wasmi` charges about one unit per Wasm instruction,
+//! and one Wasm instruction costs the interpreter several machine instructions, so a
+//! Wasm handler gets fewer machine instructions than a native one with the same budget
+//! would, never more), calls `invoke`, and reads the result. Out of fuel is
+//! [`HandlerFault::Overrun`]; a call of `spindle_extension_panic` is `Panicked` with the
+//! message; any other trap — including memory growth past the limit (`growth operation
+//! limited`) and `wasmi`'s call-depth limit (a Wasm stack overflow) — is `Trapped`, with
+//! the trap's message in the kill reason; every fault kills the extension (bindings
+//! removed, reason kept), as for native.
+//!
+//! Concurrency: the instance sits behind a lock taken with [`spin::Mutex::try_lock`] with
+//! preemption off (interrupts stay on, so the budget timer works). The holder therefore
+//! runs to completion on its hart; the lock can only be found held by a re-entrant raise
+//! on the same hart (a handler's kernel call raising an event the same extension handles)
+//! or, with SMP, by another hart. Such a raise gets the event's default result
+//! ([`HandlerFault::Unavailable`], not the extension's fault) instead of spinning — a
+//! per-hart pool of instances would remove that limit.
+//!
+//! Each call also runs under a timer budget of [`TIMER_BUDGET_FACTOR`] × the fuel (the
+//! same bounded executor as native), a backstop for a slow kernel call or an interpreter
+//! defect; an event whose primary module caps budgets below that aborts earlier by timer.
+//! Known limit: such a timer abort stops `wasmi` in the middle of its work; the instance
+//! is then never used again (the extension is killed) and is dropped at unload, but heap
+//! the interpreter had taken out of its structures at that moment may leak.
+
+use alloc::string::{String, ToString};
+use alloc::sync::{Arc, Weak};
+use alloc::vec::Vec;
+use core::fmt;
+use core::marker::PhantomData;
+
+use spindle_abi::event::{Event, EventRecord};
+use spindle_abi::extension::{decode, encode};
+use spindle_abi::native::{BINDING_COUNT_SYMBOL, BINDING_INFO_SYMBOL, BindingInfo, INVOKE_SYMBOL};
+use spindle_abi::wasm::{
+    ARGUMENTS_OFFSET, EXCHANGE_SIZE, EXCHANGE_SYMBOL, MEMORY_EXPORT, NATIVE_ONLY_FUNCTIONS, RESULT_OFFSET, WASM_IMPORT_MODULE, WASM_PAGE_SIZE,
+};
+use spindle_dispatch::{BindingId, BindingSpec, Handler, HandlerDescription, HandlerFault, Mode, Technology as DispatchTechnology};
+use spindle_loader::{ContainerError, Kind, Policy};
+use wasmi::{Caller, CompilationMode, Config, Engine, ExternType, Linker, Memory, Module, Store, StoreLimits, StoreLimitsBuilder, TrapCode, TypedFunc};
+
+use super::arena::{self, ArenaUsage, QuotaTooLarge};
+use super::native::{DESCRIBE_BUDGET, MAX_RECORD, VERIFYING_KEY};
+use super::{ExtensionError, ExtensionImage, ExtensionState, LoadedExtension, Technology};
+
+/// Most table elements a module may have (Rust modules use a few for indirect calls).
+pub const MAX_TABLE_ELEMENTS: usize = 4096;
+/// Timer backstop per call: this many timer-budget instructions per unit of fuel (a
+/// Wasm instruction costs `wasmi` several machine instructions; fuel runs out first).
+pub const TIMER_BUDGET_FACTOR: u64 = 64;
+/// `HandlerFault::Trapped::cause` of a Wasm trap: this bit plus `wasmi`'s trap code (0
+/// for a trap without a code), so it cannot be mistaken for an `scause`.
+pub const WASM_TRAP_CAUSE: u64 = 1 << 32;
+/// Deepest call nesting `wasmi` allows before a stack-overflow trap (its own stack; the
+/// module's shadow stack in linear memory is bounded by the builder).
+const MAX_CALL_DEPTH: usize = 1024;
+
+/// Why a Wasm extension was refused.
+#[derive(Debug)]
+pub enum WasmError {
+    /// The container, signature, ABI fingerprint or manifest is wrong (or the kind is
+    /// not Wasm).
+    Container(ContainerError),
+    /// The manifest's memory quota is above the largest allowed.
+    QuotaTooLarge(QuotaTooLarge),
+    /// `wasmi` refused to validate or compile the module.
+    Invalid(String),
+    /// The module lacks an export of the contract (or has it with the wrong type).
+    MissingExport(&'static str),
+    /// The module's initial memory is above its quota.
+    InitialMemoryAboveQuota {
+        /// Bytes the module declares.
+        bytes: u64,
+        /// The quota, rounded up to Wasm pages.
+        quota: u64,
+    },
+    /// An import could not be linked.
+    Import {
+        /// `module.name` of the import.
+        symbol: String,
+        /// Why.
+        reason: String,
+    },
+    /// Instantiation failed (start function trapped or ran out of fuel, limits).
+    Instantiate(String),
+    /// The describe calls failed or described something invalid.
+    BadBinding(String),
+    /// Installing its bindings failed.
+    Install(ExtensionError),
+}
+
+impl fmt::Display for WasmError {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            WasmError::Container(error) => write!(formatter, "container: {error}"),
+            WasmError::QuotaTooLarge(error) => write!(formatter, "{error}"),
+            WasmError::Invalid(error) => write!(formatter, "invalid module: {error}"),
+            WasmError::MissingExport(symbol) => write!(formatter, "the module does not export `{symbol}` with the contract's type"),
+            WasmError::InitialMemoryAboveQuota { bytes, quota } => {
+                write!(formatter, "initial memory of {bytes} bytes is above the memory quota ({quota} bytes)")
+            }
+            WasmError::Import { symbol, reason } => write!(formatter, "import `{symbol}`: {reason}"),
+            WasmError::Instantiate(reason) => write!(formatter, "instantiation: {reason}"),
+            WasmError::BadBinding(reason) => write!(formatter, "binding: {reason}"),
+            WasmError::Install(error) => write!(formatter, "{error}"),
+        }
+    }
+}
+
+/// What the store keeps beside the instance.
+struct WasmState {
+    /// The resource limiter (memory, table, instance limits).
+    limits: StoreLimits,
+    /// Set by `spindle_extension_panic` (the message is in `ext::record_panic`).
+    panicked: bool,
+}
+
+/// The instantiated module and its typed entry points.
+struct Live {
+    store: Store<WasmState>,
+    memory: Memory,
+    invoke: TypedFunc<(i32, i32, i32, i32, i32), i32>,
+    /// Offset of the exchange buffer (checked to lie inside memory at load).
+    exchange: usize,
+    /// Set after a timer abort in the middle of `wasmi`: never call it again.
+    poisoned: bool,
+}
+
+/// One Wasm extension's instance, shared by its handlers and its [`LoadedExtension`].
+pub struct WasmInstance {
+    live: spin::Mutex<Live>,
+    /// Bytes the linear memory may reach.
+    memory_limit: usize,
+}
+
+/// A loaded Wasm extension's image: its instance and the module's size.
+pub struct WasmImage {
+    instance: Arc<WasmInstance>,
+    module_bytes: usize,
+}
+
+impl WasmImage {
+    /// Bytes of the module the extension was loaded from.
+    pub fn module_bytes(&self) -> usize {
+        self.module_bytes
+    }
+
+    /// Linear memory in use and its limit; `None` while a call holds the instance.
+    pub fn usage(&self) -> Option<ArenaUsage> {
+        let live = self.instance.live.try_lock()?;
+        Some(ArenaUsage { used_bytes: live.memory.data_size(&live.store), quota_bytes: self.instance.memory_limit })
+    }
+}
+
+/// Classifies a failed call: the fault and words for the kill reason.
+fn classify(error: &wasmi::Error, state: &WasmState, fuel: u64) -> (HandlerFault, Option<String>) {
+    if state.panicked {
+        return (HandlerFault::Panicked, None);
+    }
+    match error.as_trap_code() {
+        Some(TrapCode::OutOfFuel) => (HandlerFault::Overrun { budget: fuel }, Some(alloc::format!("out of fuel ({fuel} units)"))),
+        Some(code) => (HandlerFault::Trapped { cause: WASM_TRAP_CAUSE | u64::from(u8::from(code)) }, Some(alloc::format!("Wasm trap: {error}"))),
+        None => (HandlerFault::Trapped { cause: WASM_TRAP_CAUSE }, Some(alloc::format!("Wasm error: {error}"))),
+    }
+}
+
+impl WasmInstance {
+    /// Runs binding `index` on `args` with `fuel`; the fault and its detail on failure.
+    fn call<A: EventRecord, R: EventRecord>(&self, index: usize, args: &A, fuel: u64) -> Result<R, (HandlerFault, Option<String>)> {
+        let _no_preemption = crate::sched::no_preemption();
+        let Some(mut live) = self.live.try_lock() else { return Err((HandlerFault::Unavailable, None)) };
+        if live.poisoned {
+            return Err((HandlerFault::Unavailable, None));
+        }
+        let (argument_size, result_size) = (core::mem::size_of::<A>(), core::mem::size_of::<R>());
+        let mut bytes = [0u8; MAX_RECORD];
+        encode(args, &mut bytes).map_err(|_| (HandlerFault::MalformedResult, None))?;
+        let Live { store, memory, invoke, exchange, .. } = &mut *live;
+        let (arguments_at, result_at) = (*exchange + ARGUMENTS_OFFSET, *exchange + RESULT_OFFSET);
+        memory.write(&mut *store, arguments_at, &bytes[..argument_size]).map_err(|_| (HandlerFault::Unavailable, None))?;
+        store.data_mut().panicked = false;
+        store.set_fuel(fuel).map_err(|_| (HandlerFault::Unavailable, None))?;
+        let invoke = *invoke;
+        let parameters = (index as i32, arguments_at as i32, argument_size as i32, result_at as i32, result_size as i32);
+        let timer_budget = fuel.saturating_mul(TIMER_BUDGET_FACTOR);
+        let outcome = crate::events::run_with_budget(timer_budget, || invoke.call(&mut *store, parameters));
+        match outcome {
+            Ok(Ok(0)) => {
+                let mut result = [0u8; MAX_RECORD];
+                memory.read(&*store, result_at, &mut result[..result_size]).map_err(|_| (HandlerFault::MalformedResult, None))?;
+                decode::<R>(&result[..result_size]).map_err(|_| (HandlerFault::MalformedResult, Some(String::from("the result record is not valid"))))
+            }
+            Ok(Ok(code)) => Err((HandlerFault::MalformedResult, Some(alloc::format!("invoke returned error code {code}")))),
+            Ok(Err(error)) => Err(classify(&error, store.data(), fuel)),
+            Err(fault) => {
+                live.poisoned = true;
+                Err((fault, Some(String::from("stopped by the timer backstop inside the interpreter"))))
+            }
+        }
+    }
+}
+
+/// A Wasm extension's handler: marshals through linear memory and calls the module's
+/// `invoke` with the binding's budget as fuel; a fault kills the extension.
+struct WasmHandler<A, R> {
+    index: usize,
+    name: String,
+    fuel: u64,
+    extension: Weak<LoadedExtension>,
+    instance: Arc<WasmInstance>,
+    records: PhantomData<fn(&A) -> R>,
+}
+
+impl<A: EventRecord, R: EventRecord> Handler<A, R> for WasmHandler<A, R> {
+    fn invoke(&self, args: &A) -> Result<R, HandlerFault> {
+        self.instance.call::<A, R>(self.index, args, self.fuel).map_err(|(fault, detail)| {
+            if fault != HandlerFault::Unavailable
+                && let Some(extension) = self.extension.upgrade()
+            {
+                super::kill_with_detail(&extension, fault, &self.name, detail.as_deref());
+            }
+            fault
+        })
+    }
+
+    fn describe(&self) -> HandlerDescription {
+        HandlerDescription { technology: DispatchTechnology::Wasm, name: self.name.clone() }
+    }
+}
+
+/// Bytes of `length` at linear-memory offset `pointer`, if they lie inside the caller's
+/// memory and are at most `limit` long.
+fn guest_bytes(caller: &Caller<'_, WasmState>, pointer: i32, length: i32, limit: usize) -> Option<Vec<u8>> {
+    let memory = caller.get_export(MEMORY_EXPORT)?.into_memory()?;
+    let (start, length) = (pointer as u32 as usize, length as u32 as usize);
+    if length > limit {
+        return None;
+    }
+    memory.data(caller).get(start..start.checked_add(length)?).map(<[u8]>::to_vec)
+}
+
+/// Defines the kernel function `name` for Wasm in `linker` (the same functions as
+/// `ext::exports` gives native extensions, reading linear memory with bounds checks).
+fn define_kernel_function(linker: &mut Linker<WasmState>, name: &str) -> Result<(), String> {
+    let defined = match name {
+        "spindle_console_write" => linker.func_wrap(WASM_IMPORT_MODULE, name, |caller: Caller<'_, WasmState>, pointer: i32, length: i32| {
+            match guest_bytes(&caller, pointer, length, super::exports::CONSOLE_WRITE_MAX) {
+                Some(bytes) => crate::print!("{}", String::from_utf8_lossy(&bytes)),
+                None => crate::println!(
+                    "[ext] console_write refused: {} bytes at offset {:#x} are not inside the module's memory (limit {})",
+                    length as u32,
+                    pointer as u32,
+                    super::exports::CONSOLE_WRITE_MAX
+                ),
+            }
+        }),
+        "spindle_clock_ticks" => linker.func_wrap(WASM_IMPORT_MODULE, name, || -> u64 { crate::time::ticks() }),
+        "spindle_extension_panic" => {
+            linker.func_wrap(WASM_IMPORT_MODULE, name, |mut caller: Caller<'_, WasmState>, pointer: i32, length: i32| -> Result<(), wasmi::Error> {
+                let message = guest_bytes(&caller, pointer, length, super::PANIC_MESSAGE_MAX)
+                    .map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
+                    .unwrap_or_else(|| String::from("(unreadable panic message)"));
+                super::record_panic(message);
+                caller.data_mut().panicked = true;
+                Err(wasmi::Error::new("the extension panicked"))
+            })
+        }
+        _ if NATIVE_ONLY_FUNCTIONS.contains(&name) => return Err(String::from("native only (a Wasm module's heap is its linear memory)")),
+        _ => return Err(String::from("no Wasm definition in this kernel")),
+    };
+    defined.map(drop).map_err(|error| error.to_string())
+}
+
+/// Whether every kernel function extensions may import has a Wasm definition (checked by
+/// the `ext::every_declared_function_is_defined` kernel test).
+pub fn every_kernel_function_is_defined() -> Result<(), String> {
+    let engine = Engine::default();
+    let mut linker = Linker::<WasmState>::new(&engine);
+    for function in spindle_abi::host::KERNEL_FUNCTIONS.iter().filter(|function| !NATIVE_ONLY_FUNCTIONS.contains(&function.name)) {
+        define_kernel_function(&mut linker, function.name).map_err(|error| alloc::format!("`{}`: {error}", function.name))?;
+    }
+    Ok(())
+}
+
+/// The engine configuration: fuel metering, eager compilation (all translation happens
+/// at load), a bounded call depth.
+fn engine() -> Engine {
+    let mut config = Config::default();
+    config.consume_fuel(true).compilation_mode(CompilationMode::Eager).set_max_recursion_depth(MAX_CALL_DEPTH);
+    Engine::new(&config)
+}
+
+/// Links the module's imports through the name server; errors name the import.
+fn link(module: &Module, manifest: &spindle_loader::Manifest, engine: &Engine) -> Result<Linker<WasmState>, WasmError> {
+    let mut wanted: Vec<&str> = manifest.domains.iter().map(String::as_str).collect();
+    for always in super::exports::ALWAYS_GRANTED {
+        if !wanted.contains(always) {
+            wanted.push(always);
+        }
+    }
+    let principal = super::exports::loading_principal();
+    let granted = super::exports::name_server()
+        .import(&principal, &wanted, manifest.name.clone())
+        .map_err(|error| WasmError::Import { symbol: alloc::format!("{wanted:?}"), reason: alloc::format!("importing domains: {error}") })?;
+    let mut linker = Linker::<WasmState>::new(engine);
+    for import in module.imports() {
+        let symbol = alloc::format!("{}.{}", import.module(), import.name());
+        let refuse = |reason: String| WasmError::Import { symbol: symbol.clone(), reason };
+        if import.module() != WASM_IMPORT_MODULE || import.ty().func().is_none() {
+            return Err(refuse(alloc::format!("only functions of module `{WASM_IMPORT_MODULE}` can be imported")));
+        }
+        let name = import.name();
+        if granted.symbol(name).is_none() {
+            return Err(refuse(if super::exports::domain_table().iter().any(|export| export.name == name) {
+                alloc::format!("`{name}` is in a domain the manifest does not import")
+            } else {
+                alloc::format!("`{name}` is not a kernel export")
+            }));
+        }
+        define_kernel_function(&mut linker, name).map_err(refuse)?;
+    }
+    Ok(linker)
+}
+
+/// Verifies (if signed), validates, compiles, links, instantiates and installs a Wasm
+/// extension from `.kext` bytes.
+pub fn load(bytes: &[u8], installer: &mut super::Installer) -> Result<Arc<LoadedExtension>, WasmError> {
+    // A kernel without the builder's key accepts only unsigned Wasm (a zero key verifies
+    // nothing).
+    let policy = Policy { verifying_key: VERIFYING_KEY.unwrap_or([0; 32]), abi_fingerprint: spindle_abi::abi_fingerprint().0, allow_unsigned_wasm: true };
+    let verified = spindle_loader::open(bytes, &policy).map_err(WasmError::Container)?;
+    let manifest = verified.manifest().clone();
+    if !installer.admits(&manifest.name) {
+        return Err(WasmError::Install(ExtensionError::AlreadyLoaded(manifest.name.clone())));
+    }
+    let payload = verified.payload_of_kind(Kind::Wasm).map_err(WasmError::Container)?;
+    let quota = arena::size_for_quota(manifest.memory_quota_bytes).map_err(WasmError::QuotaTooLarge)?.next_multiple_of(WASM_PAGE_SIZE);
+
+    let engine = engine();
+    let module = Module::new(&engine, payload).map_err(|error| WasmError::Invalid(error.to_string()))?;
+    let Some(ExternType::Memory(memory_type)) = module.get_export(MEMORY_EXPORT) else { return Err(WasmError::MissingExport(MEMORY_EXPORT)) };
+    let initial = memory_type.minimum().saturating_mul(WASM_PAGE_SIZE as u64);
+    if initial > quota as u64 {
+        return Err(WasmError::InitialMemoryAboveQuota { bytes: initial, quota: quota as u64 });
+    }
+    let memory_limit = initial as usize + quota;
+    let linker = link(&module, &manifest, &engine)?;
+
+    let limits = StoreLimitsBuilder::new()
+        .memory_size(memory_limit)
+        .table_elements(MAX_TABLE_ELEMENTS)
+        .instances(1)
+        .memories(1)
+        .tables(1)
+        .trap_on_grow_failure(true)
+        .build();
+    let mut store = Store::new(&engine, WasmState { limits, panicked: false });
+    store.limiter(|state| &mut state.limits);
+    store.set_fuel(DESCRIBE_BUDGET).map_err(|error| WasmError::Instantiate(error.to_string()))?;
+    let instance = {
+        let _no_preemption = crate::sched::no_preemption();
+        linker.instantiate_and_start(&mut store, &module).map_err(|error| match error.as_trap_code() {
+            Some(TrapCode::OutOfFuel) => WasmError::Instantiate(alloc::format!("the start function ran out of fuel ({DESCRIBE_BUDGET} units)")),
+            _ => WasmError::Instantiate(error.to_string()),
+        })?
+    };
+    let memory = instance.get_memory(&store, MEMORY_EXPORT).ok_or(WasmError::MissingExport(MEMORY_EXPORT))?;
+    let count = instance.get_typed_func::<(), i32>(&store, BINDING_COUNT_SYMBOL).map_err(|_| WasmError::MissingExport(BINDING_COUNT_SYMBOL))?;
+    let info = instance.get_typed_func::<(i32, i32), i32>(&store, BINDING_INFO_SYMBOL).map_err(|_| WasmError::MissingExport(BINDING_INFO_SYMBOL))?;
+    let invoke =
+        instance.get_typed_func::<(i32, i32, i32, i32, i32), i32>(&store, INVOKE_SYMBOL).map_err(|_| WasmError::MissingExport(INVOKE_SYMBOL))?;
+    let exchange_function = instance.get_typed_func::<(), i32>(&store, EXCHANGE_SYMBOL).map_err(|_| WasmError::MissingExport(EXCHANGE_SYMBOL))?;
+
+    // Describe, on the load-time fuel.
+    let describe_failed = |what: &str, error: wasmi::Error| WasmError::BadBinding(alloc::format!("{what}: {error}"));
+    let (bindings, exchange) = {
+        let _no_preemption = crate::sched::no_preemption();
+        let bindings = count.call(&mut store, ()).map_err(|error| describe_failed("binding count", error))?;
+        let exchange = exchange_function.call(&mut store, ()).map_err(|error| describe_failed("exchange buffer", error))? as u32 as usize;
+        (bindings, exchange)
+    };
+    if exchange.checked_add(EXCHANGE_SIZE).is_none_or(|end| end > memory.data_size(&store)) {
+        return Err(WasmError::BadBinding(alloc::format!("the exchange buffer at {exchange:#x} is not inside linear memory")));
+    }
+    let mut infos = Vec::new();
+    for index in 0..bindings.clamp(0, 64) {
+        let code = {
+            let _no_preemption = crate::sched::no_preemption();
+            info.call(&mut store, (index, exchange as i32)).map_err(|error| describe_failed("describing a binding", error))?
+        };
+        if code != 0 {
+            return Err(WasmError::BadBinding(alloc::format!("describing binding {index} returned error code {code}")));
+        }
+        let mut bytes = [0u8; BindingInfo::SIZE];
+        memory.read(&store, exchange, &mut bytes).map_err(|error| WasmError::BadBinding(error.to_string()))?;
+        infos.push(BindingInfo::from_bytes(&bytes).ok_or_else(|| WasmError::BadBinding(String::from("short binding description")))?);
+    }
+
+    let instance = Arc::new(WasmInstance { live: spin::Mutex::new(Live { store, memory, invoke, exchange, poisoned: false }), memory_limit });
+    let extension = Arc::new(LoadedExtension {
+        name: manifest.name.clone(),
+        version: manifest.version.clone(),
+        technology: Technology::Wasm,
+        bindings: spin::Mutex::new(Vec::new()),
+        state: spin::Mutex::new(ExtensionState::Running),
+        image: spin::Mutex::new(Some(ExtensionImage::Wasm(WasmImage { instance: instance.clone(), module_bytes: payload.len() }))),
+    });
+    let fuel = manifest.budget_microseconds.saturating_mul(super::builtin::INSTRUCTIONS_PER_MICROSECOND).max(1);
+    for (index, info) in infos.iter().enumerate() {
+        match install_binding(info, index, fuel, &extension, &instance, installer) {
+            Ok(id) => extension.bindings.lock().push(id),
+            Err(error) => {
+                super::remove_bindings(&extension);
+                crate::events::quiescent();
+                return Err(error);
+            }
+        }
+    }
+    Ok(extension)
+}
+
+fn install_typed<A: EventRecord, R: EventRecord>(
+    event: &'static Event<A, R>,
+    info: &BindingInfo,
+    index: usize,
+    fuel: u64,
+    extension: &Arc<LoadedExtension>,
+    instance: &Arc<WasmInstance>,
+    installer: &mut super::Installer,
+) -> Result<BindingId, WasmError> {
+    let guards = super::native::checked_guards(&event.descriptor(), info, index).map_err(WasmError::BadBinding)?;
+    let handler = Arc::new(WasmHandler::<A, R> {
+        index,
+        name: alloc::format!("{}#{index}", extension.name),
+        fuel,
+        extension: Arc::downgrade(extension),
+        instance: instance.clone(),
+        records: PhantomData,
+    });
+    // Bounded like native (the dispatcher's executor is the outer timer); the fuel is
+    // the real budget, the timer a backstop.
+    let mut spec = BindingSpec::new(&extension.name, handler).mode(Mode::Bounded { budget: fuel.saturating_mul(TIMER_BUDGET_FACTOR) });
+    for guard in guards {
+        spec = spec.when(guard);
+    }
+    installer
+        .install(event, spec)
+        .map_err(|error| WasmError::Install(ExtensionError::Install { event: event.name(), reason: error.to_string() }))
+}
+
+fn install_binding(
+    info: &BindingInfo,
+    index: usize,
+    fuel: u64,
+    extension: &Arc<LoadedExtension>,
+    instance: &Arc<WasmInstance>,
+    installer: &mut super::Installer,
+) -> Result<BindingId, WasmError> {
+    with_event_types!(
+        spindle_abi::event::EventId(info.event_id),
+        |event: Arguments, Answer| install_typed::<Arguments, Answer>(event, info, index, fuel, extension, instance, installer),
+        Err(WasmError::BadBinding(alloc::format!("binding {index} names event id {}, which this kernel does not raise", info.event_id)))
+    )
+}
