@@ -154,3 +154,8 @@ pub fn initrd_range() -> Option<(usize, usize)> {
     let end = chosen.property("linux,initrd-end")?.as_usize()?;
     (end > start).then_some((start, end))
 }
+
+/// The ISA string of the first hart (`riscv,isa`), or "".
+pub fn isa() -> &'static str {
+    get().cpus().next().and_then(|cpu| cpu.property("riscv,isa")).and_then(|property| property.as_str()).unwrap_or("")
+}

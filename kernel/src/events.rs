@@ -49,7 +49,13 @@ impl BoundedExecutor for KernelBoundedExecutor {
 pub fn run_with_budget<R>(budget: u64, body: impl FnOnce() -> R) -> Result<R, HandlerFault> {
     let ticks = (budget / INSTRUCTIONS_PER_TIMEBASE_TICK).max(1);
     let deadline = crate::time::now() + ticks;
-    match run_bounded(deadline, body) {
+    // An aborted call does not unwind through the code that set the calling extension's
+    // arena as current: restore what was current here, whatever happens inside.
+    let current_arena = &hart::current().current_extension_arena;
+    let arena_at_entry = current_arena.load(core::sync::atomic::Ordering::Relaxed);
+    let outcome = run_bounded(deadline, body);
+    current_arena.store(arena_at_entry, core::sync::atomic::Ordering::Relaxed);
+    match outcome {
         Ok(result) => Ok(result),
         Err(Abort::BudgetExceeded) => Err(HandlerFault::Overrun { budget }),
         Err(Abort::Fault(_)) if hart::current().pending_panic.swap(0, core::sync::atomic::Ordering::Relaxed) != 0 => {

@@ -73,7 +73,8 @@ pub extern "C" fn kernel_main(hart_id: usize, device_tree_address: usize) -> ! {
         exit(ExitStatus::FatalFault);
     }
     arch::csr::enable_interrupts();
-    println!("[boot] timer at {} Hz (timebase {} Hz)", param::TICKS_PER_SECOND, time::timebase_hz());
+    println!("[boot] timer at {} Hz (timebase {} Hz, {})", param::TICKS_PER_SECOND, time::timebase_hz(),
+        if time::uses_sstc() { "stimecmp" } else { "SBI set_timer" });
     events::init();
     ext::bundle::init();
     match events::builtin::install() {

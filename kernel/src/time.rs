@@ -8,6 +8,13 @@ use crate::param::TICKS_PER_SECOND;
 /// QEMU virt's timebase, used if the device tree does not say.
 const DEFAULT_TIMEBASE_HZ: u64 = 10_000_000;
 
+static SSTC: core::sync::atomic::AtomicBool = core::sync::atomic::AtomicBool::new(false);
+
+/// Whether the timer is programmed through `stimecmp` (Sstc) rather than SBI calls.
+pub fn uses_sstc() -> bool {
+    SSTC.load(Ordering::Relaxed)
+}
+
 static TIMEBASE_HZ: AtomicU64 = AtomicU64::new(DEFAULT_TIMEBASE_HZ);
 static TICKS: AtomicU64 = AtomicU64::new(0);
 static BOOT_TIME: AtomicU64 = AtomicU64::new(0);
@@ -24,6 +31,7 @@ pub fn init(timebase_hz: u64) {
     if timebase_hz > 0 {
         TIMEBASE_HZ.store(timebase_hz, Ordering::Relaxed);
     }
+    SSTC.store(sbi::enable_sstc(crate::devicetree::isa()), Ordering::Relaxed);
     let now = csr::time() as u64;
     BOOT_TIME.store(now, Ordering::Relaxed);
     NEXT_TICK.store(now + tick_interval(), Ordering::Relaxed);

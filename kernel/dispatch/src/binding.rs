@@ -120,6 +120,8 @@ pub(crate) trait ErasedHandler<A: EventRecord, R: EventRecord>: Send + Sync {
     fn invoke(&self, args: &A) -> Result<R, HandlerFault>;
     /// The handler's description.
     fn describe(&self) -> HandlerDescription;
+    /// Tells the handler one of its invocations faulted.
+    fn faulted(&self, fault: &HandlerFault);
     /// The rest of the raise fast path, monomorphised per handler type: count the
     /// invocation, call the handler (inlined), answer a fault with the default.
     fn raise_fast(&self, binding: &BindingCore<A, R>, table: &EventTable<A, R>, args: &A) -> R;
@@ -134,6 +136,10 @@ where
     #[inline]
     fn invoke(&self, args: &A) -> Result<R, HandlerFault> {
         self.0.invoke(args)
+    }
+
+    fn faulted(&self, fault: &HandlerFault) {
+        self.0.faulted(fault);
     }
 
     fn describe(&self) -> HandlerDescription {
@@ -327,6 +333,9 @@ impl<A: EventRecord, R: EventRecord> BindingCore<A, R> {
     #[inline(never)]
     pub(crate) fn record_fault(&self, fault: Fault, threshold: u32) {
         self.counters.faults.fetch_add(1, Ordering::Relaxed);
+        if let Fault::Handler(handler_fault) = &fault {
+            self.handler.faulted(handler_fault);
+        }
         if let Fault::Handler(HandlerFault::Overrun { .. }) = fault {
             self.counters.overruns.fetch_add(1, Ordering::Relaxed);
         }

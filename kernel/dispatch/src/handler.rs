@@ -90,6 +90,12 @@ pub trait Handler<A, R>: Send + Sync {
 
     /// What introspection shows about this handler.
     fn describe(&self) -> HandlerDescription;
+
+    /// Called after an invocation of this handler faulted — including an overrun caught
+    /// by the bounded executor, which the handler itself never sees return — once the
+    /// dispatcher has recorded the fault, outside the invocation's budget. Technologies
+    /// use it for containment (killing the extension); the default does nothing.
+    fn faulted(&self, _fault: &HandlerFault) {}
 }
 
 /// A built-in handler made from a name and a closure; see [`handler_fn`].

@@ -243,12 +243,13 @@ pub fn with_caller<R>(f: impl FnOnce(&ExtensionArena) -> R) -> Option<R> {
     if address == 0 {
         return None;
     }
-    // a non-zero value was stored by `with_current` from `Arc::as_ptr` of an arena
+    // A non-zero value was stored by `with_current` from `Arc::as_ptr` of an arena
     // whose `Arc` its caller borrows for the whole call, and is replaced by the previous
     // value (0 or an enclosing call's arena, alive for longer) before that borrow ends —
-    // also when the call is aborted, since the abort returns inside `body`. Only this
+    // also when the call is aborted: `events::run_with_budget`, which every extension
+    // call runs inside, restores the value it found. Only this hart reads or writes it,
+    // and preemption is off meanwhile.
     // SAFETY: sound for the reasons given just above.
-    // hart reads or writes it, and preemption is off meanwhile.
     let arena = unsafe { &*(address as *const ExtensionArena) };
     Some(f(arena))
 }

@@ -3,8 +3,9 @@
 //! The kernel reads an extension's declaration (`spindle_extension()`) directly and
 //! installs each binding as a Rust handler calling the extension's function — no
 //! marshalling, no dynamic linking: the baseline the other technologies are measured
-//! against. Containment is the same as for every technology: the handler runs under the
-//! extension's budget, and a fault kills the extension.
+//! against. Containment is the same as for every technology: the binding is bounded by
+//! the extension's budget (the dispatcher's bounded executor), and a fault kills the
+//! extension (the handler's `faulted` hook).
 
 use alloc::string::String;
 use alloc::sync::{Arc, Weak};
@@ -22,28 +23,29 @@ pub static AVAILABLE: &[fn() -> &'static ExtensionDecl] = &[hello::spindle_exten
 /// Instructions per microsecond at the nominal 1 GHz budgets are stated in.
 pub const INSTRUCTIONS_PER_MICROSECOND: u64 = 1_000;
 
-/// A built-in extension's handler: calls the function under the extension's budget.
+/// A built-in extension's handler: calls the function (bounded by the dispatcher).
 struct BuiltinHandler<A: EventRecord, R: EventRecord> {
     function: fn(&A) -> R,
     name: &'static str,
-    budget: u64,
     extension: Weak<LoadedExtension>,
 }
 
 impl<A: EventRecord, R: EventRecord> Handler<A, R> for BuiltinHandler<A, R> {
+    /// Calls the function; the binding is bounded, so the dispatcher's bounded executor
+    /// supplies the budget and the recovery point.
     fn invoke(&self, args: &A) -> Result<R, HandlerFault> {
-        let function = self.function;
-        let outcome = crate::events::run_with_budget(self.budget, || function(args));
-        if let Err(fault) = outcome
-            && let Some(extension) = self.extension.upgrade()
-        {
-            super::kill(&extension, fault, self.name);
-        }
-        outcome
+        Ok((self.function)(args))
     }
 
     fn describe(&self) -> HandlerDescription {
         HandlerDescription { technology: Technology::BuiltIn, name: String::from(self.name) }
+    }
+
+    /// Containment: a fault (panic, trap, overrun) kills the extension.
+    fn faulted(&self, fault: &HandlerFault) {
+        if let Some(extension) = self.extension.upgrade() {
+            super::kill(&extension, *fault, self.name);
+        }
     }
 }
 
@@ -71,7 +73,6 @@ fn install_typed<A: EventRecord, R: EventRecord>(
     let handler = Arc::new(BuiltinHandler {
         function: typed.handler,
         name: typed.handler_name,
-        budget,
         extension: Arc::downgrade(extension),
     });
     let mut spec = BindingSpec::new(declaration.name, handler).mode(Mode::Bounded { budget });

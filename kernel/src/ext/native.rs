@@ -205,13 +205,12 @@ fn call_into<R>(arena: &Arc<ExtensionArena>, budget: u64, body: impl FnOnce() ->
 }
 
 /// A native extension's handler: marshals the records and calls the image's invoke
-/// entry under the extension's budget, with its arena current; a fault kills the
+/// entry (bounded by the dispatcher) with its arena current; a fault kills the
 /// extension.
 struct NativeHandler<A, R> {
     invoke: InvokeFunction,
     index: usize,
     name: String,
-    budget: u64,
     extension: Weak<LoadedExtension>,
     arena: Arc<ExtensionArena>,
     records: PhantomData<fn(&A) -> R>,
@@ -226,22 +225,27 @@ impl<A: EventRecord, R: EventRecord> Handler<A, R> for NativeHandler<A, R> {
         encode(args, &mut arguments).map_err(|_| HandlerFault::MalformedResult)?;
         let (invoke, index) = (self.invoke, self.index);
         let (argument_pointer, result_pointer) = (arguments.as_ptr(), result.as_mut_ptr());
-        let outcome = call_into(&self.arena, self.budget, || invoke(index, argument_pointer, argument_size, result_pointer, result_size));
-        let outcome = match outcome {
-            Ok(0) => decode::<R>(&result[..result_size]).map_err(|_| HandlerFault::MalformedResult),
-            Ok(_) => Err(HandlerFault::MalformedResult),
-            Err(fault) => Err(fault),
+        // The binding is bounded: the dispatcher's executor supplies the budget and the
+        // recovery point (and restores the current arena if the call is aborted).
+        let code = {
+            let _no_preemption = crate::sched::no_preemption();
+            arena::with_current(&self.arena, || invoke(index, argument_pointer, argument_size, result_pointer, result_size))
         };
-        if let Err(fault) = outcome
-            && let Some(extension) = self.extension.upgrade()
-        {
-            super::kill(&extension, fault, &self.name);
+        match code {
+            0 => decode::<R>(&result[..result_size]).map_err(|_| HandlerFault::MalformedResult),
+            _ => Err(HandlerFault::MalformedResult),
         }
-        outcome
     }
 
     fn describe(&self) -> HandlerDescription {
         HandlerDescription { technology: DispatchTechnology::Native, name: self.name.clone() }
+    }
+
+    /// Containment: a fault (panic, trap, overrun, malformed result) kills the extension.
+    fn faulted(&self, fault: &HandlerFault) {
+        if let Some(extension) = self.extension.upgrade() {
+            super::kill(&extension, *fault, &self.name);
+        }
     }
 }
 
@@ -266,7 +270,6 @@ fn install_typed<A: EventRecord, R: EventRecord>(
         invoke,
         index,
         name: alloc::format!("{}#{index}", extension.name),
-        budget,
         extension: Arc::downgrade(extension),
         arena: arena.clone(),
         records: PhantomData,
