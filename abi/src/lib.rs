@@ -14,6 +14,7 @@ pub mod event;
 pub mod extension;
 pub mod host;
 pub mod native;
+pub mod syscall;
 pub mod wasm;
 pub mod fingerprint;
 

@@ -2,8 +2,9 @@
 //!
 //! Boot order: `arch` entry code (stack, BSS, trap vector) → [`kernel_main`]: per-hart
 //! state, FPU, device tree, console, memory (heap, frames, W^X paging), timer tick,
-//! then the mode chosen by the boot arguments: interactive console, a script of console
-//! lines, or the in-kernel tests. See `docs/` and DESIGN.md for the architecture.
+//! dispatcher, boot bundle, user mode (`proc`), then the mode chosen by the boot
+//! arguments: interactive console, a script of console lines, or the in-kernel tests.
+//! See `docs/` and DESIGN.md for the architecture.
 
 #![no_std]
 #![no_main]
@@ -28,8 +29,10 @@ pub mod mm;
 pub mod mmio;
 pub mod param;
 pub mod power;
+pub mod proc;
 pub mod sched;
 pub mod shell;
+pub mod syscall;
 pub mod time;
 
 use power::{ExitStatus, exit};
@@ -77,6 +80,7 @@ pub extern "C" fn kernel_main(hart_id: usize, device_tree_address: usize) -> ! {
         if time::uses_sstc() { "stimecmp" } else { "SBI set_timer" });
     events::init();
     ext::bundle::init();
+    proc::init();
     match events::builtin::install() {
         Ok(_) => println!("[boot] dispatcher up: {} events; built-in extension `{}` installed", events::dispatcher().snapshot().len(), events::builtin::NAME),
         Err(error) => println!("[boot] built-in extension `{}` refused: {error}", events::builtin::NAME),

@@ -54,6 +54,8 @@ pub static COMMANDS: &[Command] = &[
     Command { name: "hotload", usage: "hotload wait [SECONDS]", help: "wait for one `cargo xtask load` request (default 30 s); fails if it was refused", run: hotload },
     Command { name: "probe", usage: "probe KEY VALUE", help: "raise bench.Probe and print the combined result", run: probe },
     Command { name: "strands", usage: "strands", help: "the running strand and the ready count", run: strands },
+    Command { name: "run", usage: "run NAME [ARGS…]", help: "run user program NAME from the boot bundle, wait, print its status", run: run_program },
+    Command { name: "ps", usage: "ps", help: "processes and the user programs in the boot bundle", run: ps },
     Command { name: "echo", usage: "echo WORD…", help: "print the words", run: echo },
     Command { name: "fault", usage: "fault ADDRESS", help: "load from ADDRESS under a recovery point and report the fault", run: fault },
     Command { name: "halt", usage: "halt [STATUS]", help: "stop the machine (STATUS 0 = success)", run: halt },
@@ -281,6 +283,38 @@ fn strands(_: &[&str]) -> Result<(), CommandError> {
     let current = crate::sched::current();
     crate::println!("running: #{} {} (priority {}), {} ready", current.id(), current.name(), current.priority().level(),
         crate::sched::ready_count());
+    Ok(())
+}
+
+fn run_program(words: &[&str]) -> Result<(), CommandError> {
+    if words.is_empty() {
+        return Err(CommandError::Usage("run NAME [ARGS…]"));
+    }
+    let command_line = words.join(" ");
+    let process = crate::proc::spawn(&command_line, crate::proc::Parent::Kernel)
+        .map_err(|error| CommandError::Failed(alloc::format!("run {}: {error}", words[0])))?;
+    let pid = process.pid();
+    let status = crate::proc::wait(pid, crate::proc::Parent::Kernel, &|| false)
+        .map_err(|error| CommandError::Failed(alloc::format!("run {}: wait: {error:?}", words[0])))?;
+    crate::println!("[proc] pid {pid} ({}) {status}", process.name());
+    if !status.is_success() {
+        return Err(CommandError::Failed(alloc::format!("{} {status}", process.name())));
+    }
+    Ok(())
+}
+
+fn ps(_: &[&str]) -> Result<(), CommandError> {
+    crate::println!("{:>5} {:>6} {:<22} {:>9} {:>9}  COMMAND", "PID", "PARENT", "STATE", "MEMORY", "SYSCALLS");
+    for process in crate::proc::list() {
+        let state = match process.exit_status() {
+            Some(status) => alloc::format!("{status}"),
+            None if process.kill_requested() => alloc::string::String::from("being killed"),
+            None => alloc::string::String::from("running"),
+        };
+        crate::println!("{:>5} {:>6} {:<22} {:>7}Ki {:>9}  {}", process.pid(), alloc::format!("{}", process.parent()), state,
+            process.mapped_bytes() / 1024, process.system_calls(), process.command_line());
+    }
+    crate::println!("programs: {}", crate::proc::programs().join(" "));
     Ok(())
 }
 

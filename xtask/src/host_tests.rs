@@ -8,7 +8,8 @@ use std::process::Stdio;
 use crate::Result;
 use crate::kernel_build::cargo;
 
-/// Crates that cannot be built for the host (they contain RISC-V assembly).
+/// Crates that cannot be built for the host (they contain RISC-V assembly). The user
+/// programs (`user-<name>`, `no_main` binaries for the bare-metal target) are excluded too.
 const NOT_HOST_TESTABLE: &[&str] = &["spindle-kernel"];
 
 /// Runs the host tests; returns (passed, failed) summed over every test binary.
@@ -18,6 +19,9 @@ pub fn run() -> Result<(usize, usize)> {
     command.args(["test", "--workspace", "--no-fail-fast"]);
     for excluded in NOT_HOST_TESTABLE {
         command.args(["--exclude", excluded]);
+    }
+    for program in crate::userspace::program_names()? {
+        command.args(["--exclude", &format!("user-{program}")]);
     }
     command.stdout(Stdio::piped());
     let mut child = command.spawn().map_err(|error| format!("cannot run cargo test: {error}"))?;

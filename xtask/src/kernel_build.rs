@@ -99,8 +99,8 @@ pub enum Purpose {
 
 /// Builds every extension named in `image.toml` as a signed native `.kext` (and, with
 /// `wasm = true`, also as a Wasm `.kext`, bundle entry `<name>.wasm`; `wasm_only = true`
-/// for a C extension), packs them into the boot bundle (plus the broken test extensions for a test image), and builds
-/// the kernel.
+/// for a C extension), packs them into the boot bundle (plus the broken test extensions for a test image) with the
+/// user programs (`bin/<name>`), and builds the kernel.
 pub fn build_image(purpose: Purpose) -> Result<Image> {
     let path = workspace_root().join("image.toml");
     let text = std::fs::read_to_string(&path).map_err(|error| format!("cannot read {}: {error}", path.display()))?;
@@ -120,6 +120,8 @@ pub fn build_image(purpose: Purpose) -> Result<Image> {
         entries.extend(crate::testkexts::build(&hello)?);
         entries.extend(crate::testkexts::build_wasm()?);
     }
+    // User programs, as `bin/<name>` (`run NAME`, the `spawn` system call).
+    entries.extend(crate::userspace::build_programs()?);
     let borrowed: Vec<(&str, &[u8])> = entries.iter().map(|(name, bytes)| (name.as_str(), bytes.as_slice())).collect();
     // A Wasm-only extension boots as its `.wasm` entry.
     let boot_names: Vec<String> = description

@@ -14,6 +14,7 @@ mod qemu;
 mod repo_rules;
 mod setup;
 mod testkexts;
+mod userspace;
 
 use std::process::ExitCode;
 

@@ -22,6 +22,7 @@ mod extensions;
 mod harness;
 mod hotload;
 mod kernel_basics;
+mod processes;
 mod strands;
 mod wasm;
 
@@ -52,7 +53,7 @@ macro_rules! ensure {
 }
 
 /// Every regular test, in run order.
-pub static TESTS: &[&[KernelTest]] = &[kernel_basics::TESTS, strands::TESTS, events::TESTS, extensions::TESTS, wasm::TESTS, hotload::TESTS];
+pub static TESTS: &[&[KernelTest]] = &[kernel_basics::TESTS, strands::TESTS, events::TESTS, extensions::TESTS, wasm::TESTS, hotload::TESTS, processes::TESTS];
 
 /// Tests of the harness itself; each must be reported as a failure.
 pub static HARNESS_TESTS: &[KernelTest] = harness::TESTS;

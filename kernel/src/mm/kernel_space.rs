@@ -10,6 +10,13 @@
 //! | device windows from the device tree, up to 8 MiB each | rw- |
 //!
 //! Firmware memory below the kernel is not mapped, so a stray access to it faults.
+//!
+//! Above RAM and devices, [`DYNAMIC_REGION`] holds what the kernel maps after boot
+//! (strand stacks, extension images). Its root-table slots get their level-1 tables at
+//! boot, so every later kernel mapping lands below a root entry that already exists:
+//! process address spaces copy the kernel's root entries once ([`share_with`]) and still
+//! see every kernel mapping made afterwards, so traps from user mode run kernel code
+//! without switching `satp`. The kernel makes no new root entries after boot.
 
 use spin::Once;
 
@@ -31,6 +38,11 @@ unsafe extern "C" {
 const LARGEST_DEVICE_WINDOW: usize = 8 * 1024 * 1024;
 
 static KERNEL_ROOT: Once<PageTableRoot> = Once::new();
+
+/// Virtual addresses the kernel maps after boot: strand stacks (`mm::stack`, from
+/// `0x30_0000_0000`) and native extension images (from `0x31_0000_0000`), up to the end of
+/// the Sv39 lower half. Its 64 root slots get level-1 tables at boot (64 frames).
+pub const DYNAMIC_REGION: core::ops::Range<usize> = 0x30_0000_0000..crate::arch::sv39::LOWER_HALF_END;
 
 const READ_EXECUTE: PteFlags = PteFlags::READ.union(PteFlags::EXECUTE).union(PteFlags::GLOBAL);
 const READ_ONLY: PteFlags = PteFlags::READ.union(PteFlags::GLOBAL);
@@ -82,6 +94,9 @@ pub fn init() -> Result<(), MapError> {
             }
         }
     }
+    for slot in DYNAMIC_REGION.step_by(crate::arch::sv39::GIGAPAGE_SIZE) {
+        root.prepare_root_slot(slot, &mut PermanentFrames)?;
+    }
     // SAFETY: the table maps the kernel image (text executable), its data, bss, boot
     // stacks, all free RAM (heap and frames), the device-tree blob and every device
     // window the kernel uses, so execution continues seamlessly after the switch.
@@ -93,6 +108,33 @@ pub fn init() -> Result<(), MapError> {
 /// The kernel page table.
 pub fn root() -> Option<PageTableRoot> {
     KERNEL_ROOT.get().copied()
+}
+
+/// Makes `user_root` map everything the kernel maps (sharing the kernel's root entries,
+/// which are global and not user-accessible), keeping the root slots `user_slots` for the
+/// process. Fails with a slot the kernel itself uses, if `user_slots` holds one.
+pub fn share_with(user_root: PageTableRoot, user_slots: core::ops::Range<usize>) -> Result<(), usize> {
+    let kernel = root().ok_or(usize::MAX)?;
+    user_root.share_root_entries(kernel, user_slots)
+}
+
+/// Activates the root table at physical address `root_address` on this hart (0 means the
+/// kernel's own), unless it is already active. Called by the scheduler when a strand
+/// gains the hart.
+///
+/// A non-zero `root_address` must be a root prepared with [`share_with`] and not freed
+/// while any strand may activate it (process address spaces switch back to 0 before
+/// they are dropped).
+pub fn activate(root_address: usize) {
+    let Some(kernel) = root() else { return };
+    let wanted = if root_address == 0 { kernel.physical_address() } else { root_address };
+    if crate::arch::csr::satp() & crate::arch::csr::SATP_PPN_MASK != wanted / PAGE_SIZE {
+        // `wanted` is the kernel root or, by this function's contract, a live root prepared
+        // with `share_with`, whose entries outside the user slots are the kernel's.
+        // SAFETY: the kernel makes no root entries after boot (module documentation), so
+        // either root maps the running code, every stack and all kernel memory.
+        unsafe { crate::arch::csr::write_satp_sv39(wanted / PAGE_SIZE) };
+    }
 }
 
 /// Loads from `address`, which must not be mapped, under a recovery point, and returns

@@ -15,7 +15,11 @@
 //! are saved, so another hart never resumes a half-saved strand (SMP-ready; one hart runs
 //! today).
 //!
-//! Limitations: no sleeping with timeouts yet; priorities are static; the scheduler events
+//! A strand also carries its address space (the root page table it runs with, see
+//! [`set_address_space`]): the process strands of `proc` run with their process's, every
+//! other strand with the kernel's. [`sleep_ticks`] blocks a strand until a timer tick.
+//!
+//! Limitations: priorities are static; the scheduler events
 //! (`Block`, `Unblock`, `Checkpoint`, `Resume`) are not raised through the dispatcher yet.
 
 mod strand;
@@ -54,6 +58,8 @@ static CURRENT: [spin::Mutex<Option<Arc<Strand>>>; MAX_HARTS] = [const { spin::M
 static IDLE: [spin::Once<Arc<Strand>>; MAX_HARTS] = [const { spin::Once::new() }; MAX_HARTS];
 /// Exited strands whose stacks are freed once they are fully switched out.
 static ZOMBIES: spin::Mutex<Vec<Arc<Strand>>> = spin::Mutex::new(Vec::new());
+/// Strands in [`sleep_ticks`], with the tick at which each is woken.
+static SLEEPERS: spin::Mutex<Vec<(u64, Arc<Strand>)>> = spin::Mutex::new(Vec::new());
 
 /// Makes the boot context strand 0 of this hart and creates the hart's idle strand.
 pub fn init() -> Result<(), crate::mm::stack::StackError> {
@@ -164,6 +170,34 @@ pub fn unblock(strand: &Arc<Strand>) {
     });
 }
 
+/// Blocks the current strand until `ticks` timer ticks have passed or it is unblocked,
+/// whichever comes first; returns whether the time is up. Returns at once for 0 ticks.
+///
+/// Panics inside a [`no_preemption`] section, like [`block_current`].
+pub fn sleep_ticks(ticks: u64) -> bool {
+    let wake_at = crate::time::ticks().saturating_add(ticks);
+    if crate::time::ticks() >= wake_at {
+        return true;
+    }
+    let me = current();
+    csr::without_interrupts(|| SLEEPERS.lock().push((wake_at, me.clone())));
+    block_current();
+    // Woken early (unblocked) or by the tick: either way, leave the list.
+    csr::without_interrupts(|| SLEEPERS.lock().retain(|(_, sleeper)| !Arc::ptr_eq(sleeper, &me)));
+    crate::time::ticks() >= wake_at
+}
+
+/// Makes `root_address` (the physical address of a root page table that shares the
+/// kernel's mappings, see `mm::kernel_space::share_with`; 0 for the kernel's own) the
+/// current strand's address space and activates it. A process's strand sets its
+/// process's before entering U-mode and 0 before the address space is freed.
+pub fn set_address_space(root_address: usize) {
+    csr::without_interrupts(|| {
+        current().set_address_space(root_address);
+        crate::mm::kernel_space::activate(root_address);
+    });
+}
+
 /// Ends the current strand.
 pub fn exit_current() -> ! {
     switch_away(Leaving::Exited);
@@ -173,6 +207,7 @@ pub fn exit_current() -> ! {
 /// Timer-tick hook (interrupt context): preempts the current strand for a ready strand
 /// of higher priority at once, or of equal priority when its time slice is over.
 pub fn on_tick() {
+    wake_sleepers();
     let hart_id = hart::id();
     let Some(current) = CURRENT[hart_id].try_lock().and_then(|slot| slot.clone()) else { return };
     let used = current.slice_ticks.fetch_add(1, Ordering::Relaxed) + 1;
@@ -188,6 +223,22 @@ pub fn on_tick() {
     // A higher priority preempts at once; an equal one when the time slice is over.
     if higher || (is_idle && equal) || (equal && used >= crate::param::TIME_SLICE_TICKS) {
         switch_away(Leaving::Ready);
+    }
+}
+
+/// Unblocks the sleepers whose tick has come (interrupt context; never allocates).
+fn wake_sleepers() {
+    let now = crate::time::ticks();
+    // Strands lock SLEEPERS only with interrupts off, so on this hart it is free here;
+    // try_lock keeps another hart's brief hold from stalling the tick.
+    if let Some(mut sleepers) = SLEEPERS.try_lock() {
+        sleepers.retain(|(wake_at, strand)| {
+            let due = *wake_at <= now;
+            if due {
+                unblock(strand);
+            }
+            !due
+        });
     }
 }
 

@@ -53,6 +53,9 @@ struct CarriedHartState {
     recovery_point: AtomicUsize,
     budget_deadline: AtomicU64,
     budget_point: AtomicUsize,
+    /// Physical address of the root page table the strand runs with (0: the kernel's);
+    /// a process's strand runs with its process's address space.
+    address_space: AtomicUsize,
 }
 
 static NEXT_ID: AtomicU64 = AtomicU64::new(0);
@@ -221,6 +224,13 @@ impl Strand {
         local.budget_deadline.store(self.carried.budget_deadline.load(Ordering::Relaxed), Ordering::Relaxed);
         local.budget_point.store(self.carried.budget_point.load(Ordering::Relaxed), Ordering::Relaxed);
         local.stack_bottom.store(self.stack_bottom, Ordering::Relaxed);
+        crate::mm::kernel_space::activate(self.carried.address_space.load(Ordering::Relaxed));
+    }
+
+    /// Records the root page table this strand runs with (0: the kernel's); the caller
+    /// activates it if the strand is running.
+    pub(super) fn set_address_space(&self, root_address: usize) {
+        self.carried.address_space.store(root_address, Ordering::Relaxed);
     }
 
     /// Switches from `from` (the running strand) to `to`.

@@ -15,6 +15,10 @@ pub const SSTATUS_FS_MASK: usize = 3 << 13;
 pub const SSTATUS_FS_INITIAL: usize = 1 << 13;
 /// `sstatus.SUM`: S-mode may access user pages.
 pub const SSTATUS_SUM: usize = 1 << 18;
+/// `scounteren` bits letting U-mode read `cycle` (CY), `time` (TM) and `instret` (IR).
+const SCOUNTEREN_CYCLE_TIME_INSTRET: usize = 0b111;
+/// The physical page number field of `satp`.
+pub const SATP_PPN_MASK: usize = (1 << 44) - 1;
 /// `sie.STIE`: supervisor timer interrupt enable.
 pub const SIE_STIE: usize = 1 << 5;
 /// `sie.SEIE`: supervisor external interrupt enable.
@@ -120,6 +124,14 @@ pub unsafe fn write_satp_sv39(root_ppn: usize) {
     unsafe {
         asm!("csrw satp, {}", "sfence.vma", in(reg) SATP_MODE_SV39 | root_ppn, options(nostack));
     }
+}
+
+/// Lets U-mode read the `cycle`, `time` and `instret` counters (DESIGN.md §3: set
+/// `scounteren` before user code reads counters; without it those reads trap).
+pub fn enable_user_counters() {
+    // SAFETY: `scounteren` only controls which counters U-mode may read; the counters
+    // reveal nothing a process could not measure itself.
+    unsafe { asm!("csrs scounteren, {}", in(reg) SCOUNTEREN_CYCLE_TIME_INSTRET, options(nostack)) };
 }
 
 /// Flushes every TLB entry on this hart.

@@ -16,7 +16,9 @@
 //! Limitations: destructors of values live inside the closure do not run after a
 //! fault (their memory is leaked unless it came from a per-extension arena), and a
 //! lock held by the closure at the time of the fault stays held. Callers must not hold
-//! kernel locks across code that may fault.
+//! kernel locks across code that may fault. The one destructor effect restored is the
+//! hart's no-preemption depth (`sched::no_preemption` guards inside the closure), which
+//! an abort would otherwise leave raised for good, stopping preemption on the hart.
 
 use core::sync::atomic::Ordering;
 
@@ -119,6 +121,9 @@ extern "C" fn call_closure<F: FnOnce() -> R, R>(data: *mut u8) {
 pub fn catch_faults<F: FnOnce() -> R, R>(f: F) -> Result<R, FaultReport> {
     let mut state = CallState { function: Some(f), result: None };
     let mut point = RecoveryPoint::default();
+    // An abort skips the destructors inside `f`, among them the guards of no-preemption
+    // sections it entered: restore the depth this point was armed with.
+    let preemption_depth = hart::current().preempt_disabled.load(Ordering::Relaxed);
     // SAFETY: `point` and `state` outlive the call; `call_closure::<F, R>` matches the
     // type of `state`. `recovery_call` saves/restores every callee-saved register, so
     // on both return paths the Rust ABI's register contract holds.
@@ -129,6 +134,7 @@ pub fn catch_faults<F: FnOnce() -> R, R>(f: F) -> Result<R, FaultReport> {
         // The closure ran to completion, so `result` is set.
         return state.result.ok_or_else(take_last_fault);
     }
+    hart::current().preempt_disabled.store(preemption_depth, Ordering::Relaxed);
     Err(take_last_fault())
 }
 

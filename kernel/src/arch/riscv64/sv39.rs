@@ -276,6 +276,43 @@ impl PageTableRoot {
         None
     }
 
+    /// Makes sure the root entry covering `virtual_address` (one 1 GiB slot) points at a
+    /// level-1 table, allocating an empty one if needed. Every later mapping in that slot
+    /// then lands in a table that copies of this root's entries share
+    /// ([`Self::share_root_entries`]).
+    pub fn prepare_root_slot(self, virtual_address: usize, frames: &mut dyn FrameSource) -> Result<(), MapError> {
+        if virtual_address >= LOWER_HALF_END {
+            return Err(MapError::OutOfRange);
+        }
+        let index = index_at(virtual_address, 2);
+        let entry = read_entry(self.0, index);
+        if entry & PteFlags::VALID.0 == 0 {
+            let next = frames.allocate_zeroed_frame().ok_or(MapError::OutOfFrames)?;
+            write_entry(self.0, index, ((next >> PAGE_SHIFT) << 10) as u64 | PteFlags::VALID.0);
+        } else if is_leaf(entry) {
+            return Err(MapError::AlreadyMapped(virtual_address));
+        }
+        Ok(())
+    }
+
+    /// Copies every valid root entry of `source` into this root, except in the root slots
+    /// `reserved` (1 GiB each, by index), which `source` must not use: this root then maps
+    /// everything `source` maps (and will map, below the shared tables), with the same
+    /// permissions, and keeps `reserved` for itself. Fails with the first reserved slot
+    /// `source` uses, copying nothing.
+    pub fn share_root_entries(self, source: PageTableRoot, reserved: core::ops::Range<usize>) -> Result<(), usize> {
+        if let Some(slot) = reserved.clone().find(|&slot| slot < ENTRIES && read_entry(source.0, slot) & PteFlags::VALID.0 != 0) {
+            return Err(slot);
+        }
+        for index in (0..ENTRIES).filter(|index| !reserved.contains(index)) {
+            let entry = read_entry(source.0, index);
+            if entry & PteFlags::VALID.0 != 0 {
+                write_entry(self.0, index, entry);
+            }
+        }
+        Ok(())
+    }
+
     /// Makes this table the active one on the calling hart.
     ///
     /// # Safety

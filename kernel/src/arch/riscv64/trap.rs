@@ -1,20 +1,33 @@
 //! The trap vector, trap frames and trap decoding.
 //!
-//! Every trap enters `trap_vector`, which saves all 31 general registers plus `sepc`,
-//! `sstatus`, `scause` and `stval` into a [`TrapFrame`] on the current kernel stack and
-//! calls [`trap_handler`]. Before pushing, it checks the stack pointer against the
-//! hart's `stack_bottom`; a trap that would write below it (a kernel stack overflow into
-//! the guard page) is moved to the hart's emergency stack so that it can still be
-//! reported. Registers are restored from the (possibly modified) frame on return, which
-//! is how fault recovery redirects execution.
+//! Every trap enters `trap_vector`, which first swaps `t0` with `sscratch`: `sscratch`
+//! is 0 while the kernel runs and holds the running process's
+//! [`UserContext`](super::user::UserContext) while U-mode runs.
 //!
-//! Limitations: only traps from S-mode exist so far (user mode comes with processes);
-//! floating-point registers are not saved because trap handlers do not use them.
+//! - **From S-mode** (`sscratch` was 0): the vector saves all 31 general registers plus
+//!   `sepc`, `sstatus`, `scause` and `stval` into a [`TrapFrame`] on the current kernel
+//!   stack, sets `sscratch` back to 0 and calls [`trap_handler`]. Before pushing, it checks
+//!   the stack pointer against the hart's `stack_bottom`; a trap that would write below it
+//!   (a kernel stack overflow into the guard page) is moved to the hart's emergency stack
+//!   so that it can still be reported. Registers are restored from the (possibly
+//!   modified) frame on return, which is how fault recovery redirects execution.
+//! - **From U-mode**: the vector saves every user register (integer and floating point),
+//!   `sepc`, `sstatus`, `scause` and `stval` into the user context, clears `sscratch`,
+//!   restores the kernel registers (`sp`, `tp`, …) that
+//!   [`UserContext::run`](super::user::UserContext::run) saved there and returns from
+//!   `run`: the process's strand handles the trap in Rust (see `super::user`).
+//!
+//! Limitations: floating-point registers are not saved for traps from S-mode because
+//! trap handlers do not use them.
 
 use core::fmt;
 use core::sync::atomic::Ordering;
 
 use super::hart::{self, HART_EMERGENCY_STACK_OFFSET, HART_STACK_BOTTOM_OFFSET};
+use super::user::{
+    FCSR_OFFSET, FLOAT_OFFSET, KERNEL_FLOAT_OFFSET, KERNEL_OFFSET, PC_OFFSET, REGISTERS_OFFSET, SCAUSE_OFFSET,
+    SSTATUS_OFFSET, STVAL_OFFSET,
+};
 
 /// Registers saved on trap entry. `regs[n]` holds `x<n>`; `regs[0]` is unused.
 #[repr(C)]
@@ -53,7 +66,10 @@ core::arch::global_asm!(
     ".balign 4",
     ".globl trap_vector",
     "trap_vector:",
-    "    csrw sscratch, t0",
+    // t0 <-> sscratch: t0 = 0 for a trap from the kernel, else the user context.
+    "    csrrw t0, sscratch, t0",
+    "    bnez t0, 3f",
+    // From S-mode; sscratch holds the interrupted t0.
     "    addi sp, sp, -{frame}",
     "    ld t0, {stack_bottom}(tp)",
     "    bltu sp, t0, 1f",
@@ -65,7 +81,8 @@ core::arch::global_asm!(
     "    ld sp, {emergency}(tp)",
     "    addi sp, sp, -{frame}",
     "2:  sd t0, 2*8(sp)",
-    "    csrr t0, sscratch",
+    // t0 = the interrupted t0, and sscratch = 0 again ('in the kernel').
+    "    csrrw t0, sscratch, zero",
     "    sd x1, 1*8(sp)",
     "    sd x3, 3*8(sp)",
     "    sd x4, 4*8(sp)",
@@ -143,10 +160,128 @@ core::arch::global_asm!(
     "    ld x31, 31*8(sp)",
     "    ld sp, 2*8(sp)",
     "    sret",
+    // From U-mode: t0 = the user context, sscratch = the user's t0.
+    ".option push",
+    ".option arch, +d",
+    "3:  sd x1, {registers}+1*8(t0)",
+    "    sd x2, {registers}+2*8(t0)",
+    "    sd x3, {registers}+3*8(t0)",
+    "    sd x4, {registers}+4*8(t0)",
+    "    sd x6, {registers}+6*8(t0)",
+    "    sd x7, {registers}+7*8(t0)",
+    "    sd x8, {registers}+8*8(t0)",
+    "    sd x9, {registers}+9*8(t0)",
+    "    sd x10, {registers}+10*8(t0)",
+    "    sd x11, {registers}+11*8(t0)",
+    "    sd x12, {registers}+12*8(t0)",
+    "    sd x13, {registers}+13*8(t0)",
+    "    sd x14, {registers}+14*8(t0)",
+    "    sd x15, {registers}+15*8(t0)",
+    "    sd x16, {registers}+16*8(t0)",
+    "    sd x17, {registers}+17*8(t0)",
+    "    sd x18, {registers}+18*8(t0)",
+    "    sd x19, {registers}+19*8(t0)",
+    "    sd x20, {registers}+20*8(t0)",
+    "    sd x21, {registers}+21*8(t0)",
+    "    sd x22, {registers}+22*8(t0)",
+    "    sd x23, {registers}+23*8(t0)",
+    "    sd x24, {registers}+24*8(t0)",
+    "    sd x25, {registers}+25*8(t0)",
+    "    sd x26, {registers}+26*8(t0)",
+    "    sd x27, {registers}+27*8(t0)",
+    "    sd x28, {registers}+28*8(t0)",
+    "    sd x29, {registers}+29*8(t0)",
+    "    sd x30, {registers}+30*8(t0)",
+    "    sd x31, {registers}+31*8(t0)",
+    // t1 = the user's t0, and sscratch = 0: from here on a trap is the kernel's.
+    "    csrrw t1, sscratch, zero",
+    "    sd t1, {registers}+5*8(t0)",
+    "    csrr t1, sepc",
+    "    sd t1, {pc}(t0)",
+    "    csrr t1, sstatus",
+    "    sd t1, {sstatus}(t0)",
+    "    csrr t1, scause",
+    "    sd t1, {scause}(t0)",
+    "    csrr t1, stval",
+    "    sd t1, {stval}(t0)",
+    "    fsd f0, {float}+0*8(t0)",
+    "    fsd f1, {float}+1*8(t0)",
+    "    fsd f2, {float}+2*8(t0)",
+    "    fsd f3, {float}+3*8(t0)",
+    "    fsd f4, {float}+4*8(t0)",
+    "    fsd f5, {float}+5*8(t0)",
+    "    fsd f6, {float}+6*8(t0)",
+    "    fsd f7, {float}+7*8(t0)",
+    "    fsd f8, {float}+8*8(t0)",
+    "    fsd f9, {float}+9*8(t0)",
+    "    fsd f10, {float}+10*8(t0)",
+    "    fsd f11, {float}+11*8(t0)",
+    "    fsd f12, {float}+12*8(t0)",
+    "    fsd f13, {float}+13*8(t0)",
+    "    fsd f14, {float}+14*8(t0)",
+    "    fsd f15, {float}+15*8(t0)",
+    "    fsd f16, {float}+16*8(t0)",
+    "    fsd f17, {float}+17*8(t0)",
+    "    fsd f18, {float}+18*8(t0)",
+    "    fsd f19, {float}+19*8(t0)",
+    "    fsd f20, {float}+20*8(t0)",
+    "    fsd f21, {float}+21*8(t0)",
+    "    fsd f22, {float}+22*8(t0)",
+    "    fsd f23, {float}+23*8(t0)",
+    "    fsd f24, {float}+24*8(t0)",
+    "    fsd f25, {float}+25*8(t0)",
+    "    fsd f26, {float}+26*8(t0)",
+    "    fsd f27, {float}+27*8(t0)",
+    "    fsd f28, {float}+28*8(t0)",
+    "    fsd f29, {float}+29*8(t0)",
+    "    fsd f30, {float}+30*8(t0)",
+    "    fsd f31, {float}+31*8(t0)",
+    "    frcsr t1",
+    "    sd t1, {fcsr}(t0)",
+    // Back to the kernel side of UserContext::run, which returns to its caller.
+    "    ld ra, {kernel}+0*8(t0)",
+    "    ld sp, {kernel}+1*8(t0)",
+    "    ld gp, {kernel}+2*8(t0)",
+    "    ld tp, {kernel}+3*8(t0)",
+    "    ld s0, {kernel}+4*8(t0)",
+    "    ld s1, {kernel}+5*8(t0)",
+    "    ld s2, {kernel}+6*8(t0)",
+    "    ld s3, {kernel}+7*8(t0)",
+    "    ld s4, {kernel}+8*8(t0)",
+    "    ld s5, {kernel}+9*8(t0)",
+    "    ld s6, {kernel}+10*8(t0)",
+    "    ld s7, {kernel}+11*8(t0)",
+    "    ld s8, {kernel}+12*8(t0)",
+    "    ld s9, {kernel}+13*8(t0)",
+    "    ld s10, {kernel}+14*8(t0)",
+    "    ld s11, {kernel}+15*8(t0)",
+    "    fld fs0, {kernel_float}+0*8(t0)",
+    "    fld fs1, {kernel_float}+1*8(t0)",
+    "    fld fs2, {kernel_float}+2*8(t0)",
+    "    fld fs3, {kernel_float}+3*8(t0)",
+    "    fld fs4, {kernel_float}+4*8(t0)",
+    "    fld fs5, {kernel_float}+5*8(t0)",
+    "    fld fs6, {kernel_float}+6*8(t0)",
+    "    fld fs7, {kernel_float}+7*8(t0)",
+    "    fld fs8, {kernel_float}+8*8(t0)",
+    "    fld fs9, {kernel_float}+9*8(t0)",
+    "    fld fs10, {kernel_float}+10*8(t0)",
+    "    fld fs11, {kernel_float}+11*8(t0)",
+    "    ret",
+    ".option pop",
     frame = const TRAP_FRAME_SIZE,
     stack_bottom = const HART_STACK_BOTTOM_OFFSET,
     emergency = const HART_EMERGENCY_STACK_OFFSET,
     handler = sym trap_handler,
+    registers = const REGISTERS_OFFSET,
+    pc = const PC_OFFSET,
+    sstatus = const SSTATUS_OFFSET,
+    scause = const SCAUSE_OFFSET,
+    stval = const STVAL_OFFSET,
+    float = const FLOAT_OFFSET,
+    fcsr = const FCSR_OFFSET,
+    kernel = const KERNEL_OFFSET,
+    kernel_float = const KERNEL_FLOAT_OFFSET,
 );
 
 /// A decoded trap cause.

@@ -1,0 +1,563 @@
+//! System calls: numbers, argument conventions, limits and error codes of the interface
+//! between user programs and the kernel, declared once for the kernel's dispatcher, the
+//! user runtime and the documentation (`docs/user-space.md`).
+//!
+//! **Convention.** A program executes `ecall` in U-mode with the call number in `a7` and
+//! up to six arguments in `a0`..`a5`. On return `a0` holds 0 for success or an [`Error`]
+//! code, and `a1` the call's result (0 when it has none, and on error); every other
+//! register is preserved. Pointers are user virtual addresses and lengths are byte counts;
+//! the kernel checks every pointer/length pair against the caller's address space, page by
+//! page (mapped, user-accessible, readable or writable as the call needs), and answers a bad
+//! one with [`Error::BadAddress`] or [`Error::BadLength`] — never with a kernel fault.
+//!
+//! The calls are declared once, in the table at the bottom ([`Syscall`]), with their
+//! numbers, argument names, result and the errors each returns.
+//!
+//! For user programs (bare-metal RISC-V only) [`user`] wraps every call in a safe
+//! function; the raw `ecall` is the only `unsafe` there. The kernel uses [`Syscall`],
+//! [`Error`], [`ExitStatus`] and the limits.
+//!
+//! Limitations: one handle exists ([`CONSOLE`]); handles are not yet entries of a
+//! per-process capability table.
+
+use core::fmt;
+
+/// The only handle so far: the kernel console (output only).
+pub const CONSOLE: usize = 1;
+/// Largest `length` of one [`Syscall::Write`]; longer writes get [`Error::BadLength`]
+/// (the runtime splits its output below this).
+pub const MAX_WRITE_LENGTH: usize = 64 * 1024;
+/// Largest command line (`NAME [ARGUMENTS…]`) accepted by [`Syscall::Spawn`].
+pub const MAX_COMMAND_LINE: usize = 256;
+/// Largest `length` of one [`Syscall::MapAnonymous`] (2 MiB).
+pub const MAX_MAP_LENGTH: usize = 2 * 1024 * 1024;
+/// Anonymous memory one process may hold at once (4 MiB); more gets [`Error::NoMemory`].
+pub const MAX_ANONYMOUS_BYTES: usize = 4 * 1024 * 1024;
+/// Anonymous regions one process may hold at once; more gets [`Error::TooMany`].
+pub const MAX_ANONYMOUS_REGIONS: usize = 32;
+/// Longest [`Syscall::SleepTicks`] (one hour at 100 Hz); longer gets [`Error::BadArgument`].
+pub const MAX_SLEEP_TICKS: usize = 360_000;
+/// Granularity of anonymous mappings: lengths are rounded up to this.
+pub const PAGE_SIZE: usize = 4096;
+
+/// Why a system call failed: the code in `a0` (0 is success). Each call documents which
+/// of these it returns and when.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[repr(usize)]
+pub enum Error {
+    /// No system call has this number.
+    NoSuchCall = 1,
+    /// A pointer range is not entirely mapped in the caller's address space with the
+    /// access the call needs (user-accessible, and readable for input or writable for
+    /// output), lies outside the user region, or an address is not page-aligned where the
+    /// call requires it.
+    BadAddress = 2,
+    /// A length is zero where data is required, above the call's limit, or makes the
+    /// range wrap around the address space.
+    BadLength = 3,
+    /// The handle names no object the caller holds.
+    BadHandle = 4,
+    /// The object exists but the caller may not do this to it (not its child, not an
+    /// anonymous mapping, itself).
+    NotPermitted = 5,
+    /// No process has this id (or it has already been waited for).
+    NoSuchProcess = 6,
+    /// A per-process or system-wide count limit is reached (processes, mapped regions).
+    TooMany = 7,
+    /// No memory is left: the caller's quota is used up or the kernel is out of frames.
+    NoMemory = 8,
+    /// The boot bundle holds no program of this name.
+    NoSuchProgram = 9,
+    /// The program is not a valid executable (refused by the kernel's ELF checks).
+    BadProgram = 10,
+    /// An argument other than a pointer, length or handle is invalid (text not UTF-8,
+    /// a duration above its limit).
+    BadArgument = 11,
+}
+
+impl Error {
+    /// Every error, in code order.
+    pub const ALL: &'static [Error] = &[
+        Error::NoSuchCall,
+        Error::BadAddress,
+        Error::BadLength,
+        Error::BadHandle,
+        Error::NotPermitted,
+        Error::NoSuchProcess,
+        Error::TooMany,
+        Error::NoMemory,
+        Error::NoSuchProgram,
+        Error::BadProgram,
+        Error::BadArgument,
+    ];
+
+    /// The code returned in `a0`.
+    pub const fn code(self) -> usize {
+        self as usize
+    }
+
+    /// The error with `code`, or `None` (0 is success, not an error).
+    pub fn from_code(code: usize) -> Option<Error> {
+        Error::ALL.iter().copied().find(|error| error.code() == code)
+    }
+
+    /// A short description.
+    pub const fn description(self) -> &'static str {
+        match self {
+            Error::NoSuchCall => "no such system call",
+            Error::BadAddress => "bad address",
+            Error::BadLength => "bad length",
+            Error::BadHandle => "bad handle",
+            Error::NotPermitted => "not permitted",
+            Error::NoSuchProcess => "no such process",
+            Error::TooMany => "too many",
+            Error::NoMemory => "out of memory",
+            Error::NoSuchProgram => "no such program",
+            Error::BadProgram => "not a valid program",
+            Error::BadArgument => "bad argument",
+        }
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        formatter.write_str(self.description())
+    }
+}
+
+impl core::error::Error for Error {}
+
+/// Why a process was killed (see [`ExitStatus::Killed`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[repr(u32)]
+pub enum KillCause {
+    /// It took a fault in U-mode (page fault, illegal instruction, …); the kernel log
+    /// names the cause and address.
+    Fault = 1,
+    /// Its parent (or the kernel) asked for it with [`Syscall::Kill`].
+    Request = 2,
+}
+
+/// How a process ended: what [`Syscall::Wait`] returns, encoded in one word.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ExitStatus {
+    /// It called [`Syscall::Exit`] with this status (a panic in the runtime exits 101).
+    Exited(i32),
+    /// The kernel ended it.
+    Killed(KillCause),
+}
+
+/// Bit of an encoded status that marks [`ExitStatus::Killed`]; the low 32 bits then hold
+/// the [`KillCause`], otherwise the exit status (as an unsigned 32-bit pattern).
+const KILLED_FLAG: u64 = 1 << 32;
+
+impl ExitStatus {
+    /// The status a runtime panic exits with.
+    pub const PANIC: i32 = 101;
+
+    /// The one-word encoding returned by [`Syscall::Wait`].
+    pub const fn encode(self) -> u64 {
+        match self {
+            ExitStatus::Exited(status) => status as u32 as u64,
+            ExitStatus::Killed(cause) => KILLED_FLAG | cause as u32 as u64,
+        }
+    }
+
+    /// Decodes [`Self::encode`]'s word; `None` for a word no status encodes to.
+    pub const fn decode(word: u64) -> Option<ExitStatus> {
+        if word & KILLED_FLAG == 0 {
+            return if word >> 32 == 0 { Some(ExitStatus::Exited(word as u32 as i32)) } else { None };
+        }
+        match word & !KILLED_FLAG {
+            1 => Some(ExitStatus::Killed(KillCause::Fault)),
+            2 => Some(ExitStatus::Killed(KillCause::Request)),
+            _ => None,
+        }
+    }
+
+    /// Whether the process exited with status 0.
+    pub const fn is_success(self) -> bool {
+        matches!(self, ExitStatus::Exited(0))
+    }
+}
+
+impl fmt::Display for ExitStatus {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ExitStatus::Exited(status) => write!(formatter, "exited with status {status}"),
+            ExitStatus::Killed(KillCause::Fault) => formatter.write_str("killed (fault)"),
+            ExitStatus::Killed(KillCause::Request) => formatter.write_str("killed (by request)"),
+        }
+    }
+}
+
+/// Declares the system calls once: the [`Syscall`] enum, its number table, and per call
+/// its name, argument names and result, for the kernel's dispatcher and the docs.
+macro_rules! declare_syscalls {
+    ($($(#[doc = $doc:literal])* $variant:ident = $number:literal, $name:literal, ($($argument:ident),*) -> $result:literal;)*) => {
+        /// A system call (number in `a7`). Per call: arguments in `a0`.., the result in
+        /// `a1`, and the errors it returns in `a0`.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        #[repr(usize)]
+        pub enum Syscall {
+            $($(#[doc = $doc])* $variant = $number,)*
+        }
+
+        impl Syscall {
+            /// Every call, in number order.
+            pub const ALL: &'static [Syscall] = &[$(Syscall::$variant),*];
+
+            /// The call with `number`, or `None` ([`Error::NoSuchCall`]).
+            pub const fn from_number(number: usize) -> Option<Syscall> {
+                match number {
+                    $($number => Some(Syscall::$variant),)*
+                    _ => None,
+                }
+            }
+
+            /// Its number (`a7`).
+            pub const fn number(self) -> usize {
+                self as usize
+            }
+
+            /// Its name, as in the documentation.
+            pub const fn name(self) -> &'static str {
+                match self {
+                    $(Syscall::$variant => $name,)*
+                }
+            }
+
+            /// Names of its arguments, in register order (`a0`, `a1`, …).
+            pub const fn arguments(self) -> &'static [&'static str] {
+                match self {
+                    $(Syscall::$variant => &[$(stringify!($argument)),*],)*
+                }
+            }
+
+            /// What it returns in `a1` on success.
+            pub const fn result(self) -> &'static str {
+                match self {
+                    $(Syscall::$variant => $result,)*
+                }
+            }
+        }
+    };
+}
+
+declare_syscalls! {
+    /// `write(handle, pointer, length) -> written`: writes the bytes at `pointer` to
+    /// `handle` ([`CONSOLE`]); returns `length`. `length` 0 writes nothing.
+    /// Errors: `BadHandle` (not [`CONSOLE`]), `BadLength` (above [`MAX_WRITE_LENGTH`] or
+    /// wrapping), `BadAddress` (not all readable user memory).
+    Write = 0, "write", (handle, pointer, length) -> "bytes written";
+    /// `exit(status) -> !`: ends the calling process with `status`; never returns.
+    Exit = 1, "exit", (status) -> "does not return";
+    /// `yield()`: gives the processor to another ready process or strand, if any.
+    Yield = 2, "yield", () -> "0";
+    /// `getpid() -> pid`: the caller's process id (ids start at 1 and are never reused).
+    GetPid = 3, "getpid", () -> "process id";
+    /// `spawn(pointer, length) -> pid`: starts the program named by the first word of
+    /// the command line at `pointer` (`NAME [ARGUMENTS…]`, UTF-8) as a child of the caller.
+    /// Errors: `BadLength` (0 or above [`MAX_COMMAND_LINE`], or wrapping), `BadAddress`,
+    /// `BadArgument` (not UTF-8, or no name), `NoSuchProgram`, `BadProgram`, `TooMany`
+    /// (process table full), `NoMemory`.
+    Spawn = 4, "spawn", (pointer, length) -> "child's process id";
+    /// `wait(pid) -> status`: blocks until child `pid` ends, reaps it and returns its
+    /// [`ExitStatus::encode`]d status. Errors: `NoSuchProcess` (no such process, or already
+    /// reaped), `NotPermitted` (not the caller's child).
+    Wait = 5, "wait", (pid) -> "encoded exit status";
+    /// `sleep_ticks(ticks)`: blocks for `ticks` timer ticks (0 returns at once).
+    /// Errors: `BadArgument` (above [`MAX_SLEEP_TICKS`]).
+    SleepTicks = 6, "sleep_ticks", (ticks) -> "0";
+    /// `map_anonymous(length) -> address`: maps `length` bytes (rounded up to pages) of
+    /// zeroed read-write memory at an address the kernel chooses, with an unmapped guard
+    /// page after it. Errors: `BadLength` (0 or above [`MAX_MAP_LENGTH`]), `NoMemory`
+    /// (above [`MAX_ANONYMOUS_BYTES`] in all, or no frames), `TooMany` (above
+    /// [`MAX_ANONYMOUS_REGIONS`]).
+    MapAnonymous = 7, "map_anonymous", (length) -> "address of the mapping";
+    /// `unmap(address, length)`: unmaps a whole region returned by `map_anonymous`
+    /// (`length` as given then, or rounded up). Errors: `BadAddress` (not page-aligned or
+    /// no region starts there), `NotPermitted` (the program image or the stack),
+    /// `BadLength` (0, or not the region's length).
+    Unmap = 8, "unmap", (address, length) -> "0";
+    /// `event_count() -> count`: number of events in the kernel's dispatcher
+    /// (introspection).
+    EventCount = 9, "event_count", () -> "number of events";
+    /// `arguments(pointer, length) -> total`: copies the caller's command line (as given to
+    /// `spawn`) into the buffer, at most `length` bytes, and returns its full length.
+    /// `length` 0 copies nothing and checks no pointer. Errors: `BadLength` (wrapping),
+    /// `BadAddress` (the buffer leaves user space, or the bytes to be copied are not all
+    /// writable user memory).
+    Arguments = 10, "arguments", (pointer, length) -> "length of the command line";
+    /// `kill(pid)`: ends child `pid` (its status becomes `Killed(Request)`; reap it with
+    /// `wait`). Errors: `NoSuchProcess`, `NotPermitted` (not the caller's child).
+    Kill = 11, "kill", (pid) -> "0";
+}
+
+impl fmt::Display for Syscall {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(formatter, "{}(", self.name())?;
+        for (index, argument) in self.arguments().iter().enumerate() {
+            if index > 0 {
+                formatter.write_str(", ")?;
+            }
+            formatter.write_str(argument)?;
+        }
+        write!(formatter, ") -> {}", self.result())
+    }
+}
+
+/// Safe system-call wrappers for user programs (bare-metal RISC-V only).
+///
+/// The raw `ecall` ([`call`]) is `unsafe`: a call that writes into memory or unmaps it
+/// must not touch memory the program still uses. Every other function here is safe for
+/// every input, because the kernel checks each pointer and only *reads* through the
+/// pointers these wrappers take as integers.
+#[cfg(all(target_arch = "riscv64", target_os = "none"))]
+pub mod user {
+    use super::{Error, ExitStatus, Syscall};
+
+    /// Makes system call `syscall` with `arguments` in `a0`..`a5`; returns the value in `a1`
+    /// or the error in `a0`.
+    ///
+    /// # Safety
+    /// Any memory the call writes or unmaps (per its documentation in [`Syscall`]) must not
+    /// be referenced by the program afterwards as if unchanged: the kernel checks that the
+    /// memory is the caller's and writable, not that Rust's aliasing rules allow it.
+    pub unsafe fn call(syscall: Syscall, arguments: [usize; 6]) -> Result<usize, Error> {
+        // SAFETY: forwarded from the caller.
+        unsafe { call_number(syscall.number(), arguments) }
+    }
+
+    /// [`call`] with a raw number (to test the kernel's answer to unknown numbers).
+    ///
+    /// # Safety
+    /// As for [`call`], for the call the number names.
+    pub unsafe fn call_number(number: usize, arguments: [usize; 6]) -> Result<usize, Error> {
+        let code: usize;
+        let value: usize;
+        // SAFETY: `ecall` traps to the kernel, which follows the convention of this module:
+        // it reads a0..a5 and a7, writes a0 and a1 and preserves every other register. Its
+        // memory effects are the call's own (covered by the caller's contract).
+        unsafe {
+            core::arch::asm!(
+                "ecall",
+                inlateout("a0") arguments[0] => code,
+                inlateout("a1") arguments[1] => value,
+                in("a2") arguments[2],
+                in("a3") arguments[3],
+                in("a4") arguments[4],
+                in("a5") arguments[5],
+                in("a7") number,
+                options(nostack),
+            );
+        }
+        match code {
+            0 => Ok(value),
+            code => Err(Error::from_code(code).unwrap_or(Error::NoSuchCall)),
+        }
+    }
+
+    fn reading_call(syscall: Syscall, arguments: [usize; 6]) -> Result<usize, Error> {
+        debug_assert!(matches!(
+            syscall,
+            Syscall::Write | Syscall::Yield | Syscall::GetPid | Syscall::Spawn | Syscall::Wait | Syscall::SleepTicks
+                | Syscall::EventCount | Syscall::Kill | Syscall::MapAnonymous
+        ));
+        // SAFETY: these calls write no user memory and unmap nothing (map_anonymous only
+        // adds a new mapping), so no memory the program uses can change under it.
+        unsafe { call(syscall, arguments) }
+    }
+
+    /// Writes `bytes` to `handle`; returns the number written. Errors as for
+    /// [`Syscall::Write`].
+    pub fn write(handle: usize, bytes: &[u8]) -> Result<usize, Error> {
+        write_from_address(handle, bytes.as_ptr() as usize, bytes.len())
+    }
+
+    /// [`Syscall::Write`] with a raw address: the kernel only reads there, so any address
+    /// is safe to pass (a bad one gets [`Error::BadAddress`]).
+    pub fn write_from_address(handle: usize, address: usize, length: usize) -> Result<usize, Error> {
+        reading_call(Syscall::Write, [handle, address, length, 0, 0, 0])
+    }
+
+    /// Ends the process with `status`.
+    pub fn exit(status: i32) -> ! {
+        // SAFETY: exit does not return, so no memory is used afterwards.
+        let _ = unsafe { call(Syscall::Exit, [status as u32 as usize, 0, 0, 0, 0, 0]) };
+        // The kernel never returns from exit; should it, stop here rather than run on.
+        loop {
+            core::hint::spin_loop();
+        }
+    }
+
+    /// Gives the processor to another ready strand, if any.
+    pub fn yield_now() {
+        let _ = reading_call(Syscall::Yield, [0; 6]);
+    }
+
+    /// The caller's process id.
+    pub fn getpid() -> usize {
+        reading_call(Syscall::GetPid, [0; 6]).unwrap_or(0)
+    }
+
+    /// Starts `command_line` (`NAME [ARGUMENTS…]`) as a child; returns its pid.
+    pub fn spawn(command_line: &str) -> Result<usize, Error> {
+        spawn_from_address(command_line.as_ptr() as usize, command_line.len())
+    }
+
+    /// [`Syscall::Spawn`] with a raw address (the kernel only reads there).
+    pub fn spawn_from_address(address: usize, length: usize) -> Result<usize, Error> {
+        reading_call(Syscall::Spawn, [address, length, 0, 0, 0, 0])
+    }
+
+    /// Waits for child `pid` to end and returns how it ended.
+    pub fn wait(pid: usize) -> Result<ExitStatus, Error> {
+        let word = reading_call(Syscall::Wait, [pid, 0, 0, 0, 0, 0])?;
+        ExitStatus::decode(word as u64).ok_or(Error::BadArgument)
+    }
+
+    /// Ends child `pid`.
+    pub fn kill(pid: usize) -> Result<(), Error> {
+        reading_call(Syscall::Kill, [pid, 0, 0, 0, 0, 0]).map(|_| ())
+    }
+
+    /// Sleeps for `ticks` timer ticks.
+    pub fn sleep_ticks(ticks: usize) -> Result<(), Error> {
+        reading_call(Syscall::SleepTicks, [ticks, 0, 0, 0, 0, 0]).map(|_| ())
+    }
+
+    /// Number of events in the kernel's dispatcher.
+    pub fn event_count() -> usize {
+        reading_call(Syscall::EventCount, [0; 6]).unwrap_or(0)
+    }
+
+    /// Copies the command line into `buffer` (at most its length); returns the full length.
+    pub fn arguments(buffer: &mut [u8]) -> Result<usize, Error> {
+        // SAFETY: the kernel writes at most `buffer.len()` bytes into `buffer`, which is
+        // exclusively borrowed here, so no other reference sees the change.
+        unsafe { call(Syscall::Arguments, [buffer.as_mut_ptr() as usize, buffer.len(), 0, 0, 0, 0]) }
+    }
+
+    /// The platform timer (`time` CSR; 10 MHz on QEMU `virt`). The kernel lets U-mode
+    /// read the counters (`scounteren`).
+    pub fn time() -> u64 {
+        let value: u64;
+        // SAFETY: reading `time` has no side effects; the kernel enables it for U-mode.
+        unsafe { core::arch::asm!("rdtime {}", out(reg) value, options(nomem, nostack)) };
+        value
+    }
+
+    /// Instructions retired by this hart (`instret`; exact under QEMU `-icount`).
+    pub fn instructions_retired() -> u64 {
+        let value: u64;
+        // SAFETY: as for `time`.
+        unsafe { core::arch::asm!("rdinstret {}", out(reg) value, options(nomem, nostack)) };
+        value
+    }
+
+    /// Anonymous memory from [`Syscall::MapAnonymous`], owned: unmapped on drop.
+    #[derive(Debug)]
+    pub struct AnonymousRegion {
+        address: usize,
+        length: usize,
+    }
+
+    impl AnonymousRegion {
+        /// Maps `length` bytes (rounded up to pages) of zeroed read-write memory.
+        pub fn map(length: usize) -> Result<AnonymousRegion, Error> {
+            let address = reading_call(Syscall::MapAnonymous, [length, 0, 0, 0, 0, 0])?;
+            let length = length.div_ceil(super::PAGE_SIZE) * super::PAGE_SIZE;
+            Ok(AnonymousRegion { address, length })
+        }
+
+        /// Its address.
+        pub fn address(&self) -> usize {
+            self.address
+        }
+
+        /// Its length in bytes (a multiple of the page size).
+        pub fn len(&self) -> usize {
+            self.length
+        }
+
+        /// Whether it is empty (never: mappings have at least one page).
+        pub fn is_empty(&self) -> bool {
+            self.length == 0
+        }
+
+        /// The memory.
+        pub fn as_mut_slice(&mut self) -> &mut [u8] {
+            // The kernel mapped `length` zeroed read-write bytes at `address` for this
+            // process and unmaps them only when asked to, which only `drop` does.
+            // SAFETY: the memory is mapped and writable while `self` lives, and the slice
+            // borrows `self` exclusively, so no other reference to it exists.
+            unsafe { core::slice::from_raw_parts_mut(self.address as *mut u8, self.length) }
+        }
+    }
+
+    impl Drop for AnonymousRegion {
+        fn drop(&mut self) {
+            // SAFETY: no reference into the region outlives `self` (`as_mut_slice`
+            // borrows it), so unmapping cannot leave one dangling.
+            let _ = unsafe { call(Syscall::Unmap, [self.address, self.length, 0, 0, 0, 0]) };
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    extern crate std;
+    use std::string::ToString;
+
+    use super::*;
+
+    #[test]
+    fn numbers_are_unique_dense_and_round_trip() {
+        for (index, call) in Syscall::ALL.iter().enumerate() {
+            assert_eq!(call.number(), index, "{call:?} is not numbered densely");
+            assert_eq!(Syscall::from_number(call.number()), Some(*call));
+        }
+        assert_eq!(Syscall::from_number(Syscall::ALL.len()), None);
+        assert_eq!(Syscall::from_number(usize::MAX), None);
+    }
+
+    #[test]
+    fn names_are_unique_and_arguments_fit_in_six_registers() {
+        for call in Syscall::ALL {
+            assert!(call.arguments().len() <= 6, "{call}");
+            assert_eq!(Syscall::ALL.iter().filter(|other| other.name() == call.name()).count(), 1);
+        }
+        assert_eq!(Syscall::Write.to_string(), "write(handle, pointer, length) -> bytes written");
+        assert_eq!(Syscall::Yield.to_string(), "yield() -> 0");
+    }
+
+    #[test]
+    fn error_codes_round_trip_and_zero_is_success() {
+        assert_eq!(Error::from_code(0), None);
+        for (index, error) in Error::ALL.iter().enumerate() {
+            assert_eq!(error.code(), index + 1);
+            assert_eq!(Error::from_code(error.code()), Some(*error));
+        }
+        assert_eq!(Error::from_code(Error::ALL.len() + 1), None);
+    }
+
+    #[test]
+    fn exit_statuses_round_trip() {
+        for status in [
+            ExitStatus::Exited(0),
+            ExitStatus::Exited(42),
+            ExitStatus::Exited(-1),
+            ExitStatus::Exited(i32::MIN),
+            ExitStatus::Killed(KillCause::Fault),
+            ExitStatus::Killed(KillCause::Request),
+        ] {
+            assert_eq!(ExitStatus::decode(status.encode()), Some(status));
+        }
+        assert_eq!(ExitStatus::decode(KILLED_FLAG | 9), None);
+        assert_eq!(ExitStatus::decode(1 << 40), None);
+        assert!(ExitStatus::Exited(0).is_success());
+        assert!(!ExitStatus::Exited(1).is_success());
+        assert!(!ExitStatus::Killed(KillCause::Request).is_success());
+    }
+}

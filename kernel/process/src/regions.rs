@@ -1,0 +1,248 @@
+//! A process's mapped regions: its image segments, its stack and its anonymous
+//! mappings, with the placement of new anonymous mappings and the rules of `unmap`.
+//!
+//! The kernel keeps one [`Regions`] per address space next to the page table and the
+//! frames; every decision about *where* and *whether* is made here, so it can be tested
+//! on the host. Anonymous mappings are placed first-fit inside
+//! [`ANONYMOUS_REGION`](crate::layout::ANONYMOUS_REGION), each followed by one unmapped
+//! guard page, so running off the end of one faults instead of reaching the next.
+
+use alloc::collections::BTreeMap;
+
+use spindle_abi::syscall::{Error, MAX_ANONYMOUS_BYTES, MAX_ANONYMOUS_REGIONS, MAX_MAP_LENGTH};
+
+use crate::layout::{ANONYMOUS_REGION, PAGE_SIZE, page_ceil};
+
+/// What a region holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RegionKind {
+    /// A `PT_LOAD` segment of the program image.
+    Image,
+    /// The user stack.
+    Stack,
+    /// Memory from `map_anonymous`.
+    Anonymous,
+}
+
+/// One mapped region: page-aligned start and length.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Region {
+    /// First address (page-aligned).
+    pub start: usize,
+    /// Length in bytes (a positive multiple of the page size).
+    pub length: usize,
+    /// What it holds.
+    pub kind: RegionKind,
+}
+
+impl Region {
+    /// One past its last address.
+    pub fn end(&self) -> usize {
+        self.start + self.length
+    }
+}
+
+/// Why [`Regions::insert`] refused a region.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum InsertRefusal {
+    /// The region is empty or not page-aligned.
+    Misaligned,
+    /// It overlaps a region that is already there.
+    Overlaps,
+}
+
+/// The regions of one address space, by start address.
+#[derive(Debug, Default)]
+pub struct Regions {
+    by_start: BTreeMap<usize, Region>,
+    anonymous_bytes: usize,
+    anonymous_count: usize,
+}
+
+impl Regions {
+    /// No regions.
+    pub fn new() -> Regions {
+        Regions::default()
+    }
+
+    /// Every region, in address order.
+    pub fn iter(&self) -> impl Iterator<Item = &Region> {
+        self.by_start.values()
+    }
+
+    /// Bytes of anonymous memory held.
+    pub fn anonymous_bytes(&self) -> usize {
+        self.anonymous_bytes
+    }
+
+    /// The region containing `address`, if any.
+    pub fn containing(&self, address: usize) -> Option<&Region> {
+        self.by_start.range(..=address).next_back().map(|(_, region)| region).filter(|region| address < region.end())
+    }
+
+    /// Records a region (for the image and the stack, and after [`Self::place_anonymous`]).
+    pub fn insert(&mut self, region: Region) -> Result<(), InsertRefusal> {
+        if region.length == 0 || !region.start.is_multiple_of(PAGE_SIZE) || !region.length.is_multiple_of(PAGE_SIZE) {
+            return Err(InsertRefusal::Misaligned);
+        }
+        let end = region.start.checked_add(region.length).ok_or(InsertRefusal::Misaligned)?;
+        let before = self.by_start.range(..end).next_back().map(|(_, other)| *other);
+        if before.is_some_and(|other| other.end() > region.start) {
+            return Err(InsertRefusal::Overlaps);
+        }
+        if region.kind == RegionKind::Anonymous {
+            self.anonymous_bytes += region.length;
+            self.anonymous_count += 1;
+        }
+        self.by_start.insert(region.start, region);
+        Ok(())
+    }
+
+    /// Chooses where a new anonymous mapping of `length` bytes goes, enforcing the
+    /// per-process limits; returns the region to map (not yet recorded).
+    ///
+    /// Errors: [`Error::BadLength`] (0 or above `MAX_MAP_LENGTH`), [`Error::TooMany`] (the
+    /// process holds `MAX_ANONYMOUS_REGIONS`), [`Error::NoMemory`] (the quota
+    /// `MAX_ANONYMOUS_BYTES` would be exceeded, or no gap is large enough).
+    pub fn place_anonymous(&self, length: usize) -> Result<Region, Error> {
+        if length == 0 || length > MAX_MAP_LENGTH {
+            return Err(Error::BadLength);
+        }
+        let length = page_ceil(length).ok_or(Error::BadLength)?;
+        if self.anonymous_count >= MAX_ANONYMOUS_REGIONS {
+            return Err(Error::TooMany);
+        }
+        if self.anonymous_bytes + length > MAX_ANONYMOUS_BYTES {
+            return Err(Error::NoMemory);
+        }
+        // Each mapping is followed by a guard page, so a candidate needs length + one page.
+        let needed = length + PAGE_SIZE;
+        let mut candidate = ANONYMOUS_REGION.start;
+        for region in self.by_start.range(ANONYMOUS_REGION).map(|(_, region)| region) {
+            if candidate + needed <= region.start {
+                break;
+            }
+            candidate = region.end() + PAGE_SIZE;
+        }
+        if candidate + needed > ANONYMOUS_REGION.end {
+            return Err(Error::NoMemory);
+        }
+        Ok(Region { start: candidate, length, kind: RegionKind::Anonymous })
+    }
+
+    /// Checks an `unmap(address, length)` request and returns the region it names.
+    ///
+    /// Errors: [`Error::BadAddress`] (not page-aligned, or no region starts at `address`),
+    /// [`Error::NotPermitted`] (the address is in the image or the stack),
+    /// [`Error::BadLength`] (0, or not the region's length once rounded up to pages).
+    pub fn check_unmap(&self, address: usize, length: usize) -> Result<Region, Error> {
+        if !address.is_multiple_of(PAGE_SIZE) {
+            return Err(Error::BadAddress);
+        }
+        if length == 0 {
+            return Err(Error::BadLength);
+        }
+        let region = *self.containing(address).ok_or(Error::BadAddress)?;
+        if region.kind != RegionKind::Anonymous {
+            return Err(Error::NotPermitted);
+        }
+        if region.start != address {
+            return Err(Error::BadAddress);
+        }
+        if page_ceil(length) != Some(region.length) {
+            return Err(Error::BadLength);
+        }
+        Ok(region)
+    }
+
+    /// Forgets the region starting at `start`; returns it.
+    pub fn remove(&mut self, start: usize) -> Option<Region> {
+        let region = self.by_start.remove(&start)?;
+        if region.kind == RegionKind::Anonymous {
+            self.anonymous_bytes -= region.length;
+            self.anonymous_count -= 1;
+        }
+        Some(region)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::layout::{IMAGE_BASE, STACK_BOTTOM, STACK_SIZE};
+
+    fn with_image_and_stack() -> Regions {
+        let mut regions = Regions::new();
+        regions.insert(Region { start: IMAGE_BASE, length: 3 * PAGE_SIZE, kind: RegionKind::Image }).unwrap();
+        regions.insert(Region { start: STACK_BOTTOM, length: STACK_SIZE, kind: RegionKind::Stack }).unwrap();
+        regions
+    }
+
+    fn map(regions: &mut Regions, length: usize) -> Region {
+        let region = regions.place_anonymous(length).unwrap();
+        regions.insert(region).unwrap();
+        region
+    }
+
+    #[test]
+    fn anonymous_mappings_are_placed_first_fit_with_guard_pages() {
+        let mut regions = with_image_and_stack();
+        let first = map(&mut regions, 1);
+        assert_eq!(first, Region { start: ANONYMOUS_REGION.start, length: PAGE_SIZE, kind: RegionKind::Anonymous });
+        let second = map(&mut regions, PAGE_SIZE + 1);
+        assert_eq!(second.start, first.end() + PAGE_SIZE, "one guard page between mappings");
+        assert_eq!(second.length, 2 * PAGE_SIZE);
+        regions.remove(first.start).unwrap();
+        let third = map(&mut regions, PAGE_SIZE);
+        assert_eq!(third.start, first.start, "the freed gap is reused");
+        let fourth = map(&mut regions, 2 * PAGE_SIZE);
+        assert_eq!(fourth.start, second.end() + PAGE_SIZE, "a gap too small is skipped");
+    }
+
+    #[test]
+    fn limits_are_enforced() {
+        let mut regions = Regions::new();
+        assert_eq!(regions.place_anonymous(0), Err(Error::BadLength));
+        assert_eq!(regions.place_anonymous(MAX_MAP_LENGTH + 1), Err(Error::BadLength));
+        assert_eq!(regions.place_anonymous(usize::MAX), Err(Error::BadLength));
+        map(&mut regions, MAX_MAP_LENGTH);
+        map(&mut regions, MAX_MAP_LENGTH);
+        assert_eq!(regions.anonymous_bytes(), MAX_ANONYMOUS_BYTES);
+        assert_eq!(regions.place_anonymous(1), Err(Error::NoMemory), "quota used up");
+        let mut regions = Regions::new();
+        for _ in 0..MAX_ANONYMOUS_REGIONS {
+            map(&mut regions, 1);
+        }
+        assert_eq!(regions.place_anonymous(1), Err(Error::TooMany));
+    }
+
+    #[test]
+    fn unmap_accepts_only_whole_anonymous_regions() {
+        let mut regions = with_image_and_stack();
+        let region = map(&mut regions, 2 * PAGE_SIZE);
+        assert_eq!(regions.check_unmap(region.start + 1, region.length), Err(Error::BadAddress), "misaligned");
+        assert_eq!(regions.check_unmap(region.start, 0), Err(Error::BadLength));
+        assert_eq!(regions.check_unmap(region.start, PAGE_SIZE), Err(Error::BadLength), "part of a region");
+        assert_eq!(regions.check_unmap(region.start + PAGE_SIZE, PAGE_SIZE), Err(Error::BadAddress), "inside a region");
+        assert_eq!(regions.check_unmap(region.end(), PAGE_SIZE), Err(Error::BadAddress), "its guard page");
+        assert_eq!(regions.check_unmap(IMAGE_BASE, 3 * PAGE_SIZE), Err(Error::NotPermitted));
+        assert_eq!(regions.check_unmap(STACK_BOTTOM + PAGE_SIZE, PAGE_SIZE), Err(Error::NotPermitted));
+        assert_eq!(regions.check_unmap(region.start, region.length - 1), Ok(region), "rounded up to pages");
+        assert_eq!(regions.remove(region.start), Some(region));
+        assert_eq!(regions.check_unmap(region.start, region.length), Err(Error::BadAddress), "already unmapped");
+        assert_eq!(regions.anonymous_bytes(), 0);
+    }
+
+    #[test]
+    fn overlapping_or_misaligned_inserts_are_refused() {
+        let mut regions = with_image_and_stack();
+        let overlapping = Region { start: IMAGE_BASE + PAGE_SIZE, length: PAGE_SIZE, kind: RegionKind::Image };
+        assert_eq!(regions.insert(overlapping), Err(InsertRefusal::Overlaps));
+        let misaligned = Region { start: IMAGE_BASE + 10 * PAGE_SIZE + 1, length: PAGE_SIZE, kind: RegionKind::Image };
+        assert_eq!(regions.insert(misaligned), Err(InsertRefusal::Misaligned));
+        let empty = Region { start: IMAGE_BASE + 10 * PAGE_SIZE, length: 0, kind: RegionKind::Image };
+        assert_eq!(regions.insert(empty), Err(InsertRefusal::Misaligned));
+        assert_eq!(regions.containing(IMAGE_BASE + 3 * PAGE_SIZE), None);
+        assert_eq!(regions.containing(IMAGE_BASE + 3 * PAGE_SIZE - 1).map(|region| region.kind), Some(RegionKind::Image));
+    }
+}

@@ -1,0 +1,149 @@
+//! Tests of user processes: spawn/wait/exit status, preemption of processes that never
+//! yield, containment of a faulting process, the system-call contract (`badcalls`), and
+//! that an ended process leaves no frames behind.
+
+use alloc::format;
+use alloc::string::String;
+use alloc::sync::Arc;
+
+use spindle_abi::syscall::{Error, ExitStatus, KillCause};
+use spindle_process::layout::{STACK_BOTTOM, STACK_GUARD};
+
+use super::{KernelTest, TestResult};
+use crate::arch::trap::{Exception, TrapCause};
+use crate::ensure;
+use crate::proc::{self, Parent, Process, SpawnError, WaitError};
+
+/// The process tests.
+pub static TESTS: &[KernelTest] = &[
+    KernelTest { name: "proc::exit_status_round_trip", run: exit_status_round_trip },
+    KernelTest { name: "proc::spawn_and_wait_errors", run: spawn_and_wait_errors },
+    KernelTest { name: "proc::two_spinning_processes_are_preempted", run: two_spinning_processes_are_preempted },
+    KernelTest { name: "proc::fault_kills_only_the_process", run: fault_kills_only_the_process },
+    KernelTest { name: "proc::panic_exits_with_101", run: panic_exits_with_101 },
+    KernelTest { name: "proc::badcalls_gets_every_documented_error", run: badcalls_gets_every_documented_error },
+    KernelTest { name: "proc::ended_processes_leave_no_frames", run: ended_processes_leave_no_frames },
+];
+
+fn start(command_line: &str) -> Result<Arc<Process>, String> {
+    proc::spawn(command_line, Parent::Kernel).map_err(|error| format!("spawn {command_line:?}: {error}"))
+}
+
+fn wait_for(process: &Process) -> Result<ExitStatus, String> {
+    proc::wait(process.pid(), Parent::Kernel, &|| false).map_err(|error| format!("wait for pid {}: {error:?}", process.pid()))
+}
+
+/// Spawns `command_line` from the kernel and waits for it.
+fn run(command_line: &str) -> Result<(Arc<Process>, ExitStatus), String> {
+    let process = start(command_line)?;
+    let status = wait_for(&process)?;
+    Ok((process, status))
+}
+
+fn exit_status_round_trip() -> TestResult {
+    for (command_line, expected) in [("hello", 0), ("hello 42", 42), ("hello -7", -7)] {
+        let (process, status) = run(command_line)?;
+        ensure!(status == ExitStatus::Exited(expected), "{command_line:?} ended {status}, expected status {expected}");
+        ensure!(process.system_calls() >= 4, "{command_line:?} made {} system calls", process.system_calls());
+        ensure!(proc::find(process.pid()).is_none(), "pid {} is still in the table after wait", process.pid());
+    }
+    Ok(())
+}
+
+fn spawn_and_wait_errors() -> TestResult {
+    let code = |command_line: &str| proc::spawn(command_line, Parent::Kernel).map(|_| ()).map_err(|error| error.code());
+    ensure!(code("no-such-program") == Err(Error::NoSuchProgram), "unknown program: {:?}", code("no-such-program"));
+    ensure!(code("  ") == Err(Error::BadArgument), "empty command line: {:?}", code("  "));
+    let long = "x".repeat(spindle_abi::syscall::MAX_COMMAND_LINE + 1);
+    ensure!(code(&long) == Err(Error::BadLength), "long command line: {:?}", code(&long));
+    ensure!(matches!(proc::spawn("no-such-program", Parent::Kernel), Err(SpawnError::Refused(Error::NoSuchProgram))), "error kind");
+    let never = u64::MAX;
+    ensure!(proc::wait(never, Parent::Kernel, &|| false) == Err(WaitError::Refused(Error::NoSuchProcess)), "wait for no process");
+    ensure!(proc::kill(never, Parent::Kernel) == Err(Error::NoSuchProcess), "kill no process");
+    // A process that is not the waiter's child.
+    let process = start("hello")?;
+    let foreign = proc::wait(process.pid(), Parent::Process(process.pid() + 1000), &|| false);
+    ensure!(foreign == Err(WaitError::Refused(Error::NotPermitted)), "wait by a non-parent: {foreign:?}");
+    ensure!(proc::kill(process.pid(), Parent::Process(process.pid() + 1000)) == Err(Error::NotPermitted), "kill by a non-parent");
+    ensure!(wait_for(&process)? == ExitStatus::Exited(0), "hello failed");
+    Ok(())
+}
+
+fn two_spinning_processes_are_preempted() -> TestResult {
+    // `spin 0 WORK` never yields and makes one system call (a write) per round of WORK
+    // busy iterations (a few milliseconds): only timer preemption lets both progress.
+    let first = start("spin 0 3000000")?;
+    let second = start("spin 0 3000000")?;
+    let mut previous = (first.system_calls(), second.system_calls());
+    for window in 0..3 {
+        crate::sched::sleep_ticks(20);
+        let now = (first.system_calls(), second.system_calls());
+        ensure!(now.0 > previous.0 && now.1 > previous.1, "window {window}: progress {previous:?} -> {now:?} (both must advance)");
+        previous = now;
+    }
+    ensure!(first.exit_status().is_none() && second.exit_status().is_none(), "a spinner ended on its own");
+    for process in [&first, &second] {
+        proc::kill(process.pid(), Parent::Kernel).map_err(|error| format!("kill: {error}"))?;
+    }
+    for process in [&first, &second] {
+        let status = wait_for(process)?;
+        ensure!(status == ExitStatus::Killed(KillCause::Request), "pid {} ended {status}", process.pid());
+    }
+    Ok(())
+}
+
+fn fault_kills_only_the_process() -> TestResult {
+    let (process, status) = run("fault stack")?;
+    ensure!(status == ExitStatus::Killed(KillCause::Fault), "fault ended {status}");
+    let report = process.fault().ok_or("no fault was recorded")?;
+    ensure!(report.cause == TrapCause::Exception(Exception::StorePageFault), "cause {}", report.cause);
+    ensure!((STACK_GUARD..STACK_BOTTOM).contains(&report.stval), "fault address {:#x} is not in the stack guard page", report.stval);
+    // Direct accesses the page tables refuse: kernel memory (no U bit), an unmapped user
+    // page, and the program's own text (executable, not writable: W^X).
+    let text = spindle_process::layout::IMAGE_BASE;
+    for (command_line, cause, address) in [
+        (format!("fault load {:#x}", crate::memlayout::KERNEL_BASE), Exception::LoadPageFault, crate::memlayout::KERNEL_BASE),
+        (format!("fault store {:#x}", crate::memlayout::KERNEL_BASE), Exception::StorePageFault, crate::memlayout::KERNEL_BASE),
+        (format!("fault load {:#x}", STACK_GUARD), Exception::LoadPageFault, STACK_GUARD),
+        (format!("fault store {text:#x}"), Exception::StorePageFault, text),
+    ] {
+        let (process, status) = run(&command_line)?;
+        ensure!(status == ExitStatus::Killed(KillCause::Fault), "{command_line:?} ended {status}");
+        let report = process.fault().ok_or("no fault was recorded")?;
+        ensure!(report.cause == TrapCause::Exception(cause) && report.stval == address, "{command_line:?}: {}", proc::describe_fault(&report));
+    }
+    // The kernel carries on: another process runs normally.
+    let (_, status) = run("hello")?;
+    ensure!(status == ExitStatus::Exited(0), "hello after the fault ended {status}");
+    Ok(())
+}
+
+fn panic_exits_with_101() -> TestResult {
+    let (_, status) = run("fault panic")?;
+    ensure!(status == ExitStatus::Exited(ExitStatus::PANIC), "fault panic ended {status}");
+    Ok(())
+}
+
+fn badcalls_gets_every_documented_error() -> TestResult {
+    let (process, status) = run("badcalls")?;
+    ensure!(status == ExitStatus::Exited(0), "badcalls ended {status} (its status is the number of mismatches; see the log)");
+    ensure!(process.system_calls() > 100, "badcalls made only {} system calls", process.system_calls());
+    Ok(())
+}
+
+fn ended_processes_leave_no_frames() -> TestResult {
+    // Warm up: the first processes may create page-table pages of the kernel's strand-stack
+    // region, which are kept for later stacks.
+    run("hello")?;
+    let before = crate::mm::frame::stats();
+    for command_line in ["hello", "fault", "badcalls"] {
+        run(command_line)?;
+    }
+    let spinner = start("spin 0 100000")?;
+    crate::sched::sleep_ticks(3);
+    proc::kill(spinner.pid(), Parent::Kernel).map_err(|error| format!("kill: {error}"))?;
+    wait_for(&spinner)?;
+    let after = crate::mm::frame::stats();
+    ensure!(after == before, "frames leaked: {before:?} -> {after:?}");
+    Ok(())
+}

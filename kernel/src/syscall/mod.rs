@@ -1,0 +1,142 @@
+//! System calls: the kernel side of `spindle_abi::syscall`.
+//!
+//! [`handle`] runs on the calling process's strand, with interrupts on, after its
+//! `ecall` trapped: it reads the number from `a7` and the arguments from `a0`..`a5`,
+//! dispatches, and writes the error code to `a0` and the result to `a1`. Every pointer and
+//! length is checked first by `spindle_process::user_range` (inside user space, no
+//! wrap-around, under the call's limit) and then page by page against the caller's page
+//! table by [`AddressSpace::read`]/[`AddressSpace::write`]; a bad one gets the documented
+//! error code, never a kernel fault. Checks happen in the order the ABI documents the
+//! errors, and a call that fails a check has no effect.
+//!
+//! Limitations: only the console handle exists; `write` copies through a kernel buffer
+//! (at most `MAX_WRITE_LENGTH` bytes).
+
+use alloc::sync::Arc;
+use alloc::vec;
+
+use spindle_abi::syscall::{CONSOLE, Error, MAX_COMMAND_LINE, MAX_SLEEP_TICKS, MAX_WRITE_LENGTH, Syscall};
+use spindle_process::user_range;
+
+use crate::arch::user::{UserContext, reg};
+use crate::proc::{self, AddressSpace, Parent, Process, WaitError};
+
+/// What the process does after a system call.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// Returns to U-mode with the result in `a0`/`a1`.
+    Return,
+    /// Ends with this status (the `exit` call).
+    Exit(i32),
+    /// Ends because it was killed while blocked in the call.
+    Killed,
+}
+
+/// The six argument registers.
+type Arguments = [usize; 6];
+
+/// Handles the system call `context` trapped with, for `process` in `space`.
+pub fn handle(process: &Arc<Process>, space: &mut AddressSpace, context: &mut UserContext) -> Outcome {
+    process.count_system_call();
+    let number = context.register(reg::A7);
+    let arguments: Arguments = core::array::from_fn(|index| context.register(reg::A0 + index));
+    let result = match Syscall::from_number(number) {
+        None => Err(Error::NoSuchCall),
+        Some(Syscall::Exit) => return Outcome::Exit(arguments[0] as u32 as i32),
+        Some(Syscall::Write) => write(space, arguments),
+        Some(Syscall::Yield) => {
+            crate::sched::yield_now();
+            Ok(0)
+        }
+        Some(Syscall::GetPid) => Ok(process.pid() as usize),
+        Some(Syscall::Spawn) => spawn(process, space, arguments),
+        Some(Syscall::Wait) => match proc::wait(arguments[0] as u64, Parent::Process(process.pid()), &|| process.kill_requested()) {
+            Ok(status) => Ok(status.encode() as usize),
+            Err(WaitError::Refused(error)) => Err(error),
+            Err(WaitError::Interrupted) => return Outcome::Killed,
+        },
+        Some(Syscall::SleepTicks) => match sleep(process, arguments[0]) {
+            Some(result) => result,
+            None => return Outcome::Killed,
+        },
+        Some(Syscall::MapAnonymous) => space.map_anonymous(arguments[0]),
+        Some(Syscall::Unmap) => space.unmap(arguments[0], arguments[1]).map(|()| 0),
+        Some(Syscall::EventCount) => Ok(crate::events::dispatcher().snapshot().len()),
+        Some(Syscall::Arguments) => copy_arguments(process, space, arguments),
+        Some(Syscall::Kill) => {
+            let pid = arguments[0] as u64;
+            if pid == process.pid() {
+                Err(Error::NotPermitted)
+            } else {
+                proc::kill(pid, Parent::Process(process.pid())).map(|()| 0)
+            }
+        }
+    };
+    let (code, value) = match result {
+        Ok(value) => (0, value),
+        Err(error) => (error.code(), 0),
+    };
+    context.set_register(reg::A0, code);
+    context.set_register(reg::A1, value);
+    Outcome::Return
+}
+
+/// `write(handle, pointer, length)`: BadHandle, then BadLength/BadAddress.
+fn write(space: &AddressSpace, [handle, pointer, length, ..]: Arguments) -> Result<usize, Error> {
+    if handle != CONSOLE {
+        return Err(Error::BadHandle);
+    }
+    let range = user_range(pointer, length, MAX_WRITE_LENGTH)?;
+    if range.is_empty() {
+        return Ok(0);
+    }
+    let mut bytes = vec![0; length];
+    space.read(range.start, &mut bytes)?;
+    crate::print!("{}", alloc::string::String::from_utf8_lossy(&bytes));
+    Ok(length)
+}
+
+/// `spawn(pointer, length)`: BadLength (0 or too long), BadAddress, BadArgument (not
+/// UTF-8), then the spawn's own errors.
+fn spawn(process: &Arc<Process>, space: &AddressSpace, [pointer, length, ..]: Arguments) -> Result<usize, Error> {
+    if length == 0 {
+        return Err(Error::BadLength);
+    }
+    let range = user_range(pointer, length, MAX_COMMAND_LINE)?;
+    let mut bytes = [0u8; MAX_COMMAND_LINE];
+    let line = &mut bytes[..range.len()];
+    space.read(range.start, line)?;
+    let line = core::str::from_utf8(line).map_err(|_| Error::BadArgument)?;
+    let child = proc::spawn(line, Parent::Process(process.pid())).map_err(|error| error.code())?;
+    Ok(child.pid() as usize)
+}
+
+/// `sleep_ticks(ticks)`; `None` when the process was killed while sleeping.
+fn sleep(process: &Process, ticks: usize) -> Option<Result<usize, Error>> {
+    if ticks > MAX_SLEEP_TICKS {
+        return Some(Err(Error::BadArgument));
+    }
+    let wake_at = crate::time::ticks() + ticks as u64;
+    loop {
+        let now = crate::time::ticks();
+        if now >= wake_at {
+            return Some(Ok(0));
+        }
+        crate::sched::sleep_ticks(wake_at - now);
+        if process.kill_requested() {
+            return None;
+        }
+    }
+}
+
+/// `arguments(pointer, length)`: BadLength (wrapping), BadAddress (the bytes to be
+/// written are not writable user memory); length 0 checks nothing.
+fn copy_arguments(process: &Process, space: &AddressSpace, [pointer, length, ..]: Arguments) -> Result<usize, Error> {
+    let line = process.command_line().as_bytes();
+    let range = user_range(pointer, length, usize::MAX)?;
+    let count = range.len().min(line.len());
+    if count > 0 {
+        space.write(range.start, &line[..count])?;
+    }
+    Ok(line.len())
+}
