@@ -216,7 +216,8 @@ fn ext(arguments: &[&str]) -> Result<(), CommandError> {
             crate::println!("available (in the boot bundle: NAME native, NAME.wasm Wasm — `ext load NAME wasm`):");
             match crate::ext::bundle::get() {
                 Some(bundle) => {
-                    for entry in &bundle.entries {
+                    // Entries under `bin/` are user programs (`run NAME`), not extensions.
+                    for entry in bundle.entries.iter().filter(|entry| !entry.name.starts_with("bin/")) {
                         crate::println!("  {:<16} {} bytes{}", entry.name, entry.payload.len(),
                             if bundle.boot.contains(&entry.name) { ", loaded at boot" } else { "" });
                     }
