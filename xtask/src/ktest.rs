@@ -323,6 +323,20 @@ const CONSOLE_TESTS: &[ConsoleTest] = &[
         boot: &["hello-c.wasm"],
     },
     ConsoleTest {
+        name: "user-programs-run",
+        lines: &["run hello 0", "run badcalls", "ps"],
+        expected_exit: 0,
+        log_contains: &["hello from user space: pid 1", "badcalls: 117 checks, 0 failed", "(badcalls) exited with status 0", "programs:"],
+        boot: &[],
+    },
+    ConsoleTest {
+        name: "user-fault-kills-only-the-process",
+        lines: &["run fault load 0x80200000", "echo never"],
+        expected_exit: EXIT_FAILURE,
+        log_contains: &["killed: load page fault at 0x80200000"],
+        boot: &[],
+    },
+    ConsoleTest {
         name: "boot-list-loads-extensions",
         lines: &["ext list", "hello"],
         expected_exit: 0,
