@@ -20,4 +20,17 @@ pub fn run() {
         core::hint::black_box(function(index));
     });
     report("calls", "indirect-call", iterations, indirect);
+    // What the budget machinery pays per bounded call, piece by piece.
+    let read_time = measure(iterations, |_| {
+        core::hint::black_box(crate::arch::csr::time());
+    });
+    report("calls", "read-time-csr", iterations, read_time);
+    let recovery_point = measure(iterations, |index| {
+        core::hint::black_box(crate::arch::recovery::catch_faults(|| core::hint::black_box(index)).is_ok());
+    });
+    report("calls", "recovery-point-empty", iterations, recovery_point);
+    let bounded = measure(iterations, |index| {
+        core::hint::black_box(crate::events::run_with_budget(1_000_000, || core::hint::black_box(index)).is_ok());
+    });
+    report("calls", "bounded-call-empty", iterations, bounded);
 }
