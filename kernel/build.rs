@@ -27,4 +27,51 @@ fn main() {
     let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/arch/riscv64/kernel.ld");
     println!("cargo:rerun-if-changed={}", script.display());
     println!("cargo:rustc-link-arg-bins=-T{}", script.display());
+    c_references(&out);
+}
+
+/// Compiles the C references of the benchmark grafts (Small & Seltzer's "unsafe C"
+/// baseline, e.g. `extensions/hotlist/c/hotlist.c`) with clang for the kernel's target
+/// and links them as a static library; without clang the kernel builds without them
+/// (cfg `spindle_no_c_reference`, and the benchmark says the rows are missing).
+fn c_references(out: &std::path::Path) {
+    println!("cargo:rustc-check-cfg=cfg(spindle_no_c_reference)");
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let sources = [root.join("extensions/hotlist/c/hotlist.c")];
+    for source in &sources {
+        println!("cargo:rerun-if-changed={}", source.display());
+    }
+    if std::env::var("CARGO_CFG_TARGET_ARCH").as_deref() != Ok("riscv64") {
+        println!("cargo:rustc-cfg=spindle_no_c_reference");
+        return;
+    }
+    let clang = std::env::var("CLANG").unwrap_or_else(|_| String::from("clang"));
+    let mut objects = Vec::new();
+    for source in &sources {
+        let object = out.join(format!("{}.o", source.file_stem().and_then(|stem| stem.to_str()).unwrap_or("c")));
+        let status = std::process::Command::new(&clang)
+            .args(["--target=riscv64-unknown-none-elf", "-march=rv64gc", "-mabi=lp64d", "-mcmodel=medany", "-mno-relax"])
+            .args(["-O2", "-ffreestanding", "-fno-builtin", "-fno-pic", "-Wall", "-Werror", "-c"])
+            .arg(source)
+            .arg("-o")
+            .arg(&object)
+            .status();
+        if !status.is_ok_and(|status| status.success()) {
+            println!("cargo:warning=C references not built ({clang} failed on {}): the benchmark's c-reference rows will be missing", source.display());
+            println!("cargo:rustc-cfg=spindle_no_c_reference");
+            return;
+        }
+        objects.push(object);
+    }
+    let archive = out.join("libspindle_c_references.a");
+    let _ = std::fs::remove_file(&archive);
+    let ar = std::env::var("AR_RISCV").unwrap_or_else(|_| String::from("llvm-ar"));
+    let status = std::process::Command::new(&ar).arg("crs").arg(&archive).args(&objects).status();
+    if !status.is_ok_and(|status| status.success()) {
+        println!("cargo:warning=C references not archived ({ar} failed): the benchmark's c-reference rows will be missing");
+        println!("cargo:rustc-cfg=spindle_no_c_reference");
+        return;
+    }
+    println!("cargo:rustc-link-search=native={}", out.display());
+    println!("cargo:rustc-link-lib=static=spindle_c_references");
 }

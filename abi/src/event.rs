@@ -11,7 +11,7 @@
 //! disagree about a type.
 //!
 //! The kernel's own events are declared at the bottom of this module
-//! ([`CLOCK_TICK`], [`CONSOLE_LINE`], [`MM_RECLAIM`]) and listed in [`KERNEL_EVENTS`].
+//! ([`CLOCK_TICK`], [`CONSOLE_LINE`], [`MM_RECLAIM`], [`MM_HOT_LIST_SET`]) and listed in [`KERNEL_EVENTS`].
 //!
 //! Limitations: fields are integers only (no pointers, slices or `bool`); signed fields are
 //! widened to `u64` by sign extension, so declarative range guards compare them as unsigned
@@ -529,6 +529,21 @@ declare_records! {
         /// physical-memory service validates this before acting).
         pub frame: u64,
     }
+
+    /// Arguments of `mm.HotListSet`: an application names a frame it wants kept resident.
+    pub struct HotListEntry {
+        /// Hot-list slot, `0..HotListEntry::SLOTS`; [`HotListEntry::CLEAR`] empties the list.
+        pub slot: u64,
+        /// Physical frame number to keep (ignored when clearing).
+        pub frame: u64,
+    }
+}
+
+impl HotListEntry {
+    /// Slots in an application's hot list.
+    pub const SLOTS: u64 = 64;
+    /// The `slot` value that empties the hot list.
+    pub const CLEAR: u64 = Self::SLOTS;
 }
 
 impl ConsoleVerdict {
@@ -552,6 +567,10 @@ declare_events! {
     /// The physical-memory service is about to reclaim a frame. The owner's handler may
     /// volunteer another of its frames instead (sketch: the service is not written yet).
     pub event MM_RECLAIM = 3, "mm.Reclaim", fn(ReclaimCandidate) -> Volunteer;
+
+    /// An application sets one entry of its hot list (the frames its `mm.Reclaim`
+    /// handler keeps), or clears the list; handlers return nothing.
+    pub event MM_HOT_LIST_SET = 4, "mm.HotListSet", fn(HotListEntry) -> ();
 }
 
 declare_records! {
@@ -673,7 +692,7 @@ mod tests {
 
     #[test]
     fn kernel_events_are_declared() {
-        assert_eq!(KERNEL_EVENTS.len(), 3);
+        assert_eq!(KERNEL_EVENTS.len(), 4);
         assert_eq!(CLOCK_TICK.name(), "clock.Tick");
         assert_eq!(CONSOLE_LINE.id(), EventId(2));
         assert_eq!(MM_RECLAIM.descriptor().result.fields[0].name, "frame");

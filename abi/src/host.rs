@@ -87,6 +87,11 @@ declare_kernel_functions! {
     /// Returns a block from `spindle_extension_alloc` with the same `size` and `align`; a
     /// pointer outside the caller's arena is ignored (the kernel prints a warning).
     domain "extension" fn spindle_extension_free(pointer: *mut u8, size: usize, align: usize);
+    /// Frames in the calling owner's LRU queue (domain `mm`).
+    domain "mm" fn spindle_mm_lru_length() -> u64;
+    /// The frame at `position` of the owner's LRU queue, head (least recently used) first;
+    /// 0 past its end.
+    domain "mm" fn spindle_mm_lru_frame(position: u64) -> u64;
 }
 
 /// Fingerprint of the whole kernel-function table (part of the ABI fingerprint).
@@ -124,6 +129,32 @@ pub fn ticks() -> u64 {
     }
     #[cfg(not(any(target_os = "none", target_arch = "wasm32")))]
     0
+}
+
+/// Frames in the owner's LRU queue (domain `mm`); 0 in host unit tests.
+pub fn mm_lru_length() -> u64 {
+    #[cfg(any(target_os = "none", target_arch = "wasm32"))]
+    // SAFETY: takes no arguments and only reads kernel state.
+    unsafe {
+        imports::spindle_mm_lru_length()
+    }
+    #[cfg(not(any(target_os = "none", target_arch = "wasm32")))]
+    0
+}
+
+/// The frame at `position` of the owner's LRU queue, head first (domain `mm`); 0 past its
+/// end and in host unit tests.
+pub fn mm_lru_frame(position: u64) -> u64 {
+    #[cfg(any(target_os = "none", target_arch = "wasm32"))]
+    // SAFETY: takes an integer and only reads kernel state.
+    unsafe {
+        imports::spindle_mm_lru_frame(position)
+    }
+    #[cfg(not(any(target_os = "none", target_arch = "wasm32")))]
+    {
+        let _ = position;
+        0
+    }
 }
 
 /// Reports a panic to the kernel and never returns (used by the native glue's panic
@@ -189,7 +220,7 @@ mod tests {
 
     #[test]
     fn table_lists_every_function_with_a_fingerprint() {
-        assert_eq!(KERNEL_FUNCTIONS.len(), 5);
+        assert_eq!(KERNEL_FUNCTIONS.len(), 7);
         let write = KERNEL_FUNCTIONS.iter().find(|function| function.name == "spindle_console_write").unwrap();
         assert_eq!(write.domain, "console");
         // The fingerprint covers the name and the signature text exactly as declared.

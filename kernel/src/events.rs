@@ -13,6 +13,7 @@
 pub mod builtin;
 pub mod clock;
 pub mod console;
+pub mod mm;
 pub mod probe;
 
 use alloc::sync::Arc;
@@ -88,6 +89,7 @@ pub fn init() {
     clock::init();
     console::init();
     probe::init();
+    mm::init();
 }
 
 /// The kernel dispatcher. Panics before [`init`] (a kernel bug).

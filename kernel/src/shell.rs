@@ -53,6 +53,7 @@ pub static COMMANDS: &[Command] = &[
     Command { name: "ext", usage: "ext list|load|replace NAME [builtin|wasm]|unload NAME", help: "list, load and unload extensions", run: ext },
     Command { name: "hotload", usage: "hotload wait [SECONDS]", help: "wait for one `cargo xtask load` request (default 30 s); fails if it was refused", run: hotload },
     Command { name: "probe", usage: "probe KEY VALUE", help: "raise bench.Probe and print the combined result", run: probe },
+    Command { name: "reclaim", usage: "reclaim FRAME|hot SLOT FRAME|clear", help: "raise mm.Reclaim for FRAME (synthetic LRU queue), or set/clear the hot list", run: reclaim },
     Command { name: "strands", usage: "strands", help: "the running strand and the ready count", run: strands },
     Command { name: "run", usage: "run NAME [ARGS…]", help: "run user program NAME from the boot bundle, wait, print its status", run: run_program },
     Command { name: "ps", usage: "ps", help: "processes and the user programs in the boot bundle", run: ps },
@@ -268,6 +269,35 @@ fn hotload(arguments: &[&str]) -> Result<(), CommandError> {
         return Err(CommandError::Failed(alloc::format!("hotload wait: the request was refused: {answer}")));
     }
     crate::println!("hotload: {answer}");
+    Ok(())
+}
+
+fn reclaim(arguments: &[&str]) -> Result<(), CommandError> {
+    const USAGE: &str = "reclaim FRAME|hot SLOT FRAME|clear (numbers: decimal or 0x hex)";
+    use crate::events::mm;
+    match arguments {
+        ["clear"] => {
+            mm::clear_hot();
+            crate::println!("hot list cleared");
+        }
+        ["hot", slot, frame] => {
+            let (Some(slot), Some(frame)) = (parse_number(slot), parse_number(frame)) else { return Err(CommandError::Usage(USAGE)) };
+            mm::set_hot(slot, frame as u64);
+            crate::println!("hot[{slot}] = {frame:#x}");
+        }
+        [frame] => {
+            let frame = parse_number(frame).ok_or(CommandError::Usage(USAGE))? as u64;
+            let before = mm::rejections();
+            let chosen = mm::reclaim(frame);
+            crate::println!(
+                "mm.Reclaim(candidate={frame:#x}) -> {chosen:#x} (queue {:#x}..{:#x}; rejected answers: {})",
+                mm::LRU_BASE_FRAME,
+                mm::LRU_BASE_FRAME + mm::LRU_FRAMES,
+                mm::rejections() - before
+            );
+        }
+        _ => return Err(CommandError::Usage(USAGE)),
+    }
     Ok(())
 }
 

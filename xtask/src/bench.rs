@@ -44,7 +44,23 @@ struct Goal {
 const GOALS: &[Goal] = &[
     Goal { description: "1-binding raise <= 2x an indirect call", numerator: "dispatch/raise-1-binding", denominator: "calls/indirect-call", max_ratio: 2.0 },
     Goal { description: "64 declarative guards <= 2x one guard", numerator: "dispatch/raise-64-declarative-one-true", denominator: "dispatch/raise-1-declarative-true", max_ratio: 2.0 },
+    // Issue 7 (Small & Seltzer's prioritization graft, VM page eviction with a hot list).
+    Goal { description: "hot list: native <= 1.10x built-in", numerator: "graft-hotlist/reclaim-native", denominator: "graft-hotlist/reclaim-builtin", max_ratio: 1.10 },
+    Goal {
+        description: "hot list: Wasm (unaligned) <= 12x built-in",
+        numerator: "graft-hotlist [+unaligned-scalar-mem]/reclaim-wasm",
+        denominator: "graft-hotlist/reclaim-builtin",
+        max_ratio: 12.0,
+    },
+    Goal { description: "hot list: dispatch <= 5% of the graft", numerator: "graft-hotlist/dispatch-1-bounded-binding", denominator: "graft-hotlist/reclaim-builtin", max_ratio: 0.05 },
 ];
+
+/// The group whose rows get a break-even column (Small & Seltzer §5.4: page-fault cost ÷
+/// graft cost, both measured in this run), the row holding the page-fault cost, and the
+/// rows that are not grafts.
+const BREAK_EVEN_GROUP: &str = "graft-hotlist";
+const PAGE_FAULT_ROW: &str = "page-fault-caught";
+const NOT_GRAFTS: &[&str] = &["page-fault-caught", "dispatch-1-bounded-binding"];
 
 #[derive(Serialize)]
 struct GoalResult {
@@ -60,6 +76,16 @@ struct Results {
     qemu_flags: Vec<String>,
     rows: Vec<Row>,
     goals: Vec<GoalResult>,
+    break_even: Vec<BreakEven>,
+}
+
+/// One graft row's break-even point (page-fault cost ÷ graft cost).
+#[derive(Serialize)]
+struct BreakEven {
+    row: String,
+    graft_instructions: f64,
+    page_fault_instructions: Option<f64>,
+    break_even: Option<f64>,
 }
 
 /// Parses `bench row <group> <name> <iterations> <milli-instructions>`.
@@ -102,28 +128,54 @@ fn run_twice(kernel: &Image, label: &str) -> Result<Vec<Row>> {
     Ok(first)
 }
 
-/// The group whose rows are also measured on a kernel variant (the Wasm interpreter's
+/// The groups whose rows are also measured on a kernel variant (the Wasm interpreter's
 /// cost depends on the build).
-const VARIANT_GROUP: &str = "extension-cost";
+const VARIANT_GROUPS: &[&str] = &["extension-cost", "graft-hotlist"];
 
 /// Runs the benchmarks twice, checks determinism, prints and writes the results; with a
-/// `variant` (label, image), also its [`VARIANT_GROUP`] rows, in a group labelled
-/// `extension-cost [label]`.
+/// `variant` (label, image), also its [`VARIANT_GROUPS`] rows, in groups labelled
+/// `GROUP [+label]`.
 pub fn run(kernel: &Image, variant: Option<(&str, &Image)>) -> Result<bool> {
     let mut first = run_twice(kernel, "")?;
     if let Some((label, image)) = variant {
         let rows = run_twice(image, &format!(" (kernel built with +{label})"))?;
-        first.extend(rows.into_iter().filter(|row| row.group == VARIANT_GROUP).map(|row| Row { group: format!("{VARIANT_GROUP} [+{label}]"), ..row }));
+        first.extend(
+            rows.into_iter().filter(|row| VARIANT_GROUPS.contains(&row.group.as_str())).map(|row| Row { group: format!("{} [+{label}]", row.group), ..row }),
+        );
     }
     let by_key: BTreeMap<String, f64> = first.iter().map(|row| (format!("{}/{}", row.group, row.name), row.instructions)).collect();
+    let page_fault = by_key.get(&format!("{BREAK_EVEN_GROUP}/{PAGE_FAULT_ROW}")).copied();
+    let builtin_graft = by_key.get(&format!("{BREAK_EVEN_GROUP}/reclaim-builtin")).copied();
+    // Small & Seltzer normalise to unprotected C: the C reference through the same dispatcher.
+    let c_graft = by_key.get(&format!("{BREAK_EVEN_GROUP}/reclaim-c-reference")).copied();
     let mut text = String::new();
     let mut current_group = "";
+    let mut break_evens = Vec::new();
     for row in &first {
+        let graft_group = row.group.starts_with(BREAK_EVEN_GROUP);
         if row.group != current_group {
             current_group = &row.group;
-            let _ = writeln!(text, "\n{current_group}\n  {:<44} {:>14} {:>10}", "operation", "instructions", "iterations");
+            let _ = write!(text, "\n{current_group}\n  {:<44} {:>14} {:>10}", "operation", "instructions", "iterations");
+            if graft_group {
+                let _ = write!(text, " {:>10} {:>6} {:>11}", "x built-in", "x C", "break-even");
+            }
+            let _ = writeln!(text);
         }
-        let _ = writeln!(text, "  {:<44} {:>14.3} {:>10}", row.name, row.instructions, row.iterations);
+        let _ = write!(text, "  {:<44} {:>14.3} {:>10}", row.name, row.instructions, row.iterations);
+        if graft_group && !NOT_GRAFTS.contains(&row.name.as_str()) && row.instructions > 0.0 {
+            let ratio = builtin_graft.map_or(String::from("-"), |builtin| format!("{:.2}", row.instructions / builtin));
+            let c_ratio = c_graft.map_or(String::from("-"), |c| format!("{:.2}", row.instructions / c));
+            let break_even = page_fault.map(|fault| fault / row.instructions);
+            let _ = write!(text, " {ratio:>10} {c_ratio:>6} {:>11}", break_even.map_or(String::from("-"), |value| format!("{value:.2}")));
+            break_evens.push(BreakEven { row: format!("{}/{}", row.group, row.name), graft_instructions: row.instructions, page_fault_instructions: page_fault, break_even });
+        }
+        let _ = writeln!(text);
+    }
+    if page_fault.is_some() {
+        let _ = writeln!(
+            text,
+            "\n  break-even = {BREAK_EVEN_GROUP}/{PAGE_FAULT_ROW} ÷ graft (Small & Seltzer §5.4): page faults a saved eviction pays for; the page\n  fault measured is a kernel load from an unmapped page under a recovery point (trap, decode, recover, return; no\n  frame allocation, no I/O): a lower bound, so the break-even is too"
+        );
     }
     let mut goals = Vec::new();
     let _ = writeln!(text, "\ngoals (ratios within this run; instruction counts, not cycles)");
@@ -148,6 +200,7 @@ pub fn run(kernel: &Image, variant: Option<(&str, &Image)>) -> Result<bool> {
         qemu_flags: ICOUNT.iter().map(|flag| flag.to_string()).collect(),
         rows: first,
         goals,
+        break_even: break_evens,
     };
     let json = serde_json::to_string_pretty(&results).map_err(|error| error.to_string())?;
     std::fs::write(directory.join("results.json"), json).map_err(|error| error.to_string())?;

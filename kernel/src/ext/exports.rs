@@ -93,6 +93,19 @@ pub extern "C" fn spindle_extension_free(pointer: *mut u8, size: usize, align: u
     }
 }
 
+/// Domain `mm`: frames in the owner's LRU queue (the synthetic queue of
+/// [`crate::events::mm`] until the physical-memory service exists).
+#[unsafe(no_mangle)]
+pub extern "C" fn spindle_mm_lru_length() -> u64 {
+    crate::events::mm::LRU_FRAMES
+}
+
+/// Domain `mm`: the frame at `position` of the owner's LRU queue, head first; 0 past its end.
+#[unsafe(no_mangle)]
+pub extern "C" fn spindle_mm_lru_frame(position: u64) -> u64 {
+    crate::events::mm::lru_frame(position)
+}
+
 /// Address of the kernel's definition of an exported function, by name.
 fn address_of(name: &str) -> Option<usize> {
     let address = match name {
@@ -101,6 +114,8 @@ fn address_of(name: &str) -> Option<usize> {
         "spindle_extension_panic" => spindle_extension_panic as *const () as usize,
         "spindle_extension_alloc" => spindle_extension_alloc as *const () as usize,
         "spindle_extension_free" => spindle_extension_free as *const () as usize,
+        "spindle_mm_lru_length" => spindle_mm_lru_length as *const () as usize,
+        "spindle_mm_lru_frame" => spindle_mm_lru_frame as *const () as usize,
         _ => return None,
     };
     Some(address)

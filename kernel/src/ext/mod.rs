@@ -20,7 +20,10 @@ pub mod arena;
 /// technology's installer.
 macro_rules! with_event_types {
     ($id:expr, |$event:ident: $args:ident, $result:ident| $body:expr, $otherwise:expr) => {{
-        use spindle_abi::event::{BENCH_PROBE, CLOCK_TICK, CONSOLE_LINE, ClockTick, ConsoleLine, ConsoleVerdict, Probe, ProbeResult};
+        use spindle_abi::event::{
+            BENCH_PROBE, CLOCK_TICK, CONSOLE_LINE, ClockTick, ConsoleLine, ConsoleVerdict, HotListEntry, MM_HOT_LIST_SET, MM_RECLAIM, Probe, ProbeResult,
+            ReclaimCandidate, Volunteer,
+        };
         let id: spindle_abi::event::EventId = $id;
         if id == CONSOLE_LINE.id() {
             type $args = ConsoleLine;
@@ -36,6 +39,16 @@ macro_rules! with_event_types {
             type $args = Probe;
             type $result = ProbeResult;
             let $event = &BENCH_PROBE;
+            $body
+        } else if id == MM_RECLAIM.id() {
+            type $args = ReclaimCandidate;
+            type $result = Volunteer;
+            let $event = &MM_RECLAIM;
+            $body
+        } else if id == MM_HOT_LIST_SET.id() {
+            type $args = HotListEntry;
+            type $result = ();
+            let $event = &MM_HOT_LIST_SET;
             $body
         } else {
             $otherwise

@@ -281,6 +281,8 @@ fn define_kernel_function(linker: &mut Linker<WasmState>, name: &str) -> Result<
             }
         }),
         "spindle_clock_ticks" => linker.func_wrap(WASM_IMPORT_MODULE, name, || -> u64 { crate::time::ticks() }),
+        "spindle_mm_lru_length" => linker.func_wrap(WASM_IMPORT_MODULE, name, || -> u64 { crate::events::mm::LRU_FRAMES }),
+        "spindle_mm_lru_frame" => linker.func_wrap(WASM_IMPORT_MODULE, name, |position: u64| -> u64 { crate::events::mm::lru_frame(position) }),
         "spindle_extension_panic" => {
             linker.func_wrap(WASM_IMPORT_MODULE, name, |mut caller: Caller<'_, WasmState>, pointer: i32, length: i32| -> Result<(), wasmi::Error> {
                 let message = guest_bytes(&caller, pointer, length, super::PANIC_MESSAGE_MAX)

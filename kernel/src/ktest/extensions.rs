@@ -32,7 +32,30 @@ pub static TESTS: &[KernelTest] = &[
     KernelTest { name: "ext::extension_alloc_without_a_caller_is_refused", run: extension_alloc_without_a_caller_is_refused },
     KernelTest { name: "ext::native_allocation_within_quota", run: native_allocation_within_quota },
     KernelTest { name: "ext::native_quota_exhaustion_kills_extension", run: native_quota_exhaustion_kills_extension },
+    KernelTest { name: "ext::hotlist_same_answers_in_every_technology", run: hotlist_same_answers_in_every_technology },
 ];
+
+/// The hot-list graft (the `graft-hotlist` benchmark's workload) answers the same frames
+/// built in, native and Wasm, equal to the primary module's reference, with no rejection.
+fn hotlist_same_answers_in_every_technology() -> TestResult {
+    use crate::bench::grafts;
+    use crate::events::mm;
+    grafts::set_hot_list();
+    let expected = grafts::expected();
+    mm::clear_hot();
+    let hot = (0..mm::LRU_FRAMES).filter(|&index| expected[index as usize] != grafts::candidate(index)).count();
+    ensure!(hot == 64, "{hot} of the workload's candidates are replaced (expected 64: one in 16)");
+    let rejections = mm::rejections();
+    for preference in [ext::Preference::BuiltIn, ext::Preference::Native, ext::Preference::Wasm] {
+        let answers = grafts::answers(preference)?;
+        let differing = answers.iter().zip(&expected).filter(|(answer, wanted)| answer != wanted).count();
+        ensure!(differing == 0, "{preference:?}: {differing} answers differ from the reference");
+    }
+    ensure!(mm::rejections() == rejections, "the primary module rejected {} answers", mm::rejections() - rejections);
+    // Without a binding the candidate is taken.
+    ensure!(mm::reclaim(grafts::candidate(0)) == grafts::candidate(0), "unbound mm.Reclaim changed the candidate");
+    Ok(())
+}
 
 pub(super) fn bundled(name: &str) -> Result<&'static [u8], alloc::string::String> {
     ext::bundle::payload(name).ok_or_else(|| alloc::format!("`{name}` is not in the boot bundle (run through `cargo xtask test`)"))
