@@ -103,6 +103,9 @@ pub fn encode<R: EventRecord>(record: &R, bytes: &mut [u8]) -> Result<(), Marsha
 pub fn decode<R: EventRecord>(bytes: &[u8]) -> Result<R, MarshalError> {
     let needed = record_size::<R>();
     let source = bytes.get(..needed).ok_or(MarshalError::BufferTooSmall { needed, available: bytes.len() })?;
+    if R::FIELDS.len() > MAX_FIELDS {
+        return Err(MarshalError::BadValue);
+    }
     let mut values = [0u64; MAX_FIELDS];
     for (index, field) in R::FIELDS.iter().enumerate() {
         let mut raw = [0u8; 8];
@@ -119,8 +122,27 @@ pub fn decode<R: EventRecord>(bytes: &[u8]) -> Result<R, MarshalError> {
     R::from_fields(&values[..R::FIELDS.len()]).ok_or(MarshalError::BadValue)
 }
 
-/// Most fields a record marshalled by [`decode`] may have.
-pub const MAX_FIELDS: usize = 16;
+/// Most fields a record marshalled by [`decode`] may have (a record with more is refused
+/// with [`MarshalError::BadValue`]; every ABI record is checked against this at compile
+/// time). Small because `decode` stages the values in a stack array on every call.
+pub const MAX_FIELDS: usize = 8;
+
+/// Whether every argument and result record of `events` has at most [`MAX_FIELDS`] fields
+/// and at most `max_bytes` bytes.
+pub const fn records_fit(events: &[crate::event::EventDescriptor], max_bytes: usize) -> bool {
+    let mut index = 0;
+    while index < events.len() {
+        let (arguments, result) = (&events[index].arguments, &events[index].result);
+        if arguments.fields.len() > MAX_FIELDS || result.fields.len() > MAX_FIELDS || arguments.size > max_bytes || result.size > max_bytes {
+            return false;
+        }
+        index += 1;
+    }
+    true
+}
+
+const _: () = assert!(records_fit(crate::event::KERNEL_EVENTS, usize::MAX), "an ABI record has more than MAX_FIELDS fields");
+const _: () = assert!(records_fit(crate::event::MEASUREMENT_EVENTS, usize::MAX), "an ABI record has more than MAX_FIELDS fields");
 
 /// What a technology needs to know about one binding of an extension.
 pub trait BindingDecl: Sync {

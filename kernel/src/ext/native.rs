@@ -59,7 +59,12 @@ const GUARD_SIZE: usize = PAGE_SIZE;
 /// arena and two guard pages.
 pub const MAX_IMAGE_SIZE: u64 = (EXTENSION_SLOT_SIZE - MAX_ARENA_SIZE - 2 * GUARD_SIZE) as u64;
 /// Largest argument or result record marshalled to a native or Wasm handler.
-pub(super) const MAX_RECORD: usize = 64;
+pub(super) const MAX_RECORD: usize = 32;
+
+// Every record an extension can be handed fits the marshalling buffers (checked at compile
+// time; the buffers are zeroed on every call, so they are kept as small as the ABI allows).
+const _: () = assert!(spindle_abi::extension::records_fit(spindle_abi::event::KERNEL_EVENTS, MAX_RECORD));
+const _: () = assert!(spindle_abi::extension::records_fit(spindle_abi::event::MEASUREMENT_EVENTS, MAX_RECORD));
 /// Budget for the describe calls made while loading (instructions; Wasm: fuel).
 pub(super) const DESCRIBE_BUDGET: u64 = 10_000_000;
 
