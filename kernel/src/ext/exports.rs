@@ -192,3 +192,16 @@ pub fn loading_principal() -> spindle_domain::Principal {
     let issuer = unsafe { spindle_capability::CapabilityIssuer::new() };
     spindle_domain::Principal::kernel(&issuer)
 }
+
+/// `Domain.Combine` of the domains `manifest` names plus [`ALWAYS_GRANTED`], looked up by
+/// the loading principal (each domain's authoriser decides). Shared by the native and
+/// Wasm loaders. Errors: the names asked for and the name server's refusal.
+pub fn import_granted_domains(manifest: &spindle_loader::Manifest) -> Result<spindle_domain::Domain, (Vec<&str>, spindle_domain::NameServerError)> {
+    let mut wanted: Vec<&str> = manifest.domains.iter().map(alloc::string::String::as_str).collect();
+    for always in ALWAYS_GRANTED {
+        if !wanted.contains(always) {
+            wanted.push(always);
+        }
+    }
+    name_server().import(&loading_principal(), &wanted, manifest.name.clone()).map_err(|error| (wanted, error))
+}

@@ -360,16 +360,8 @@ pub fn load(bytes: &[u8], installer: &mut super::Installer) -> Result<Arc<Loaded
     let buffer = unsafe { core::slice::from_raw_parts_mut(physical as *mut u8, pages * PAGE_SIZE) };
 
     // Domain.Combine of the granted domains; an ungranted or unknown domain fails here.
-    let mut wanted: Vec<&str> = manifest.domains.iter().map(String::as_str).collect();
-    for always in super::exports::ALWAYS_GRANTED {
-        if !wanted.contains(always) {
-            wanted.push(always);
-        }
-    }
-    let principal = super::exports::loading_principal();
-    let granted = super::exports::name_server()
-        .import(&principal, &wanted, manifest.name.clone())
-        .map_err(|error| NativeError::Link(alloc::format!("importing domains {wanted:?}: {error}")))?;
+    let granted = super::exports::import_granted_domains(&manifest)
+        .map_err(|(wanted, error)| NativeError::Link(alloc::format!("importing domains {wanted:?}: {error}")))?;
     let mut resolver = |symbol: &str| -> Result<u64, String> {
         match granted.symbol(symbol) {
             Some(found) => Ok(found.address() as u64),

@@ -320,16 +320,10 @@ fn engine() -> Engine {
 
 /// Links the module's imports through the name server; errors name the import.
 fn link(module: &Module, manifest: &spindle_loader::Manifest, engine: &Engine) -> Result<Linker<WasmState>, WasmError> {
-    let mut wanted: Vec<&str> = manifest.domains.iter().map(String::as_str).collect();
-    for always in super::exports::ALWAYS_GRANTED {
-        if !wanted.contains(always) {
-            wanted.push(always);
-        }
-    }
-    let principal = super::exports::loading_principal();
-    let granted = super::exports::name_server()
-        .import(&principal, &wanted, manifest.name.clone())
-        .map_err(|error| WasmError::Import { symbol: alloc::format!("{wanted:?}"), reason: alloc::format!("importing domains: {error}") })?;
+    let granted = super::exports::import_granted_domains(manifest).map_err(|(wanted, error)| WasmError::Import {
+        symbol: alloc::format!("{wanted:?}"),
+        reason: alloc::format!("importing domains: {error}"),
+    })?;
     let mut linker = Linker::<WasmState>::new(engine);
     for import in module.imports() {
         let symbol = alloc::format!("{}.{}", import.module(), import.name());

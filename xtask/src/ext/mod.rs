@@ -106,14 +106,8 @@ pub fn build_native(crate_name: &str) -> Result<PathBuf> {
     let report = artifact::check(&shared_object, &mut manifest, glue::GLUE_IMPORTS)
         .map_err(|error| format!("refusing to sign {}: {error}", shared_object_path.display()))?;
 
-    let signing_key = keys::signing_key()?;
-    let verifying_key_hex = verifying_key_hex()?;
-    let abi_fingerprint = spindle_abi::abi_fingerprint().0;
-    let kext = pack::pack(Kind::Native, abi_fingerprint, &manifest, &shared_object, Some(&signing_key))
-        .map_err(|error: PackError| format!("cannot pack {}: {error}", manifest.name))?;
-    verify_as_the_kernel_would(&kext, Kind::Native, &verifying_key_hex, abi_fingerprint, &manifest, &shared_object)?;
     let kext_path = output_directory.join(format!("{}.kext", manifest.name));
-    write_if_changed(&kext_path, &kext)?;
+    let (kext, verifying_key_hex) = sign_and_write(Kind::Native, &manifest, &shared_object, &kext_path)?;
 
     print_summary(&kext_path, kext.len(), &manifest, &report, &verifying_key_hex, started);
     Ok(kext_path)
@@ -143,14 +137,8 @@ pub fn build_wasm(crate_name: &str) -> Result<PathBuf> {
     };
     let report = wasm_check::check(&module, &mut manifest, glue::GLUE_IMPORTS)
         .map_err(|error| format!("refusing to pack {}: {error}", module_path.display()))?;
-    let signing_key = keys::signing_key()?;
-    let verifying_key_hex = verifying_key_hex()?;
-    let abi_fingerprint = spindle_abi::abi_fingerprint().0;
-    let kext = pack::pack(Kind::Wasm, abi_fingerprint, &manifest, &module, Some(&signing_key))
-        .map_err(|error: PackError| format!("cannot pack {}: {error}", manifest.name))?;
-    verify_as_the_kernel_would(&kext, Kind::Wasm, &verifying_key_hex, abi_fingerprint, &manifest, &module)?;
     let kext_path = output_directory.join(format!("{}.wasm.kext", manifest.name));
-    write_if_changed(&kext_path, &kext)?;
+    let (kext, _) = sign_and_write(Kind::Wasm, &manifest, &module, &kext_path)?;
 
     let shown = kext_path.strip_prefix(workspace_root()).unwrap_or(&kext_path);
     println!("ext build --wasm: {} ({} bytes, signed, {:.1} s)", shown.display(), kext.len(), started.elapsed().as_secs_f64());
@@ -167,6 +155,19 @@ pub fn build_wasm(crate_name: &str) -> Result<PathBuf> {
     println!("  imports:     {}", if imports.is_empty() { "none".to_string() } else { imports.join(", ") });
     println!("  module:      {} bytes, initial memory {} bytes, {} binding(s) described", module.len(), report.initial_memory, report.bindings);
     Ok(kext_path)
+}
+
+/// Signs and packs `payload` as a `.kext` of `kind`, opens it as the kernel would, and
+/// writes it to `path` (only if it changed). Returns the bytes and the verifying key (hex).
+fn sign_and_write(kind: Kind, manifest: &Manifest, payload: &[u8], path: &Path) -> Result<(Vec<u8>, String)> {
+    let signing_key = keys::signing_key()?;
+    let verifying_key_hex = verifying_key_hex()?;
+    let abi_fingerprint = spindle_abi::abi_fingerprint().0;
+    let kext = pack::pack(kind, abi_fingerprint, manifest, payload, Some(&signing_key))
+        .map_err(|error: PackError| format!("cannot pack {}: {error}", manifest.name))?;
+    verify_as_the_kernel_would(&kext, kind, &verifying_key_hex, abi_fingerprint, manifest, payload)?;
+    write_if_changed(path, &kext)?;
+    Ok((kext, verifying_key_hex))
 }
 
 /// Opens the packed bytes with the kernel's policy (signature mandatory here, ABI
