@@ -39,6 +39,74 @@ pub const MAX_ANONYMOUS_REGIONS: usize = 32;
 pub const MAX_SLEEP_TICKS: usize = 360_000;
 /// Granularity of anonymous mappings: lengths are rounded up to this.
 pub const PAGE_SIZE: usize = 4096;
+/// Largest `length` of one [`Syscall::Read`].
+pub const MAX_READ_LENGTH: usize = 4096;
+/// Longest extension or service name.
+pub const MAX_NAME: usize = 64;
+/// [`Syscall::Protect`] access bit: readable.
+pub const ACCESS_READ: usize = 1;
+/// [`Syscall::Protect`] access bit: writable (implies readable).
+pub const ACCESS_WRITE: usize = 2;
+/// [`Syscall::Spawn`] flag: give the child the extension-loading capability (the caller
+/// must hold it).
+pub const SPAWN_EXTENSION_LOADER: usize = 1;
+/// [`Syscall::Spawn`] flag: give the child the console capability (the caller must hold it).
+pub const SPAWN_CONSOLE: usize = 2;
+
+/// The technology [`Syscall::ExtLoad`] loads an extension as.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[repr(usize)]
+pub enum Technology {
+    /// The bundled native `.kext` if there is one, else the built-in crate.
+    Default = 0,
+    /// The crate linked into the kernel.
+    BuiltIn = 1,
+    /// The bundled Wasm build, run by `wasmi`.
+    Wasm = 2,
+    /// The bundled user-level build (program `bin/ext-NAME`), started as a process that
+    /// serves upcalls.
+    User = 3,
+}
+
+impl Technology {
+    /// The technology with this number.
+    pub const fn from_number(number: usize) -> Option<Technology> {
+        match number {
+            0 => Some(Technology::Default),
+            1 => Some(Technology::BuiltIn),
+            2 => Some(Technology::Wasm),
+            3 => Some(Technology::User),
+            _ => None,
+        }
+    }
+}
+
+/// What a user-level extension registers with [`Syscall::UpcallServe`] (`#[repr(C)]`,
+/// read by the kernel from user memory and checked field by field).
+///
+/// For each upcall the kernel writes the argument record into `arguments` (at most
+/// `buffer_length` bytes), then enters U-mode at `entry` with `sp = stack_top`,
+/// `a0` = binding index, `a1` = argument size, `a2` = result size; the handler writes its
+/// result record into `results` and calls [`Syscall::UpcallReturn`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[repr(C)]
+pub struct UpcallRegistration {
+    /// The address of the extension's `spindle_extension` manifest bytes (the same
+    /// encoding native and Wasm extensions export).
+    pub manifest: u64,
+    /// Its length.
+    pub manifest_length: u64,
+    /// Where upcalls enter (a function of the runtime's glue).
+    pub entry: u64,
+    /// Top of the stack upcalls run on (16-byte aligned, inside a writable region).
+    pub stack_top: u64,
+    /// Buffer the kernel writes argument records into.
+    pub arguments: u64,
+    /// Buffer the handler writes result records into.
+    pub results: u64,
+    /// Length of each buffer.
+    pub buffer_length: u64,
+}
 
 /// Why a system call failed: the code in `a0` (0 is success). Each call documents which
 /// of these it returns and when.
@@ -73,6 +141,18 @@ pub enum Error {
     /// An argument other than a pointer, length or handle is invalid (text not UTF-8,
     /// a duration above its limit).
     BadArgument = 11,
+    /// The kernel refused the request for a reason of its own (an extension the loader
+    /// refused, a console command that failed); [`Syscall::LastError`] returns the
+    /// kernel's words for it.
+    Refused = 12,
+    /// No extension, service or object of this name exists.
+    NotFound = 13,
+    /// The caller's user-level extension was killed by containment (fault, overrun,
+    /// malformed result) or unloaded; it no longer serves upcalls.
+    Contained = 14,
+    /// The call is valid only in another state of the caller (an upcall return outside an
+    /// upcall, a second registration).
+    WrongState = 15,
 }
 
 impl Error {
@@ -89,6 +169,10 @@ impl Error {
         Error::NoSuchProgram,
         Error::BadProgram,
         Error::BadArgument,
+        Error::Refused,
+        Error::NotFound,
+        Error::Contained,
+        Error::WrongState,
     ];
 
     /// The code returned in `a0`.
@@ -115,6 +199,10 @@ impl Error {
             Error::NoSuchProgram => "no such program",
             Error::BadProgram => "not a valid program",
             Error::BadArgument => "bad argument",
+            Error::Refused => "refused by the kernel",
+            Error::NotFound => "not found",
+            Error::Contained => "extension contained",
+            Error::WrongState => "wrong state for this call",
         }
     }
 }
@@ -261,7 +349,10 @@ declare_syscalls! {
     /// Errors: `BadLength` (0 or above [`MAX_COMMAND_LINE`], or wrapping), `BadAddress`,
     /// `BadArgument` (not UTF-8, or no name), `NoSuchProgram`, `BadProgram`, `TooMany`
     /// (process table full), `NoMemory`.
-    Spawn = 4, "spawn", (pointer, length) -> "child's process id";
+    /// `flags` ([`SPAWN_EXTENSION_LOADER`], [`SPAWN_CONSOLE`]) pass capabilities the caller
+    /// holds to the child (`NotPermitted` if it does not hold them; `BadArgument` for
+    /// unknown bits).
+    Spawn = 4, "spawn", (pointer, length, flags) -> "child's process id";
     /// `wait(pid) -> status`: blocks until child `pid` ends, reaps it and returns its
     /// [`ExitStatus::encode`]d status. Errors: `NoSuchProcess` (no such process, or already
     /// reaped), `NotPermitted` (not the caller's child).
@@ -292,6 +383,85 @@ declare_syscalls! {
     /// `kill(pid)`: ends child `pid` (its status becomes `Killed(Request)`; reap it with
     /// `wait`). Errors: `NoSuchProcess`, `NotPermitted` (not the caller's child).
     Kill = 11, "kill", (pid) -> "0";
+    /// `read(handle, pointer, length) -> read`: reads console input ([`CONSOLE`]) into the
+    /// buffer: blocks until at least one byte is available, returns how many were copied
+    /// (at most `length`); 0 means the input has ended (a non-interactive script is used
+    /// up). Bytes arrive raw (no echo, no line editing: the reader does both).
+    /// Errors: `BadHandle`, `BadLength` (0, above [`MAX_READ_LENGTH`], or wrapping),
+    /// `BadAddress`.
+    Read = 12, "read", (handle, pointer, length) -> "bytes read (0: end of input)";
+    /// `ext_load(pointer, length, technology) -> 0`: loads the available extension named by
+    /// the UTF-8 text at `pointer` with [`Technology`] `technology`. Only for a process
+    /// holding the extension-loading capability. Errors: `NotPermitted` (no capability),
+    /// `BadLength` (0 or above [`MAX_NAME`]), `BadAddress`, `BadArgument` (not UTF-8,
+    /// unknown technology), `NotFound` (no such extension available), `Refused` (the
+    /// loader or dispatcher refused it, or it is already loaded; see [`Syscall::LastError`]).
+    ExtLoad = 13, "ext_load", (pointer, length, technology) -> "0";
+    /// `ext_unload(pointer, length) -> 0`: unloads the loaded extension of that name.
+    /// Errors: `NotPermitted` (no capability), `BadLength`, `BadAddress`, `BadArgument`,
+    /// `NotFound` (not loaded).
+    ExtUnload = 14, "ext_unload", (pointer, length) -> "0";
+    /// `ext_list(pointer, length) -> total`: the loaded extensions as text, one per line
+    /// (`NAME TECHNOLOGY VERSION STATE BINDINGS MEMORY`, fields separated by tabs; see
+    /// `docs/user-space.md`), copied up to `length` bytes; returns the full length (call
+    /// again with a bigger buffer if it is larger). Errors: `NotPermitted` (no
+    /// capability), `BadLength` (wrapping), `BadAddress`.
+    ExtList = 15, "ext_list", (pointer, length) -> "length of the listing";
+    /// `events(pointer, length) -> total`: the dispatcher's events, their bindings (owner,
+    /// technology, mode, guards) and counters as text, as the kernel console's `events`
+    /// prints them; copy semantics as [`Syscall::ExtList`]. Errors: `BadLength`, `BadAddress`.
+    Events = 16, "events", (pointer, length) -> "length of the listing";
+    /// `processes(pointer, length) -> total`: the processes as text, one per line (`PID
+    /// PARENT STATE MEMORY SYSCALLS COMMAND`, tab-separated); copy semantics as
+    /// [`Syscall::ExtList`]. Errors: `BadLength`, `BadAddress`.
+    Processes = 17, "processes", (pointer, length) -> "length of the listing";
+    /// `last_error(pointer, length) -> total`: the kernel's words for the caller's last
+    /// `Refused` error (empty if none); copy semantics as [`Syscall::ExtList`].
+    /// Errors: `BadLength`, `BadAddress`.
+    LastError = 18, "last_error", (pointer, length) -> "length of the message";
+    /// `protect(address, length, access) -> 0`: changes the access of a whole anonymous
+    /// region ([`ACCESS_READ`] | [`ACCESS_WRITE`]; 0 makes it inaccessible).
+    /// Errors: `BadAddress` (misaligned, or no anonymous region starts there),
+    /// `NotPermitted` (image or stack), `BadLength` (not the region's length),
+    /// `BadArgument` (unknown access bits).
+    Protect = 19, "protect", (address, length, access) -> "0";
+    /// `kernel_command(pointer, length) -> 0`: runs one line of the kernel console's
+    /// commands (`mem`, `probe`, `reclaim`, `halt`, …; see `help`). Only for a process
+    /// holding the console capability (the shell). Errors: `NotPermitted`, `BadLength`
+    /// (0 or above [`MAX_COMMAND_LINE`]), `BadAddress`, `BadArgument` (not UTF-8),
+    /// `Refused` (the command failed; [`Syscall::LastError`] says why).
+    KernelCommand = 20, "kernel_command", (pointer, length) -> "0";
+    /// `upcall_serve(pointer, length) -> !`: registers the caller as the user-level
+    /// technology of the extension described by the [`UpcallRegistration`] at `pointer`
+    /// and serves its upcalls until it is unloaded or contained: the kernel runs each
+    /// upcall on the raising strand, in this address space, at the registration's entry
+    /// point and stack. Returns only with an error. Errors: `BadLength`, `BadAddress`,
+    /// `BadArgument` (a malformed registration), `WrongState` (already serving),
+    /// `Refused` (the dispatcher refused a binding; see [`Syscall::LastError`]),
+    /// `Contained` (the extension was killed or unloaded while serving).
+    UpcallServe = 21, "upcall_serve", (pointer, length) -> "does not return while serving";
+    /// `upcall_return(code) -> !`: ends the running upcall; `code` 0 means the handler
+    /// wrote its result record into the registration's result buffer, anything else is a
+    /// failure (the extension is contained). Errors: `WrongState` (no upcall is running).
+    UpcallReturn = 22, "upcall_return", (code) -> "does not return";
+    /// `kernel_function(index, first, second) -> value`: calls entry `index` of
+    /// `spindle_abi::host::KERNEL_FUNCTIONS` from an upcall, if the extension's domains
+    /// grant it (console writes use [`Syscall::Write`]). Errors: `WrongState` (not in an
+    /// upcall), `NotFound` (no such function), `NotPermitted` (its domain is not granted).
+    KernelFunction = 23, "kernel_function", (index, first, second) -> "the function's result";
+    /// `service_register(pointer, length, entry, stack_top) -> 0`: offers a
+    /// cross-address-space service under the given name; a call runs `entry(argument)` in
+    /// the caller's address space on `stack_top`, on the calling strand, and ends with
+    /// [`Syscall::ServiceReturn`]. Errors: `BadLength`, `BadAddress`, `BadArgument`,
+    /// `TooMany`, `Refused` (name taken).
+    ServiceRegister = 24, "service_register", (pointer, length, entry, stack_top) -> "0";
+    /// `service_call(pointer, length, argument) -> value`: calls the named service in its
+    /// own address space and returns its result. Errors: `BadLength`, `BadAddress`,
+    /// `NotFound`, `Contained` (the service faulted or overran; it is withdrawn).
+    ServiceCall = 25, "service_call", (pointer, length, argument) -> "the service's result";
+    /// `service_return(value) -> !`: ends the running service call with `value`.
+    /// Errors: `WrongState` (no service call is running).
+    ServiceReturn = 26, "service_return", (value) -> "does not return";
 }
 
 impl fmt::Display for Syscall {

@@ -12,6 +12,8 @@
 //! Limitations: only the console handle exists; `write` copies through a kernel buffer
 //! (at most `MAX_WRITE_LENGTH` bytes).
 
+mod shell_calls;
+
 use alloc::sync::Arc;
 use alloc::vec;
 
@@ -33,7 +35,7 @@ pub enum Outcome {
 }
 
 /// The six argument registers.
-type Arguments = [usize; 6];
+pub(crate) type Arguments = [usize; 6];
 
 /// Handles the system call `context` trapped with, for `process` in `space`.
 pub fn handle(process: &Arc<Process>, space: &mut AddressSpace, context: &mut UserContext) -> Outcome {
@@ -71,6 +73,18 @@ pub fn handle(process: &Arc<Process>, space: &mut AddressSpace, context: &mut Us
                 proc::kill(pid, Parent::Process(process.pid())).map(|()| 0)
             }
         }
+        Some(Syscall::Read) => shell_calls::read(process, space, arguments),
+        Some(Syscall::ExtLoad) => shell_calls::ext_load(process, space, arguments),
+        Some(Syscall::ExtUnload) => shell_calls::ext_unload(process, space, arguments),
+        Some(Syscall::ExtList) => shell_calls::ext_list(process, space, arguments),
+        Some(Syscall::Events) => shell_calls::events(process, space, arguments),
+        Some(Syscall::Processes) => shell_calls::processes(process, space, arguments),
+        Some(Syscall::LastError) => shell_calls::last_error(process, space, arguments),
+        Some(Syscall::Protect) => shell_calls::protect(process, space, arguments),
+        Some(Syscall::KernelCommand) => shell_calls::kernel_command(process, space, arguments),
+        // Upcalls and cross-address-space calls (being written).
+        Some(Syscall::UpcallServe | Syscall::UpcallReturn | Syscall::KernelFunction) => Err(Error::NoSuchCall),
+        Some(Syscall::ServiceRegister | Syscall::ServiceCall | Syscall::ServiceReturn) => Err(Error::NoSuchCall),
     };
     let (code, value) = match result {
         Ok(value) => (0, value),
