@@ -15,6 +15,7 @@ pub mod extension;
 pub mod host;
 pub mod native;
 pub mod syscall;
+pub mod upcall;
 pub mod wasm;
 pub mod fingerprint;
 

@@ -84,29 +84,63 @@ impl Technology {
 /// What a user-level extension registers with [`Syscall::UpcallServe`] (`#[repr(C)]`,
 /// read by the kernel from user memory and checked field by field).
 ///
-/// For each upcall the kernel writes the argument record into `arguments` (at most
-/// `buffer_length` bytes), then enters U-mode at `entry` with `sp = stack_top`,
-/// `a0` = binding index, `a1` = argument size, `a2` = result size; the handler writes its
-/// result record into `results` and calls [`Syscall::UpcallReturn`].
+/// Records travel in registers (every event record is at most [`UPCALL_RECORD_WORDS`]
+/// words): for each upcall the kernel enters U-mode at `entry` with `sp = stack_top`,
+/// `a0` = binding index, `a1` = argument record size, `a2` = result record size and the
+/// argument record's words in `a3`..`a6` (little-endian bytes, as
+/// `spindle_abi::extension::encode` lays them out); the handler ends with
+/// [`Syscall::UpcallReturn`] carrying a status and the result record's words.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[repr(C)]
 pub struct UpcallRegistration {
-    /// The address of the extension's `spindle_extension` manifest bytes (the same
-    /// encoding native and Wasm extensions export).
+    /// Address of the extension's manifest text (`spindle_loader::Manifest`, as the
+    /// trusted builder writes it for native extensions).
     pub manifest: u64,
-    /// Its length.
+    /// Its length in bytes (at most [`MAX_UPCALL_MANIFEST`]).
     pub manifest_length: u64,
-    /// Where upcalls enter (a function of the runtime's glue).
+    /// Address of an array of `spindle_abi::native::BindingInfo`, one per binding.
+    pub bindings: u64,
+    /// Number of bindings (at most [`MAX_UPCALL_BINDINGS`]).
+    pub binding_count: u64,
+    /// Where upcalls enter.
     pub entry: u64,
-    /// Top of the stack upcalls run on (16-byte aligned, inside a writable region).
+    /// Top of the stack upcalls run on (16-byte aligned; the 16 bytes below it writable).
     pub stack_top: u64,
-    /// Buffer the kernel writes argument records into.
-    pub arguments: u64,
-    /// Buffer the handler writes result records into.
-    pub results: u64,
-    /// Length of each buffer.
-    pub buffer_length: u64,
 }
+
+impl UpcallRegistration {
+    /// Size in bytes.
+    pub const SIZE: usize = core::mem::size_of::<UpcallRegistration>();
+
+    /// Reads a registration from little-endian bytes (the kernel's copy of user memory);
+    /// `None` if `bytes` is not exactly [`Self::SIZE`] long.
+    pub fn from_bytes(bytes: &[u8]) -> Option<UpcallRegistration> {
+        if bytes.len() != Self::SIZE {
+            return None;
+        }
+        let word = |index: usize| {
+            let mut value = [0u8; 8];
+            value.copy_from_slice(&bytes[index * 8..index * 8 + 8]);
+            u64::from_le_bytes(value)
+        };
+        Some(UpcallRegistration {
+            manifest: word(0),
+            manifest_length: word(1),
+            bindings: word(2),
+            binding_count: word(3),
+            entry: word(4),
+            stack_top: word(5),
+        })
+    }
+}
+
+/// Words of an event record passed in registers by an upcall (4 × 8 = 32 bytes, the
+/// largest record the kernel declares).
+pub const UPCALL_RECORD_WORDS: usize = 4;
+/// Longest manifest text a user-level extension may register.
+pub const MAX_UPCALL_MANIFEST: usize = 4096;
+/// Most bindings a user-level extension may register.
+pub const MAX_UPCALL_BINDINGS: usize = 16;
 
 /// Why a system call failed: the code in `a0` (0 is success). Each call documents which
 /// of these it returns and when.
@@ -431,30 +465,38 @@ declare_syscalls! {
     /// (0 or above [`MAX_COMMAND_LINE`]), `BadAddress`, `BadArgument` (not UTF-8),
     /// `Refused` (the command failed; [`Syscall::LastError`] says why).
     KernelCommand = 20, "kernel_command", (pointer, length) -> "0";
-    /// `upcall_serve(pointer, length) -> !`: registers the caller as the user-level
+    /// `upcall_serve(pointer, length) -> 0`: registers the caller as the user-level
     /// technology of the extension described by the [`UpcallRegistration`] at `pointer`
     /// and serves its upcalls until it is unloaded or contained: the kernel runs each
     /// upcall on the raising strand, in this address space, at the registration's entry
-    /// point and stack. Returns only with an error. Errors: `BadLength`, `BadAddress`,
+    /// point and stack. Returns 0 when the extension is unloaded. Errors: `BadLength`, `BadAddress`,
     /// `BadArgument` (a malformed registration), `WrongState` (already serving),
     /// `Refused` (the dispatcher refused a binding; see [`Syscall::LastError`]),
-    /// `Contained` (the extension was killed or unloaded while serving).
-    UpcallServe = 21, "upcall_serve", (pointer, length) -> "does not return while serving";
-    /// `upcall_return(code) -> !`: ends the running upcall; `code` 0 means the handler
-    /// wrote its result record into the registration's result buffer, anything else is a
-    /// failure (the extension is contained). Errors: `WrongState` (no upcall is running).
-    UpcallReturn = 22, "upcall_return", (code) -> "does not return";
+    /// `Contained` (the extension was killed by containment while serving).
+    /// Only a process the kernel started as a user-level extension may serve (others get
+    /// `NotPermitted`).
+    UpcallServe = 21, "upcall_serve", (pointer, length) -> "0 when unloaded";
+    /// `upcall_return(code, word0, word1, word2, word3) -> !`: ends the running upcall;
+    /// `code` 0 means the words hold the result record, anything else is a failure (a
+    /// `spindle_abi::native::ErrorCode`; the extension is contained). Errors: `WrongState`
+    /// (no upcall is running).
+    UpcallReturn = 22, "upcall_return", (code, word0, word1, word2, word3) -> "does not return";
     /// `kernel_function(index, first, second) -> value`: calls entry `index` of
     /// `spindle_abi::host::KERNEL_FUNCTIONS` from an upcall, if the extension's domains
-    /// grant it (console writes use [`Syscall::Write`]). Errors: `WrongState` (not in an
-    /// upcall), `NotFound` (no such function), `NotPermitted` (its domain is not granted).
+    /// grant it; pointer arguments are addresses in the caller's space (console writes
+    /// use [`Syscall::Write`]). Errors: `WrongState` (not in an upcall), `NotFound` (no
+    /// such function, or one user level cannot call), `NotPermitted` (its domain is not
+    /// granted).
     KernelFunction = 23, "kernel_function", (index, first, second) -> "the function's result";
-    /// `service_register(pointer, length, entry, stack_top) -> 0`: offers a
-    /// cross-address-space service under the given name; a call runs `entry(argument)` in
-    /// the caller's address space on `stack_top`, on the calling strand, and ends with
-    /// [`Syscall::ServiceReturn`]. Errors: `BadLength`, `BadAddress`, `BadArgument`,
-    /// `TooMany`, `Refused` (name taken).
-    ServiceRegister = 24, "service_register", (pointer, length, entry, stack_top) -> "0";
+    /// `service_register(pointer, length, entry, stack_top) -> !`: offers a
+    /// cross-address-space service under the given name and serves calls until the
+    /// process is killed: a [`Syscall::ServiceCall`] runs `entry(argument)` in this
+    /// process's address space on `stack_top`, on the *calling* strand (the thread
+    /// migrates, as in LRPC), and ends with [`Syscall::ServiceReturn`]. Returns only with
+    /// an error: `BadLength`, `BadAddress`, `BadArgument` (not UTF-8, entry or stack not
+    /// user memory, stack misaligned), `TooMany` (service table full), `Refused` (name
+    /// taken).
+    ServiceRegister = 24, "service_register", (pointer, length, entry, stack_top) -> "does not return while serving";
     /// `service_call(pointer, length, argument) -> value`: calls the named service in its
     /// own address space and returns its result. Errors: `BadLength`, `BadAddress`,
     /// `NotFound`, `Contained` (the service faulted or overran; it is withdrawn).

@@ -50,7 +50,7 @@ pub static COMMANDS: &[Command] = &[
     Command { name: "uptime", usage: "uptime", help: "time since boot and timer ticks", run: uptime },
     Command { name: "devices", usage: "devices", help: "devices from the device tree", run: devices },
     Command { name: "events", usage: "events", help: "events, their bindings, guards and counters", run: events },
-    Command { name: "ext", usage: "ext list|load|replace NAME [builtin|wasm]|unload NAME", help: "list, load and unload extensions", run: ext },
+    Command { name: "ext", usage: "ext list|load|replace NAME [builtin|wasm|user]|unload NAME", help: "list, load and unload extensions", run: ext },
     Command { name: "hotload", usage: "hotload wait [SECONDS]", help: "wait for one `cargo xtask load` request (default 30 s); fails if it was refused", run: hotload },
     Command { name: "probe", usage: "probe KEY VALUE", help: "raise bench.Probe and print the combined result", run: probe },
     Command { name: "reclaim", usage: "reclaim FRAME|hot SLOT FRAME|clear", help: "raise mm.Reclaim for FRAME (synthetic LRU queue), or set/clear the hot list", run: reclaim },
@@ -188,10 +188,11 @@ fn events(_: &[&str]) -> Result<(), CommandError> {
 }
 
 fn ext(arguments: &[&str]) -> Result<(), CommandError> {
-    const USAGE: &str = "ext list | ext load NAME [builtin|wasm] | ext replace NAME [builtin|wasm] | ext unload NAME";
+    const USAGE: &str = "ext list | ext load NAME [builtin|wasm|user] | ext replace NAME [builtin|wasm|user] | ext unload NAME";
     let preference = |words: &[&str]| match words {
         [.., "builtin"] => crate::ext::Preference::BuiltIn,
         [.., "wasm"] => crate::ext::Preference::Wasm,
+        [.., "user"] => crate::ext::Preference::User,
         _ => crate::ext::Preference::Native,
     };
     match arguments {
@@ -233,14 +234,14 @@ fn ext(arguments: &[&str]) -> Result<(), CommandError> {
             }
             Ok(())
         }
-        ["load", name] | ["load", name, "builtin" | "wasm"] => {
+        ["load", name] | ["load", name, "builtin" | "wasm" | "user"] => {
             let preference = preference(arguments);
             let extension = crate::ext::load(name, preference).map_err(|error| CommandError::Failed(alloc::format!("ext load {name}: {error}")))?;
             crate::println!("loaded `{}` {} ({}), {} binding(s)", extension.name, extension.version, extension.technology,
                 extension.bindings.lock().len());
             Ok(())
         }
-        ["replace", name] | ["replace", name, "builtin" | "wasm"] => {
+        ["replace", name] | ["replace", name, "builtin" | "wasm" | "user"] => {
             let preference = preference(arguments);
             let extension = crate::ext::replace(name, preference)
                 .map_err(|error| CommandError::Failed(alloc::format!("ext replace {name}: {error}")))?;

@@ -83,6 +83,9 @@ struct ImageExtension {
     /// Pack only the Wasm build (a C extension has no native build).
     #[serde(default)]
     wasm_only: bool,
+    /// Also pack the user-level build as program `bin/ext-<name>` (`ext load NAME user`).
+    #[serde(default)]
+    user: bool,
 }
 
 /// Bundle entries of Wasm builds are named `<name>.wasm` (`ext load NAME wasm` finds them).
@@ -113,6 +116,9 @@ pub fn build_image(purpose: Purpose) -> Result<Image> {
         }
         if extension.wasm || extension.wasm_only {
             entries.push((format!("{}{WASM_ENTRY_SUFFIX}", extension.name), read(&crate::ext::build_wasm(&extension.name)?)?));
+        }
+        if extension.user {
+            entries.push((crate::ext::user_entry_name(&extension.name), read(&crate::ext::build_user(&extension.name)?)?));
         }
     }
     if purpose == Purpose::Test {

@@ -17,14 +17,6 @@ use crate::ext::{self, Preference};
 /// Loads averaged per load row (each allocates and compiles; far fewer than calls).
 const LOAD_ITERATIONS: u64 = 20;
 
-fn technology_name(preference: Preference) -> &'static str {
-    match preference {
-        Preference::BuiltIn => "builtin",
-        Preference::Native => "native",
-        Preference::Wasm => "wasm",
-    }
-}
-
 /// Instructions ×1000 per load of `faulty` as `preference` (unloads not counted).
 fn measure_load(preference: Preference) -> Option<u64> {
     let mut total = 0u64;
@@ -35,7 +27,7 @@ fn measure_load(preference: Preference) -> Option<u64> {
             (csr::instret() - start, loaded)
         });
         if let Err(error) = loaded {
-            crate::println!("bench: loading faulty ({}) failed: {error}", technology_name(preference));
+            crate::println!("bench: loading faulty ({}) failed: {error}", preference.label());
             return None;
         }
         total += cost as u64;
@@ -50,7 +42,7 @@ fn measure_load(preference: Preference) -> Option<u64> {
 pub fn run() {
     let group = "extension-cost";
     for preference in [Preference::BuiltIn, Preference::Native, Preference::Wasm] {
-        let name = technology_name(preference);
+        let name = preference.label();
         if let Some(cost) = measure_load(preference) {
             report(group, &alloc::format!("load-faulty-{name}"), LOAD_ITERATIONS, cost);
         }

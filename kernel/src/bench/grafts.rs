@@ -173,14 +173,6 @@ fn measure_workload(name: &str, expected: &[u64]) -> Option<u64> {
     Some(cost)
 }
 
-fn technology_name(preference: Preference) -> &'static str {
-    match preference {
-        Preference::BuiltIn => "builtin",
-        Preference::Native => "native",
-        Preference::Wasm => "wasm",
-    }
-}
-
 /// Runs the graft rows; false if any technology answered wrongly.
 pub fn run() -> bool {
     let mut clean = true;
@@ -191,7 +183,7 @@ pub fn run() -> bool {
     mm::clear_hot();
 
     for preference in [Preference::BuiltIn, Preference::Native, Preference::Wasm] {
-        let name = alloc::format!("reclaim-{}", technology_name(preference));
+        let name = alloc::format!("reclaim-{}", preference.label());
         if let Err(error) = ext::load(EXTENSION, preference) {
             crate::println!("bench: FAILED loading {EXTENSION} ({name}): {error}");
             clean = false;

@@ -60,6 +60,7 @@ pub mod builtin;
 pub mod bundle;
 pub mod exports;
 pub mod native;
+pub mod user;
 pub mod wasm;
 
 use alloc::string::String;
@@ -81,6 +82,8 @@ pub enum Technology {
     Native,
     /// A WebAssembly module run by `wasmi` in the kernel.
     Wasm,
+    /// A user program serving the extension's events by upcalls.
+    UserLevel,
 }
 
 impl fmt::Display for Technology {
@@ -89,6 +92,7 @@ impl fmt::Display for Technology {
             Technology::BuiltIn => "built-in",
             Technology::Native => "native",
             Technology::Wasm => "wasm",
+            Technology::UserLevel => "user-level",
         })
     }
 }
@@ -125,6 +129,8 @@ pub enum ExtensionImage {
     Native(native::NativeImage),
     /// A Wasm module's instance (its store, linear memory and compiled code).
     Wasm(wasm::WasmImage),
+    /// A user-level extension's serving process (dropping this ends the serving).
+    User(user::UserImage),
 }
 
 impl LoadedExtension {
@@ -137,6 +143,7 @@ impl LoadedExtension {
         crate::arch::csr::without_interrupts(|| match self.image.lock().as_ref()? {
             ExtensionImage::Native(image) => image.arena().usage(),
             ExtensionImage::Wasm(image) => image.usage(),
+            ExtensionImage::User(_) => None,
         })
     }
 }
@@ -156,6 +163,8 @@ pub enum ExtensionError {
     Native(alloc::boxed::Box<native::NativeError>),
     /// A Wasm extension was refused by the loader.
     Wasm(alloc::boxed::Box<wasm::WasmError>),
+    /// A user-level extension could not be started or was refused.
+    User(alloc::boxed::Box<user::UserError>),
     /// The dispatcher (or the event's primary module) refused a binding.
     Install {
         /// The event.
@@ -173,6 +182,7 @@ impl fmt::Display for ExtensionError {
             ExtensionError::Unknown(name) => write!(formatter, "no extension called `{name}` is available (see `ext list`)"),
             ExtensionError::Native(error) => write!(formatter, "native extension refused: {error}"),
             ExtensionError::Wasm(error) => write!(formatter, "Wasm extension refused: {error}"),
+            ExtensionError::User(error) => write!(formatter, "user-level extension refused: {error}"),
             ExtensionError::UnknownEvent(event) => write!(formatter, "binds `{event}`, which this kernel does not raise"),
             ExtensionError::Install { event, reason } => write!(formatter, "binding `{event}` refused: {reason}"),
         }
@@ -222,6 +232,21 @@ pub enum Preference {
     BuiltIn,
     /// The bundled Wasm build only (bundle entry `<name>.wasm`).
     Wasm,
+    /// The bundled user-level build only (program `bin/ext-<name>`, served by upcalls).
+    User,
+}
+
+impl Preference {
+    /// The technology's short name in benchmark rows and messages (`builtin`, `native`,
+    /// `wasm`, `user`).
+    pub fn label(self) -> &'static str {
+        match self {
+            Preference::BuiltIn => "builtin",
+            Preference::Native => "native",
+            Preference::Wasm => "wasm",
+            Preference::User => "user",
+        }
+    }
 }
 
 /// Suffix of the boot bundle's entries that hold Wasm builds (`hello.wasm`).
@@ -239,6 +264,13 @@ fn native_refusal(error: native::NativeError) -> ExtensionError {
     }
 }
 
+fn user_refusal(error: user::UserError) -> ExtensionError {
+    match error {
+        user::UserError::Install(inner) => inner,
+        other => ExtensionError::User(alloc::boxed::Box::new(other)),
+    }
+}
+
 fn wasm_refusal(error: wasm::WasmError) -> ExtensionError {
     match error {
         wasm::WasmError::Install(inner) => inner,
@@ -253,6 +285,7 @@ fn load_available(name: &str, preference: Preference, installer: &mut Installer)
             let bytes = bundled_wasm(name).ok_or_else(|| ExtensionError::Unknown(alloc::format!("{name}{WASM_ENTRY_SUFFIX}")))?;
             wasm::load(bytes, installer).map_err(wasm_refusal)
         }
+        (Preference::User, _) => user::load(name, installer).map_err(user_refusal),
         (Preference::Native, Some(bytes)) => native::load(bytes, installer).map_err(native_refusal),
         _ => {
             let declaration = builtin::AVAILABLE

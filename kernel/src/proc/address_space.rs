@@ -188,58 +188,108 @@ impl AddressSpace {
     /// the user's behalf (see `spindle_process::PageAccess`); the range must have passed
     /// `spindle_process::user_range`. Errors: [`Error::BadAddress`].
     pub fn check(&self, address: usize, length: usize, access: PageAccess) -> Result<(), Error> {
-        let Some(end) = address.checked_add(length) else { return Err(Error::BadLength) };
-        for page in pages(&(address..end)) {
-            let (_, flags) = self.root.translate(page).ok_or(Error::BadAddress)?;
-            let allowed = access.permits(
-                flags.contains(PteFlags::VALID),
-                flags.contains(PteFlags::USER),
-                flags.contains(PteFlags::READ),
-                flags.contains(PteFlags::WRITE),
-            );
-            if !allowed {
-                return Err(Error::BadAddress);
-            }
-        }
-        Ok(())
+        check_in(self.root, address, length, access)
     }
 
     /// Copies user memory at `address` into `buffer` after [`Self::check`]ing it for reading.
     pub fn read(&self, address: usize, buffer: &mut [u8]) -> Result<(), Error> {
-        self.check(address, buffer.len(), PageAccess::Read)?;
-        self.copy(address, buffer.len(), |physical, offset, count| {
-            // `physical` is in a frame of this space (a valid user leaf, checked above: user
-            // leaves map only this space's region frames); `offset + count <= buffer.len()`.
-            // SAFETY: the frame is identity-mapped for the kernel, and the process's only
-            // strand is running this, so nothing writes the frame meanwhile.
-            unsafe { core::ptr::copy_nonoverlapping(physical as *const u8, buffer[offset..].as_mut_ptr(), count) };
-        });
-        Ok(())
+        // SAFETY: this space's root is live while `self` is borrowed, and the process's
+        // only strand is running this, so nothing writes its frames meanwhile.
+        unsafe { read_in(self.root, address, buffer) }
     }
 
     /// Copies `bytes` into user memory at `address` after [`Self::check`]ing it for writing.
     pub fn write(&self, address: usize, bytes: &[u8]) -> Result<(), Error> {
         self.check(address, bytes.len(), PageAccess::Write)?;
-        self.copy(address, bytes.len(), |physical, offset, count| {
-            // SAFETY: as in `read`; the page is writable by the user, so it belongs to a
-            // writable region of this space and holds no kernel data.
+        copy_in_pages(self.root, address, bytes.len(), |physical, offset, count| {
+            // The page is a valid user leaf of this space (checked above: user leaves map
+            // only this space's region frames), writable by the user, so it holds no
+            // kernel data; the process's only strand is running this.
+            // SAFETY: as just said; the frame is identity-mapped for the kernel.
             unsafe { core::ptr::copy_nonoverlapping(bytes[offset..].as_ptr(), physical as *mut u8, count) };
         });
         Ok(())
     }
 
-    /// Calls `step(physical address, offset in the range, byte count)` for each page-sized
-    /// piece of the checked range `address..address + length`.
-    fn copy(&self, address: usize, length: usize, mut step: impl FnMut(usize, usize, usize)) {
-        let mut offset = 0;
-        while offset < length {
-            let virtual_address = address + offset;
-            let count = (PAGE_SIZE - virtual_address % PAGE_SIZE).min(length - offset);
-            if let Some((physical, _)) = self.root.translate(virtual_address) {
-                step(physical, offset, count);
-            }
-            offset += count;
+    /// A view for reading this space from another strand while the process is pinned
+    /// (serving upcalls or service calls from inside a system call); see [`SpaceView`].
+    pub fn view(&self) -> SpaceView {
+        SpaceView { root: self.root }
+    }
+}
+
+/// A copyable handle to a process's page table, for code that runs in the process's
+/// address space on another strand (upcalls, cross-address-space calls) while the
+/// process's own strand is blocked inside a system call that keeps the space alive and
+/// unchanged (it cannot map or unmap while blocked there).
+#[derive(Clone, Copy, Debug)]
+pub struct SpaceView {
+    root: PageTableRoot,
+}
+
+impl SpaceView {
+    /// Physical address of the root table (for `sched::set_address_space`).
+    pub fn root_address(&self) -> usize {
+        self.root.physical_address()
+    }
+
+    /// Copies user memory at `address` into `buffer` after checking it is mapped readable
+    /// for the user. Errors: [`Error::BadAddress`].
+    ///
+    /// # Safety
+    /// The space this view came from is still alive and not being changed (its process
+    /// is pinned, see the type's documentation).
+    pub unsafe fn read(&self, address: usize, buffer: &mut [u8]) -> Result<(), Error> {
+        // SAFETY: forwarded from the caller.
+        unsafe { read_in(self.root, address, buffer) }
+    }
+}
+
+/// [`AddressSpace::check`] on the page table at `root`.
+fn check_in(root: PageTableRoot, address: usize, length: usize, access: PageAccess) -> Result<(), Error> {
+    let Some(end) = address.checked_add(length) else { return Err(Error::BadLength) };
+    for page in pages(&(address..end)) {
+        let (_, flags) = root.translate(page).ok_or(Error::BadAddress)?;
+        let allowed = access.permits(
+            flags.contains(PteFlags::VALID),
+            flags.contains(PteFlags::USER),
+            flags.contains(PteFlags::READ),
+            flags.contains(PteFlags::WRITE),
+        );
+        if !allowed {
+            return Err(Error::BadAddress);
         }
+    }
+    Ok(())
+}
+
+/// Checks and copies user memory of the page table at `root` into `buffer`.
+///
+/// # Safety
+/// `root` is a live process page table whose user frames nothing writes meanwhile.
+unsafe fn read_in(root: PageTableRoot, address: usize, buffer: &mut [u8]) -> Result<(), Error> {
+    check_in(root, address, buffer.len(), PageAccess::Read)?;
+    copy_in_pages(root, address, buffer.len(), |physical, offset, count| {
+        // `physical` is in a frame of that space (a valid user leaf, checked above: user
+        // leaves map only the space's region frames); `offset + count <= buffer.len()`.
+        // SAFETY: the frame is identity-mapped for the kernel, and by the caller's
+        // contract nothing writes it meanwhile.
+        unsafe { core::ptr::copy_nonoverlapping(physical as *const u8, buffer[offset..].as_mut_ptr(), count) };
+    });
+    Ok(())
+}
+
+/// Calls `step(physical address, offset in the range, byte count)` for each page-sized
+/// piece of the checked range `address..address + length` of the table at `root`.
+fn copy_in_pages(root: PageTableRoot, address: usize, length: usize, mut step: impl FnMut(usize, usize, usize)) {
+    let mut offset = 0;
+    while offset < length {
+        let virtual_address = address + offset;
+        let count = (PAGE_SIZE - virtual_address % PAGE_SIZE).min(length - offset);
+        if let Some((physical, _)) = root.translate(virtual_address) {
+            step(physical, offset, count);
+        }
+        offset += count;
     }
 }
 

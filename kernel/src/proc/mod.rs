@@ -39,7 +39,7 @@ use spindle_abi::syscall::{Error, ExitStatus, KillCause, MAX_COMMAND_LINE};
 use spindle_process::layout::STACK_TOP;
 use spindle_process::{Executable, ExecutableError};
 
-pub use address_space::{AddressSpace, SpaceError};
+pub use address_space::{AddressSpace, SpaceError, SpaceView};
 
 use crate::arch::csr;
 use crate::arch::trap::{Exception, FaultReport, TrapCause};

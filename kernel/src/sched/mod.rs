@@ -198,6 +198,19 @@ pub fn set_address_space(root_address: usize) {
     });
 }
 
+/// [`set_address_space`] that also returns the current strand's previous address space
+/// (for code that runs briefly in another process's space on this strand: upcalls and
+/// cross-address-space calls, which put the previous one back the same way).
+pub fn replace_address_space(root_address: usize) -> usize {
+    csr::without_interrupts(|| {
+        let strand = current();
+        let previous = strand.address_space();
+        strand.set_address_space(root_address);
+        crate::mm::kernel_space::activate(root_address);
+        previous
+    })
+}
+
 /// Ends the current strand.
 pub fn exit_current() -> ! {
     switch_away(Leaving::Exited);

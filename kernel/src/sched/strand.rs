@@ -227,6 +227,11 @@ impl Strand {
         crate::mm::kernel_space::activate(self.carried.address_space.load(Ordering::Relaxed));
     }
 
+    /// The root page table this strand runs with (0: the kernel's).
+    pub(super) fn address_space(&self) -> usize {
+        self.carried.address_space.load(Ordering::Relaxed)
+    }
+
     /// Records the root page table this strand runs with (0: the kernel's); the caller
     /// activates it if the strand is running.
     pub(super) fn set_address_space(&self, root_address: usize) {

@@ -82,8 +82,14 @@ pub fn handle(process: &Arc<Process>, space: &mut AddressSpace, context: &mut Us
         Some(Syscall::LastError) => shell_calls::last_error(process, space, arguments),
         Some(Syscall::Protect) => shell_calls::protect(process, space, arguments),
         Some(Syscall::KernelCommand) => shell_calls::kernel_command(process, space, arguments),
-        // Upcalls and cross-address-space calls (being written).
-        Some(Syscall::UpcallServe | Syscall::UpcallReturn | Syscall::KernelFunction) => Err(Error::NoSuchCall),
+        Some(Syscall::UpcallServe) => match crate::ext::user::serve(process, space, arguments[0], arguments[1]) {
+            Ok(value) => Ok(value),
+            Err(Some(error)) => Err(error),
+            Err(None) => return Outcome::Killed,
+        },
+        // Valid only inside an upcall (answered by `ext::user`).
+        Some(Syscall::UpcallReturn | Syscall::KernelFunction) => Err(Error::WrongState),
+        // Cross-address-space calls (being written).
         Some(Syscall::ServiceRegister | Syscall::ServiceCall | Syscall::ServiceReturn) => Err(Error::NoSuchCall),
     };
     let (code, value) = match result {

@@ -309,7 +309,7 @@ pub fn build_wasm_module(extension: &CheckedCrate, output: &Path) -> Result<()> 
 pub const WASM_TARGET: &str = "wasm32-unknown-unknown";
 
 /// A path as a TOML basic string.
-fn toml_string(path: &Path) -> Result<String> {
+pub(super) fn toml_string(path: &Path) -> Result<String> {
     let text = path.to_str().ok_or_else(|| format!("{} is not UTF-8", path.display()))?;
     Ok(format!("\"{}\"", text.replace('\\', "\\\\").replace('"', "\\\"")))
 }
@@ -317,7 +317,7 @@ fn toml_string(path: &Path) -> Result<String> {
 /// Writes one generated crate: `Cargo.toml` from its parts, `src/<file>` and, the first
 /// time, a copy of the main workspace's `Cargo.lock` (so the generated build uses the
 /// versions the workspace pinned and needs no registry access).
-fn write_crate(directory: &Path, manifest: &str, source_file: &str, source: &str) -> Result<()> {
+pub(super) fn write_crate(directory: &Path, manifest: &str, source_file: &str, source: &str) -> Result<()> {
     write_if_changed(&directory.join("Cargo.toml"), manifest.as_bytes())?;
     write_if_changed(&directory.join("src").join(source_file), source.as_bytes())?;
     let lock = directory.join("Cargo.lock");
@@ -328,7 +328,7 @@ fn write_crate(directory: &Path, manifest: &str, source_file: &str, source: &str
 }
 
 /// The dependency lines shared by both generated crates.
-fn dependencies(extension: &CheckedCrate, with_loader: bool) -> Result<String> {
+pub(super) fn dependencies(extension: &CheckedCrate, with_loader: bool) -> Result<String> {
     let root = workspace_root();
     let mut text = format!(
         "extension = {{ package = {}, path = {} }}\nspindle-abi = {{ path = {} }}\n",

@@ -23,6 +23,7 @@ mod c;
 mod glue;
 mod keys;
 mod rules;
+mod user_glue;
 pub mod wasm_check;
 
 use std::fs;
@@ -64,8 +65,13 @@ pub enum ExtCommand {
         #[arg(value_name = "CRATE")]
         crate_name: String,
         /// Build the WebAssembly technology instead of the native one.
-        #[arg(long)]
+        #[arg(long, conflicts_with = "user")]
         wasm: bool,
+        /// Build the user-level technology instead: a user program
+        /// (target/spindle/ext/ext-NAME, bundle entry bin/ext-NAME) that serves the
+        /// extension's events by upcalls (`ext load NAME user`); see docs/user-space.md.
+        #[arg(long)]
+        user: bool,
     },
     /// Write the C header target/spindle/include/spindle.h (kernel functions and event
     /// records, generated from abi/) and print its path.
@@ -75,8 +81,9 @@ pub enum ExtCommand {
 /// Runs an `ext` subcommand.
 pub fn run(command: ExtCommand) -> Result<ExitCode> {
     match command {
-        ExtCommand::Build { crate_name, wasm: false } => build_native(&crate_name).map(|_| ExitCode::SUCCESS),
-        ExtCommand::Build { crate_name, wasm: true } => build_wasm(&crate_name).map(|_| ExitCode::SUCCESS),
+        ExtCommand::Build { crate_name, user: true, .. } => build_user(&crate_name).map(|_| ExitCode::SUCCESS),
+        ExtCommand::Build { crate_name, wasm: false, .. } => build_native(&crate_name).map(|_| ExitCode::SUCCESS),
+        ExtCommand::Build { crate_name, wasm: true, .. } => build_wasm(&crate_name).map(|_| ExitCode::SUCCESS),
         ExtCommand::Header => c::write_header().map(|path| {
             println!("{}", path.display());
             ExitCode::SUCCESS
@@ -155,6 +162,44 @@ pub fn build_wasm(crate_name: &str) -> Result<PathBuf> {
     println!("  imports:     {}", if imports.is_empty() { "none".to_string() } else { imports.join(", ") });
     println!("  module:      {} bytes, initial memory {} bytes, {} binding(s) described", module.len(), report.initial_memory, report.bindings);
     Ok(kext_path)
+}
+
+/// Builds `crate_name` as a user-level extension: the same rules and describe step as
+/// [`build_native`], then a static user program from generated glue
+/// ([`user_glue::build_user_program`]) at `target/spindle/ext/ext-<name>`, checked with the
+/// kernel's executable checks (`spindle_process::Executable`). Returns its path.
+///
+/// Errors: as [`build_native`], or the kernel's executable checks refuse the program.
+pub fn build_user(crate_name: &str) -> Result<PathBuf> {
+    let started = Instant::now();
+    crate::setup::ensure_rust_targets()?;
+    let root = workspace_root();
+    if c::find(crate_name, &root.join("extensions"))?.is_some() {
+        return Err(format!("`{crate_name}` is a C extension, which builds only as Wasm: `cargo xtask ext build {crate_name} --wasm`"));
+    }
+    let checked = rules::check_crate(crate_name, &root.join("extensions"), &root.join("abi/Cargo.toml")).map_err(|error| error.to_string())?;
+    let manifest = glue::describe(&checked)?;
+    let path = root.join("target/spindle/ext").join(format!("{}{}", user_glue::PROGRAM_PREFIX, manifest.name));
+    user_glue::build_user_program(&checked, &manifest, &path)?;
+    let bytes = fs::read(&path).map_err(|error| format!("cannot read {}: {error}", path.display()))?;
+    spindle_process::Executable::parse(&bytes).map_err(|error| format!("the kernel would refuse {}: {error}", path.display()))?;
+    let shown = path.strip_prefix(&root).unwrap_or(&path);
+    println!("ext build --user: {} ({} bytes, {:.1} s)", shown.display(), bytes.len(), started.elapsed().as_secs_f64());
+    println!(
+        "  manifest:    {} {}, events [{}], domains [{}], budget {} us, quota {} bytes",
+        manifest.name,
+        manifest.version,
+        manifest.events.join(", "),
+        manifest.domains.join(", "),
+        manifest.budget_microseconds,
+        manifest.memory_quota_bytes
+    );
+    Ok(path)
+}
+
+/// The bundle entry of a user-level build: `bin/ext-<name>`.
+pub fn user_entry_name(name: &str) -> String {
+    format!("{}{}{name}", crate::userspace::BUNDLE_PREFIX, user_glue::PROGRAM_PREFIX)
 }
 
 /// Signs and packs `payload` as a `.kext` of `kind`, opens it as the kernel would, and

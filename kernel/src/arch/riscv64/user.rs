@@ -225,6 +225,8 @@ pub mod reg {
     pub const A7: usize = 17;
     /// Stack pointer.
     pub const SP: usize = 2;
+    /// Return address.
+    pub const RA: usize = 1;
 }
 
 /// Width of a RISC-V `ecall` instruction (it has no compressed form).
@@ -265,6 +267,21 @@ impl UserContext {
         // writes it only until `run` returns); the sstatus above makes `sret` enter U-mode,
         // where the code can touch only user pages.
         unsafe { spindle_enter_user(self) };
+    }
+
+    /// Sets up a call into user code: the next [`Self::run`] starts at `entry` with the
+    /// stack pointer at `stack_top` and `arguments` in `a0`..`a7` (upcalls and
+    /// cross-address-space calls reuse one context per target this way; the other
+    /// registers keep the target's own earlier values).
+    pub fn prepare_call(&mut self, entry: usize, stack_top: usize, arguments: &[usize]) {
+        self.pc = entry;
+        self.registers[reg::SP] = stack_top;
+        // A return from the entry (which must end with a system call) jumps to 0 and
+        // faults instead of running stale code.
+        self.registers[reg::RA] = 0;
+        for (index, value) in arguments.iter().take(8).enumerate() {
+            self.registers[reg::A0 + index] = *value;
+        }
     }
 
     /// Why U-mode last trapped.

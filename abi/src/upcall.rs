@@ -1,0 +1,170 @@
+//! User-level extensions: the user side of upcalls, the fourth technology.
+//!
+//! An extension crate built as a user program (`cargo xtask ext build <crate> --user`)
+//! is wrapped by the trusted builder in a generated `main` that calls [`glue::serve`]:
+//! it describes the bindings of the crate's `extension!` declaration
+//! ([`crate::native::BindingInfo`], exactly as the native glue does) and registers them
+//! with [`Syscall::UpcallServe`](crate::syscall::Syscall::UpcallServe), which blocks while
+//! the kernel serves the extension's events by *upcalls*: on each raise the kernel enters
+//! this process's address space at the generated entry, which calls [`glue::handle`] —
+//! decode the argument words, run the handler through
+//! [`BindingDecl::invoke_bytes`](crate::extension::BindingDecl::invoke_bytes), return the
+//! result words with [`Syscall::UpcallReturn`](crate::syscall::Syscall::UpcallReturn).
+//! Records travel in registers (each record is at most
+//! [`UPCALL_RECORD_WORDS`](crate::syscall::UPCALL_RECORD_WORDS) words), so no memory is
+//! shared between the kernel and the extension.
+//!
+//! With the `user-level` feature (only the generated user-level glue enables it) this
+//! crate also defines the kernel functions of [`crate::host`] for a user program, as
+//! system calls, so the same extension source links unchanged: `spindle_console_write`
+//! is a `write` to the console, the others go through
+//! [`Syscall::KernelFunction`](crate::syscall::Syscall::KernelFunction), which the
+//! kernel answers only during an upcall and only for the extension's granted domains.
+
+/// What the generated user-level glue calls (bare-metal RISC-V only).
+#[cfg(all(target_arch = "riscv64", target_os = "none"))]
+pub mod glue {
+    use crate::extension::ExtensionDecl;
+    use crate::native::{BindingInfo, binding_info, invoke};
+    use crate::syscall::user::call;
+    use crate::syscall::{Error, MAX_UPCALL_BINDINGS, Syscall, UPCALL_RECORD_WORDS, UpcallRegistration};
+
+    /// The signature of an upcall entry: binding index, argument size, result size and
+    /// the argument record's words, as the kernel passes them in `a0`..`a6`.
+    pub type UpcallEntry = extern "C" fn(usize, usize, usize, u64, u64, u64, u64) -> !;
+
+    /// Bytes of a record passed in registers.
+    const RECORD_BYTES: usize = UPCALL_RECORD_WORDS * 8;
+
+    /// Registers `declaration` (with its builder-generated `manifest` text) and serves its
+    /// upcalls at `entry` on the stack ending at `stack_top`; returns `Ok` when the
+    /// extension is unloaded, or the kernel's error (`Contained` after a fault).
+    pub fn serve(declaration: &ExtensionDecl, manifest: &str, entry: UpcallEntry, stack_top: usize) -> Result<(), Error> {
+        let count = declaration.bindings.len();
+        if count > MAX_UPCALL_BINDINGS {
+            return Err(Error::TooMany);
+        }
+        let mut infos = [BindingInfo::default(); MAX_UPCALL_BINDINGS];
+        for (index, info) in infos.iter_mut().enumerate().take(count) {
+            *info = binding_info(declaration, index).map_err(|_| Error::BadArgument)?;
+        }
+        let registration = UpcallRegistration {
+            manifest: manifest.as_ptr() as u64,
+            manifest_length: manifest.len() as u64,
+            bindings: infos.as_ptr() as u64,
+            binding_count: count as u64,
+            entry: entry as usize as u64,
+            stack_top: stack_top as u64,
+        };
+        let pointer = &raw const registration as usize;
+        // SAFETY: the kernel only reads the registration, the manifest and the binding
+        // descriptions, which live (on this stack and in rodata) for the whole call.
+        unsafe { call(Syscall::UpcallServe, [pointer, UpcallRegistration::SIZE, 0, 0, 0, 0]) }.map(|_| ())
+    }
+
+    /// Runs one upcall: binding `index` of `declaration` on the argument words, then
+    /// returns the result words (or the failure code) to the kernel.
+    pub fn handle(declaration: &ExtensionDecl, index: usize, argument_size: usize, result_size: usize, words: [u64; UPCALL_RECORD_WORDS]) -> ! {
+        let mut arguments = [0u8; RECORD_BYTES];
+        for (chunk, word) in arguments.chunks_exact_mut(8).zip(words) {
+            chunk.copy_from_slice(&word.to_le_bytes());
+        }
+        let mut result = [0u8; RECORD_BYTES];
+        let code = match invoke(declaration, index, &arguments[..argument_size.min(RECORD_BYTES)], &mut result[..result_size.min(RECORD_BYTES)]) {
+            Ok(()) => 0,
+            Err(error) => error as i32 as isize as usize,
+        };
+        let mut out = [0u64; UPCALL_RECORD_WORDS];
+        for (word, chunk) in out.iter_mut().zip(result.chunks_exact(8)) {
+            let mut bytes = [0u8; 8];
+            bytes.copy_from_slice(chunk);
+            *word = u64::from_le_bytes(bytes);
+        }
+        upcall_return(code, out)
+    }
+
+    /// Ends the running upcall with `code` (0: `words` hold the result record).
+    pub fn upcall_return(code: usize, words: [u64; UPCALL_RECORD_WORDS]) -> ! {
+        let arguments = [code, words[0] as usize, words[1] as usize, words[2] as usize, words[3] as usize, 0];
+        // SAFETY: upcall_return reads only registers and does not return to this frame.
+        let _ = unsafe { call(Syscall::UpcallReturn, arguments) };
+        // Reached only outside an upcall (`WrongState`): nothing sensible is left to do.
+        crate::syscall::user::exit(1)
+    }
+
+    /// Calls kernel function `name` of [`crate::host::KERNEL_FUNCTIONS`] through
+    /// [`Syscall::KernelFunction`]; 0 if it is unknown or refused.
+    pub fn kernel_function(name: &str, first: usize, second: usize) -> usize {
+        let Some(index) = crate::host::KERNEL_FUNCTIONS.iter().position(|function| function.name == name) else { return 0 };
+        // SAFETY: the kernel functions callable this way write no user memory.
+        unsafe { call(Syscall::KernelFunction, [index, first, second, 0, 0, 0]) }.unwrap_or(0)
+    }
+
+    /// [`Syscall::ServiceRegister`]: offers `name`, served at `entry` (called with the
+    /// argument in `a0`) on the stack ending at `stack_top`; returns only with an error.
+    pub fn service_register(name: &str, entry: extern "C" fn(usize) -> !, stack_top: usize) -> Error {
+        let arguments = [name.as_ptr() as usize, name.len(), entry as usize, stack_top, 0, 0];
+        // SAFETY: the kernel only reads the name.
+        match unsafe { call(Syscall::ServiceRegister, arguments) } {
+            Ok(_) => Error::WrongState,
+            Err(error) => error,
+        }
+    }
+
+    /// [`Syscall::ServiceCall`]: calls service `name` with `argument`; returns its result.
+    pub fn service_call(name: &str, argument: usize) -> Result<usize, Error> {
+        // SAFETY: the kernel only reads the name; the service runs in its own space.
+        unsafe { call(Syscall::ServiceCall, [name.as_ptr() as usize, name.len(), argument, 0, 0, 0]) }
+    }
+
+    /// [`Syscall::ServiceReturn`]: ends the running service call with `value`.
+    pub fn service_return(value: usize) -> ! {
+        // SAFETY: service_return reads only a register and does not return here.
+        let _ = unsafe { call(Syscall::ServiceReturn, [value, 0, 0, 0, 0, 0]) };
+        crate::syscall::user::exit(1)
+    }
+}
+
+/// The kernel functions of [`crate::host`] for a user-level extension (feature
+/// `user-level`, enabled only by the generated user-level glue): same names and
+/// signatures as the kernel's, implemented with system calls.
+#[cfg(all(feature = "user-level", target_arch = "riscv64", target_os = "none"))]
+mod user_level_kernel_functions {
+    use super::glue::{kernel_function, upcall_return};
+    use crate::syscall::CONSOLE;
+
+    /// Domain `console`: a `write` to the console handle (the kernel checks the range).
+    #[unsafe(no_mangle)]
+    pub extern "C" fn spindle_console_write(pointer: *const u8, length: usize) {
+        let _ = crate::syscall::user::write_from_address(CONSOLE, pointer as usize, length);
+    }
+
+    /// Domain `clock`.
+    #[unsafe(no_mangle)]
+    pub extern "C" fn spindle_clock_ticks() -> u64 {
+        kernel_function("spindle_clock_ticks", 0, 0) as u64
+    }
+
+    /// Domain `extension`: prints the message and fails the upcall (the kernel then
+    /// contains the extension, as for a native panic).
+    #[unsafe(no_mangle)]
+    pub extern "C" fn spindle_extension_panic(pointer: *const u8, length: usize) -> ! {
+        let _ = crate::syscall::user::write_from_address(CONSOLE, pointer as usize, length);
+        upcall_return(PANIC_CODE, [0; crate::syscall::UPCALL_RECORD_WORDS])
+    }
+
+    /// The failure code an extension panic returns (not a `native::ErrorCode`).
+    const PANIC_CODE: usize = 101;
+
+    /// Domain `mm`.
+    #[unsafe(no_mangle)]
+    pub extern "C" fn spindle_mm_lru_length() -> u64 {
+        kernel_function("spindle_mm_lru_length", 0, 0) as u64
+    }
+
+    /// Domain `mm`.
+    #[unsafe(no_mangle)]
+    pub extern "C" fn spindle_mm_lru_frame(position: u64) -> u64 {
+        kernel_function("spindle_mm_lru_frame", position as usize, 0) as u64
+    }
+}

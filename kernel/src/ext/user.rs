@@ -1,0 +1,588 @@
+//! User-level extensions: the fourth technology (Small & Seltzer's user-level server,
+//! reached by an upcall).
+//!
+//! The trusted builder (`cargo xtask ext build <crate> --user`) links an extension crate
+//! with generated glue into a user program, bundled as `bin/ext-<name>`. [`load`] starts
+//! that program as a detached process and waits for it to register through the
+//! `upcall_serve` system call ([`serve`], on the process's own strand): the
+//! registration names the manifest text, one `BindingInfo` per binding (the native
+//! contract), the upcall entry and the upcall stack. The loader checks each binding
+//! against the kernel's declaration of its event exactly as for native and Wasm
+//! extensions, installs bounded bindings, and lets the process's strand block inside
+//! `upcall_serve` for as long as the extension is loaded — which pins its address space:
+//! a process blocked there cannot map, unmap or exit.
+//!
+//! **An upcall** runs on the strand that raised the event (the thread migrates, as in
+//! LRPC; nothing is queued and no scheduler decision is made): [`UserHandler::invoke`]
+//! encodes the argument record into four words, switches `satp` to the process's root
+//! table, enters U-mode at the registered entry with the binding index, the record sizes
+//! and the words in `a0`..`a6`, and runs until the handler makes the `upcall_return`
+//! system call with a status and the result words; then it switches back and decodes the
+//! result. While the upcall runs the kernel answers the handler's `write` (console) and
+//! `kernel_function` (its granted domains) system calls inline; any other call gets
+//! `WrongState`. Timer and device interrupts taken in U-mode are delivered to the kernel
+//! at once (interrupts are briefly enabled in S-mode), so the binding's budget is
+//! enforced by the same deadline as for every other technology: an upcall that loops is
+//! aborted, the extension is killed (bindings removed, events fall back to their
+//! defaults), and its process's `upcall_serve` returns `Contained`. A U-mode fault or a
+//! handler panic (the runtime exits, which inside an upcall counts as a panic) is
+//! contained the same way.
+//!
+//! Unloading ends the serving: the process's `upcall_serve` returns 0 and the glue exits.
+//! Killing the process (from the kernel) withdraws the extension first.
+//!
+//! Limitations: one upcall at a time per extension (a raise that arrives while one runs —
+//! only possible if an upcall handler's own kernel function raised an event bound to the
+//! same extension — gets the event's default); floating-point state is the upcall
+//! context's own, saved and restored on every entry like a process's.
+
+use alloc::boxed::Box;
+use alloc::string::String;
+use alloc::sync::{Arc, Weak};
+use alloc::vec::Vec;
+use core::fmt;
+use core::marker::PhantomData;
+
+use spindle_abi::event::{Event, EventRecord};
+use spindle_abi::extension::{decode, encode};
+use spindle_abi::host::KERNEL_FUNCTIONS;
+use spindle_abi::native::BindingInfo;
+use spindle_abi::syscall::{Error, MAX_UPCALL_BINDINGS, MAX_UPCALL_MANIFEST, Syscall, UPCALL_RECORD_WORDS, UpcallRegistration};
+use spindle_dispatch::{BindingId, BindingSpec, Handler, HandlerDescription, HandlerFault, Mode, Technology as DispatchTechnology};
+use spindle_loader::Manifest;
+use spindle_process::{PageAccess, user_range};
+
+use super::{ExtensionError, ExtensionState, LoadedExtension, Technology};
+use crate::arch::csr;
+use crate::arch::recovery::{Abort, run_bounded};
+use crate::arch::trap::{Exception, TrapCause};
+use crate::arch::user::{UserContext, reg};
+use crate::proc::{self, AddressSpace, Parent, Process, SpaceView};
+use crate::sched::{self, Strand};
+
+/// User-level builds are bundled as program `bin/ext-<name>`.
+pub const PROGRAM_PREFIX: &str = "ext-";
+/// How long [`load`] waits for the started process to register (5 s at 100 Hz).
+const REGISTRATION_TIMEOUT_TICKS: u64 = 500;
+/// Bytes of a record passed in registers.
+const RECORD_BYTES: usize = UPCALL_RECORD_WORDS * 8;
+/// Longest text a handler may write to the console in one call during an upcall.
+const UPCALL_WRITE_MAX: usize = 4096;
+/// The status the glue's panic path returns with `upcall_return`.
+const PANIC_STATUS: usize = 101;
+
+const _: () = assert!(RECORD_BYTES >= super::native::MAX_RECORD);
+
+/// Why a user-level extension could not be loaded.
+#[derive(Debug)]
+pub enum UserError {
+    /// The bundle has no `bin/ext-<name>`.
+    NoProgram(String),
+    /// The program could not be started.
+    Spawn(String),
+    /// The process ended before registering.
+    ExitedBeforeServing(String),
+    /// The process did not register in time (it was killed).
+    Timeout,
+    /// The registration names another extension, or a binding does not match the kernel.
+    BadRegistration(String),
+    /// Installation failed (the dispatcher refused a binding, or the name is taken).
+    Install(ExtensionError),
+}
+
+impl fmt::Display for UserError {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            UserError::NoProgram(name) => write!(formatter, "no user-level build of `{name}` in the boot bundle (bin/{PROGRAM_PREFIX}{name})"),
+            UserError::Spawn(reason) => write!(formatter, "starting its process failed: {reason}"),
+            UserError::ExitedBeforeServing(status) => write!(formatter, "its process {status} before registering"),
+            UserError::Timeout => write!(formatter, "its process did not register within {} ticks (killed)", REGISTRATION_TIMEOUT_TICKS),
+            UserError::BadRegistration(reason) => write!(formatter, "bad registration: {reason}"),
+            UserError::Install(error) => write!(formatter, "{error}"),
+        }
+    }
+}
+
+/// What a registered process offers: checked at `upcall_serve`, used by the loader.
+struct Registration {
+    manifest: Manifest,
+    bindings: Vec<BindingInfo>,
+    view: SpaceView,
+    entry: usize,
+    stack_top: usize,
+}
+
+/// How serving ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Ending {
+    /// Unloaded (or replaced): `upcall_serve` returns 0.
+    Unloaded,
+    /// Killed by containment: `upcall_serve` returns `Contained`.
+    Contained,
+}
+
+/// A load in progress: the loader waits for the process `pid` to register.
+struct Pending {
+    pid: u64,
+    registration: Option<Registration>,
+    server: Option<Arc<Strand>>,
+    verdict: Option<Result<Arc<UserExtension>, String>>,
+}
+
+static PENDING: spin::Mutex<Vec<Pending>> = spin::Mutex::new(Vec::new());
+
+fn with_pending<T>(f: impl FnOnce(&mut Vec<Pending>) -> T) -> T {
+    csr::without_interrupts(|| f(&mut PENDING.lock()))
+}
+
+/// What an upcall needs while the extension is served.
+struct Serving {
+    view: SpaceView,
+    entry: usize,
+    stack_top: usize,
+    context: Box<UserContext>,
+}
+
+/// A user-level extension's serving process, as its handlers see it.
+pub struct UserExtension {
+    name: String,
+    pid: u64,
+    domains: Vec<String>,
+    budget: u64,
+    /// `None` once serving ended (no upcall may start; the space is no longer pinned).
+    serving: spin::Mutex<Option<Serving>>,
+    ending: spin::Mutex<Option<Ending>>,
+    server: Arc<Strand>,
+}
+
+impl UserExtension {
+    /// The serving process's id.
+    pub fn pid(&self) -> u64 {
+        self.pid
+    }
+
+    /// Ends serving (once): no new upcall starts, and the process's `upcall_serve` returns.
+    fn end(&self, ending: Ending) {
+        let first = csr::without_interrupts(|| {
+            let mut slot = self.ending.lock();
+            if slot.is_some() {
+                return false;
+            }
+            *slot = Some(ending);
+            true
+        });
+        if first {
+            // An upcall holds `serving` only with preemption off on this hart, so this
+            // strand cannot be interrupting one: the lock is free or briefly contended.
+            csr::without_interrupts(|| self.serving.lock().take());
+            sched::unblock(&self.server);
+        }
+    }
+}
+
+/// The image of a loaded user-level extension: dropping it (unload, replace) ends serving.
+pub struct UserImage {
+    extension: Arc<UserExtension>,
+}
+
+impl UserImage {
+    /// The serving extension.
+    pub fn extension(&self) -> &Arc<UserExtension> {
+        &self.extension
+    }
+}
+
+impl Drop for UserImage {
+    fn drop(&mut self) {
+        self.extension.end(Ending::Unloaded);
+    }
+}
+
+/// Starts `bin/ext-<name>`, waits for it to register, checks and installs its bindings.
+pub fn load(name: &str, installer: &mut super::Installer) -> Result<Arc<LoadedExtension>, UserError> {
+    let program = alloc::format!("{PROGRAM_PREFIX}{name}");
+    if super::bundle::payload(&alloc::format!("{}{program}", proc::PROGRAM_PREFIX)).is_none() {
+        return Err(UserError::NoProgram(name.into()));
+    }
+    if !installer.admits(name) {
+        return Err(UserError::Install(ExtensionError::AlreadyLoaded(name.into())));
+    }
+    let process = proc::spawn(&program, Parent::Detached).map_err(|error| UserError::Spawn(alloc::format!("{error}")))?;
+    let pid = process.pid();
+    with_pending(|pending| pending.push(Pending { pid, registration: None, server: None, verdict: None }));
+    let outcome = wait_for_registration(&process);
+    let (registration, server) = match outcome {
+        Ok(found) => found,
+        Err(error) => {
+            with_pending(|pending| pending.retain(|entry| entry.pid != pid));
+            return Err(error);
+        }
+    };
+    let installed = install(name, pid, registration, server.clone(), installer);
+    let verdict = match &installed {
+        Ok((_, user)) => Ok(user.clone()),
+        Err(error) => Err(alloc::format!("{error}")),
+    };
+    with_pending(|pending| {
+        if let Some(entry) = pending.iter_mut().find(|entry| entry.pid == pid) {
+            entry.verdict = Some(verdict);
+        }
+    });
+    sched::unblock(&server);
+    installed.map(|(extension, _)| extension)
+}
+
+/// Yields until process `process` registers, ends, or the timeout passes.
+fn wait_for_registration(process: &Arc<Process>) -> Result<(Registration, Arc<Strand>), UserError> {
+    let deadline = crate::time::ticks() + REGISTRATION_TIMEOUT_TICKS;
+    loop {
+        let registered = with_pending(|pending| {
+            let entry = pending.iter_mut().find(|entry| entry.pid == process.pid())?;
+            Some((entry.registration.take()?, entry.server.clone()?))
+        });
+        if let Some(found) = registered {
+            return Ok(found);
+        }
+        if let Some(status) = process.exit_status() {
+            return Err(UserError::ExitedBeforeServing(alloc::format!("{status}")));
+        }
+        if crate::time::ticks() > deadline {
+            let _ = proc::kill(process.pid(), Parent::Kernel);
+            return Err(UserError::Timeout);
+        }
+        sched::yield_now();
+        if sched::ready_count() == 0 {
+            // Nothing else to run: wait for the next interrupt rather than spin.
+            csr::wait_for_interrupt();
+        }
+    }
+}
+
+/// Builds the extension from a checked registration and installs its bindings.
+fn install(
+    name: &str,
+    pid: u64,
+    registration: Registration,
+    server: Arc<Strand>,
+    installer: &mut super::Installer,
+) -> Result<(Arc<LoadedExtension>, Arc<UserExtension>), UserError> {
+    let Registration { manifest, bindings, view, entry, stack_top } = registration;
+    if manifest.name != name {
+        return Err(UserError::BadRegistration(alloc::format!("program for `{name}` registered extension `{}`", manifest.name)));
+    }
+    let budget = manifest.budget_microseconds.saturating_mul(super::builtin::INSTRUCTIONS_PER_MICROSECOND).max(1);
+    let user = Arc::new(UserExtension {
+        name: manifest.name.clone(),
+        pid,
+        domains: manifest.domains.clone(),
+        budget,
+        serving: spin::Mutex::new(Some(Serving { view, entry, stack_top, context: Box::new(UserContext::new(entry, stack_top)) })),
+        ending: spin::Mutex::new(None),
+        server,
+    });
+    let extension = Arc::new(LoadedExtension {
+        name: manifest.name.clone(),
+        version: manifest.version.clone(),
+        technology: Technology::UserLevel,
+        bindings: spin::Mutex::new(Vec::new()),
+        state: spin::Mutex::new(ExtensionState::Running),
+        image: spin::Mutex::new(Some(super::ExtensionImage::User(UserImage { extension: user.clone() }))),
+    });
+    for (index, info) in bindings.iter().enumerate() {
+        match install_binding(info, index, &user, &extension, installer) {
+            Ok(id) => extension.bindings.lock().push(id),
+            Err(error) => {
+                super::remove_bindings(&extension);
+                crate::events::quiescent();
+                // Dropping the image would end serving; the caller reports the refusal.
+                drop(extension.image.lock().take());
+                return Err(error);
+            }
+        }
+    }
+    Ok((extension, user))
+}
+
+fn install_binding(
+    info: &BindingInfo,
+    index: usize,
+    user: &Arc<UserExtension>,
+    extension: &Arc<LoadedExtension>,
+    installer: &mut super::Installer,
+) -> Result<BindingId, UserError> {
+    with_event_types!(
+        spindle_abi::event::EventId(info.event_id),
+        |event: Arguments, Answer| install_typed::<Arguments, Answer>(event, info, index, user, extension, installer),
+        Err(UserError::BadRegistration(alloc::format!("binding {index} names event id {}, which this kernel does not raise", info.event_id)))
+    )
+}
+
+fn install_typed<A: EventRecord, R: EventRecord>(
+    event: &'static Event<A, R>,
+    info: &BindingInfo,
+    index: usize,
+    user: &Arc<UserExtension>,
+    extension: &Arc<LoadedExtension>,
+    installer: &mut super::Installer,
+) -> Result<BindingId, UserError> {
+    let guards = super::native::checked_guards(&event.descriptor(), info, index).map_err(UserError::BadRegistration)?;
+    let handler = Arc::new(UserHandler::<A, R> {
+        user: user.clone(),
+        index,
+        name: alloc::format!("{}#{index}", extension.name),
+        extension: Arc::downgrade(extension),
+        records: PhantomData,
+    });
+    let mut spec = BindingSpec::new(&extension.name, handler).mode(Mode::Bounded { budget: user.budget });
+    for guard in guards {
+        spec = spec.when(guard);
+    }
+    installer
+        .install(event, spec)
+        .map_err(|error| UserError::Install(ExtensionError::Install { event: event.name(), reason: alloc::string::ToString::to_string(&error) }))
+}
+
+/// A user-level extension's handler: one upcall per invocation.
+struct UserHandler<A, R> {
+    user: Arc<UserExtension>,
+    index: usize,
+    name: String,
+    extension: Weak<LoadedExtension>,
+    records: PhantomData<fn(&A) -> R>,
+}
+
+impl<A: EventRecord, R: EventRecord> Handler<A, R> for UserHandler<A, R> {
+    fn invoke(&self, args: &A) -> Result<R, HandlerFault> {
+        let mut bytes = [0u8; RECORD_BYTES];
+        encode(args, &mut bytes).map_err(|_| HandlerFault::MalformedResult)?;
+        let words: [u64; UPCALL_RECORD_WORDS] = core::array::from_fn(|index| word_at(&bytes, index));
+        let _no_preemption = sched::no_preemption();
+        // Busy (a nested raise from this extension's own upcall) or no longer served.
+        let mut serving = self.user.serving.try_lock().ok_or(HandlerFault::Unavailable)?;
+        let serving = serving.as_mut().ok_or(HandlerFault::Unavailable)?;
+        let sizes = (core::mem::size_of::<A>(), core::mem::size_of::<R>());
+        let result = upcall(serving, &self.user, self.index, sizes, words)?;
+        let mut out = [0u8; RECORD_BYTES];
+        for (chunk, word) in out.chunks_exact_mut(8).zip(result) {
+            chunk.copy_from_slice(&word.to_le_bytes());
+        }
+        decode::<R>(&out[..sizes.1]).map_err(|_| HandlerFault::MalformedResult)
+    }
+
+    fn describe(&self) -> HandlerDescription {
+        HandlerDescription { technology: DispatchTechnology::UserLevel, name: self.name.clone() }
+    }
+
+    /// Containment: a fault (U-mode trap, panic, overrun, bad status) kills the extension
+    /// and ends its serving.
+    fn faulted(&self, fault: &HandlerFault) {
+        if let Some(extension) = self.extension.upgrade() {
+            super::kill(&extension, *fault, &self.name);
+        }
+        if *fault != HandlerFault::Unavailable {
+            self.user.end(Ending::Contained);
+        }
+    }
+}
+
+fn word_at(bytes: &[u8; RECORD_BYTES], index: usize) -> u64 {
+    let mut word = [0u8; 8];
+    word.copy_from_slice(&bytes[index * 8..index * 8 + 8]);
+    u64::from_le_bytes(word)
+}
+
+/// Runs one upcall of binding `index` in `serving`'s address space on this strand.
+fn upcall(
+    serving: &mut Serving,
+    user: &UserExtension,
+    index: usize,
+    (argument_size, result_size): (usize, usize),
+    words: [u64; UPCALL_RECORD_WORDS],
+) -> Result<[u64; UPCALL_RECORD_WORDS], HandlerFault> {
+    let arguments = [index, argument_size, result_size, words[0] as usize, words[1] as usize, words[2] as usize, words[3] as usize];
+    serving.context.prepare_call(serving.entry, serving.stack_top, &arguments);
+    let view = serving.view;
+    let context = &mut serving.context;
+    let previous = sched::replace_address_space(view.root_address());
+    // Nested inside the dispatcher's bounded call (same deadline), so that an overrun
+    // lands here and the address space is switched back before anything else runs.
+    let outcome = run_bounded(u64::MAX, || run_upcall(context, view, &user.domains));
+    sched::replace_address_space(previous);
+    match outcome {
+        Ok(result) => result,
+        Err(Abort::BudgetExceeded) => Err(HandlerFault::Overrun { budget: user.budget }),
+        Err(Abort::Fault(report)) => Err(HandlerFault::Trapped { cause: report.scause as u64 }),
+    }
+}
+
+/// Runs U-mode until `upcall_return`, answering the handler's system calls.
+fn run_upcall(context: &mut UserContext, view: SpaceView, domains: &[String]) -> Result<[u64; UPCALL_RECORD_WORDS], HandlerFault> {
+    loop {
+        context.run();
+        crate::arch::hart::current().trap_count.fetch_add(1, core::sync::atomic::Ordering::Relaxed);
+        match context.cause() {
+            TrapCause::TimerInterrupt | TrapCause::SoftwareInterrupt | TrapCause::ExternalInterrupt => deliver_interrupt(),
+            TrapCause::Exception(Exception::UserEnvironmentCall) => {
+                context.skip_ecall();
+                let number = context.register(reg::A7);
+                let argument = |index: usize| context.register(reg::A0 + index);
+                let answer = match Syscall::from_number(number) {
+                    Some(Syscall::UpcallReturn) => {
+                        return match argument(0) {
+                            0 => Ok(core::array::from_fn(|index| argument(1 + index) as u64)),
+                            PANIC_STATUS => Err(HandlerFault::Panicked),
+                            _ => Err(HandlerFault::MalformedResult),
+                        };
+                    }
+                    // The runtime exits on a panic: inside an upcall that is the handler's panic.
+                    Some(Syscall::Exit) => return Err(HandlerFault::Panicked),
+                    Some(Syscall::Write) => upcall_write(view, argument(0), argument(1), argument(2)),
+                    Some(Syscall::KernelFunction) => kernel_function(domains, argument(0), argument(1), argument(2)),
+                    _ => Err(Error::WrongState),
+                };
+                let (code, value) = match answer {
+                    Ok(value) => (0, value),
+                    Err(error) => (error.code(), 0),
+                };
+                context.set_register(reg::A0, code);
+                context.set_register(reg::A1, value);
+            }
+            _ => return Err(HandlerFault::Trapped { cause: context.fault_report().scause as u64 }),
+        }
+    }
+}
+
+/// Takes the interrupt that stopped U-mode in S-mode: the kernel's trap handler runs the
+/// tick (no preemption: the raise disabled it) and aborts the bounded call if its
+/// deadline has passed.
+fn deliver_interrupt() {
+    csr::enable_interrupts();
+    csr::disable_interrupts();
+}
+
+/// `write(handle, pointer, length)` from an upcall: the console only.
+fn upcall_write(view: SpaceView, handle: usize, pointer: usize, length: usize) -> Result<usize, Error> {
+    if handle != spindle_abi::syscall::CONSOLE {
+        return Err(Error::BadHandle);
+    }
+    let range = user_range(pointer, length, UPCALL_WRITE_MAX)?;
+    let mut bytes = alloc::vec![0u8; range.len()];
+    // SAFETY: the view's process is blocked in `upcall_serve` (its space pinned: serving
+    // ends before that call returns, and this upcall holds `serving`), and this hart runs
+    // the upcall with preemption off, so nothing changes the space meanwhile.
+    unsafe { view.read(range.start, &mut bytes)? };
+    crate::print!("{}", String::from_utf8_lossy(&bytes));
+    Ok(length)
+}
+
+/// `kernel_function(index, first, second)` from an upcall.
+fn kernel_function(domains: &[String], index: usize, first: usize, _second: usize) -> Result<usize, Error> {
+    let function = KERNEL_FUNCTIONS.get(index).ok_or(Error::NotFound)?;
+    let granted = super::exports::ALWAYS_GRANTED.contains(&function.domain) || domains.iter().any(|domain| domain == function.domain);
+    if !granted {
+        return Err(Error::NotPermitted);
+    }
+    match function.name {
+        "spindle_clock_ticks" => Ok(super::exports::spindle_clock_ticks() as usize),
+        "spindle_mm_lru_length" => Ok(super::exports::spindle_mm_lru_length() as usize),
+        "spindle_mm_lru_frame" => Ok(super::exports::spindle_mm_lru_frame(first as u64) as usize),
+        _ => Err(Error::NotFound),
+    }
+}
+
+/// `upcall_serve(pointer, length)` on the calling process's strand: checks the
+/// registration, hands it to the waiting loader, and blocks while the extension is
+/// served. Returns 0 when unloaded; errors as documented for the system call (plus
+/// `Err(None)` when the process was killed meanwhile).
+pub fn serve(process: &Arc<Process>, space: &AddressSpace, pointer: usize, length: usize) -> Result<usize, Option<Error>> {
+    let registration = read_registration(space, pointer, length).map_err(Some)?;
+    let pid = process.pid();
+    let me = sched::current();
+    with_pending(|pending| {
+        let entry = pending.iter_mut().find(|entry| entry.pid == pid).ok_or(Error::NotPermitted)?;
+        if entry.server.is_some() {
+            return Err(Error::WrongState);
+        }
+        entry.registration = Some(registration);
+        entry.server = Some(me.clone());
+        Ok(())
+    })
+    .map_err(Some)?;
+    // The loader installs the bindings and gives its verdict.
+    let verdict = loop {
+        let verdict = with_pending(|pending| {
+            let position = pending.iter().position(|entry| entry.pid == pid)?;
+            pending[position].verdict.as_ref()?;
+            pending.remove(position).verdict
+        });
+        if let Some(verdict) = verdict {
+            break verdict;
+        }
+        if process.kill_requested() {
+            return Err(None);
+        }
+        sched::block_current();
+    };
+    let user = verdict.map_err(|_| Some(Error::Refused))?;
+    loop {
+        if let Some(ending) = csr::without_interrupts(|| *user.ending.lock()) {
+            return match ending {
+                Ending::Unloaded => Ok(0),
+                Ending::Contained => Err(Some(Error::Contained)),
+            };
+        }
+        if process.kill_requested() {
+            withdraw(&user);
+            return Err(None);
+        }
+        sched::block_current();
+    }
+}
+
+/// The serving process is being killed: kill the extension first, so no upcall enters a
+/// space that is about to be freed.
+fn withdraw(user: &Arc<UserExtension>) {
+    if let Some(extension) = super::find(&user.name)
+        && let Some(super::ExtensionImage::User(image)) = extension.image.lock().as_ref()
+        && Arc::ptr_eq(image.extension(), user)
+    {
+        super::kill(&extension, HandlerFault::Unavailable, "its process was killed;");
+    }
+    user.end(Ending::Contained);
+}
+
+/// Reads and checks an [`UpcallRegistration`] and what it points to.
+fn read_registration(space: &AddressSpace, pointer: usize, length: usize) -> Result<Registration, Error> {
+    if length != UpcallRegistration::SIZE {
+        return Err(Error::BadLength);
+    }
+    let range = user_range(pointer, length, UpcallRegistration::SIZE)?;
+    let mut bytes = [0u8; UpcallRegistration::SIZE];
+    space.read(range.start, &mut bytes)?;
+    let raw = UpcallRegistration::from_bytes(&bytes).ok_or(Error::BadLength)?;
+    if raw.manifest_length == 0 || raw.manifest_length > MAX_UPCALL_MANIFEST as u64 {
+        return Err(Error::BadLength);
+    }
+    let manifest_range = user_range(raw.manifest as usize, raw.manifest_length as usize, MAX_UPCALL_MANIFEST)?;
+    let mut text = alloc::vec![0u8; manifest_range.len()];
+    space.read(manifest_range.start, &mut text)?;
+    let manifest = Manifest::parse_bytes(&text).map_err(|_| Error::BadArgument)?;
+    let count = raw.binding_count as usize;
+    if count == 0 || count > MAX_UPCALL_BINDINGS {
+        return Err(Error::BadArgument);
+    }
+    let bindings_range = user_range(raw.bindings as usize, count * BindingInfo::SIZE, MAX_UPCALL_BINDINGS * BindingInfo::SIZE)?;
+    let mut described = alloc::vec![0u8; bindings_range.len()];
+    space.read(bindings_range.start, &mut described)?;
+    let bindings = described.chunks_exact(BindingInfo::SIZE).filter_map(BindingInfo::from_bytes).collect();
+    let (entry, stack_top) = (raw.entry as usize, raw.stack_top as usize);
+    // The entry must be user memory the process can read (its text is r-x); the stack's
+    // last 16 bytes writable and the top 16-byte aligned, as the calling convention needs.
+    user_range(entry, 4, 4)?;
+    space.check(entry, 4, PageAccess::Read).map_err(|_| Error::BadArgument)?;
+    if stack_top % 16 != 0 || stack_top < 16 {
+        return Err(Error::BadArgument);
+    }
+    space.check(stack_top - 16, 16, PageAccess::Write).map_err(|_| Error::BadArgument)?;
+    Ok(Registration { manifest, bindings, view: space.view(), entry, stack_top })
+}
