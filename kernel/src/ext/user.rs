@@ -124,6 +124,7 @@ enum Ending {
 /// A load in progress: the loader waits for the process `pid` to register.
 struct Pending {
     pid: u64,
+    loader: Arc<Strand>,
     registration: Option<Registration>,
     server: Option<Arc<Strand>>,
     verdict: Option<Result<Arc<UserExtension>, String>>,
@@ -209,7 +210,7 @@ pub fn load(name: &str, installer: &mut super::Installer) -> Result<Arc<LoadedEx
     }
     let process = proc::spawn(&program, Parent::Detached).map_err(|error| UserError::Spawn(alloc::format!("{error}")))?;
     let pid = process.pid();
-    with_pending(|pending| pending.push(Pending { pid, registration: None, server: None, verdict: None }));
+    with_pending(|pending| pending.push(Pending { pid, loader: sched::current(), registration: None, server: None, verdict: None }));
     let outcome = wait_for_registration(&process);
     let (registration, server) = match outcome {
         Ok(found) => found,
@@ -232,7 +233,8 @@ pub fn load(name: &str, installer: &mut super::Installer) -> Result<Arc<LoadedEx
     installed.map(|(extension, _)| extension)
 }
 
-/// Yields until process `process` registers, ends, or the timeout passes.
+/// Waits (blocked, woken by the registration or the next tick) until process `process`
+/// registers, ends, or the timeout passes.
 fn wait_for_registration(process: &Arc<Process>) -> Result<(Registration, Arc<Strand>), UserError> {
     let deadline = crate::time::ticks() + REGISTRATION_TIMEOUT_TICKS;
     loop {
@@ -250,11 +252,8 @@ fn wait_for_registration(process: &Arc<Process>) -> Result<(Registration, Arc<St
             let _ = proc::kill(process.pid(), Parent::Kernel);
             return Err(UserError::Timeout);
         }
-        sched::yield_now();
-        if sched::ready_count() == 0 {
-            // Nothing else to run: wait for the next interrupt rather than spin.
-            csr::wait_for_interrupt();
-        }
+        // Blocked, not spinning: the process may run at a lower priority than the loader.
+        sched::sleep_ticks(1);
     }
 }
 
@@ -505,8 +504,9 @@ pub fn serve(process: &Arc<Process>, space: &AddressSpace, pointer: usize, lengt
         }
         entry.registration = Some(registration);
         entry.server = Some(me.clone());
-        Ok(())
+        Ok(entry.loader.clone())
     })
+    .map(|loader| sched::unblock(&loader))
     .map_err(Some)?;
     // The loader installs the bindings and gives its verdict.
     let verdict = loop {

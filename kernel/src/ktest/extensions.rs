@@ -36,7 +36,7 @@ pub static TESTS: &[KernelTest] = &[
 ];
 
 /// The hot-list graft (the `graft-hotlist` benchmark's workload) answers the same frames
-/// built in, native and Wasm, equal to the primary module's reference, with no rejection.
+/// built in, native, Wasm and user-level, equal to the primary module's reference, with no rejection.
 fn hotlist_same_answers_in_every_technology() -> TestResult {
     use crate::bench::grafts;
     use crate::events::mm;
@@ -46,7 +46,7 @@ fn hotlist_same_answers_in_every_technology() -> TestResult {
     let hot = (0..mm::LRU_FRAMES).filter(|&index| expected[index as usize] != grafts::candidate(index)).count();
     ensure!(hot == 64, "{hot} of the workload's candidates are replaced (expected 64: one in 16)");
     let rejections = mm::rejections();
-    for preference in [ext::Preference::BuiltIn, ext::Preference::Native, ext::Preference::Wasm] {
+    for preference in [ext::Preference::BuiltIn, ext::Preference::Native, ext::Preference::Wasm, ext::Preference::User] {
         let answers = grafts::answers(preference)?;
         let differing = answers.iter().zip(&expected).filter(|(answer, wanted)| answer != wanted).count();
         ensure!(differing == 0, "{preference:?}: {differing} answers differ from the reference");

@@ -1,0 +1,155 @@
+//! Tests of the user-level technology: an extension built as a user program serves its
+//! events by upcalls — it answers like its native build, its misbehaviour (panic,
+//! endless loop, U-mode fault) is contained exactly like the other technologies' (the
+//! event falls back to its default, the extension is killed with the reason, the serving
+//! process ends), and unloading or killing the process leaves no frame behind.
+
+use alloc::string::String;
+use alloc::vec::Vec;
+
+use super::extensions::check_contained;
+use super::{KernelTest, TestResult};
+use crate::ensure;
+use crate::ext::{self, ExtensionImage, ExtensionState};
+use crate::proc::{self, Parent};
+
+/// The user-level tests.
+pub static TESTS: &[KernelTest] = &[
+    KernelTest { name: "upcall::load_raise_unload", run: load_raise_unload },
+    KernelTest { name: "upcall::user_level_and_native_builds_agree", run: builds_agree },
+    KernelTest { name: "upcall::panic_kills_extension", run: || user_contained(faulty::KEY_PANIC, "panicked") },
+    KernelTest { name: "upcall::endless_loop_is_timed_out", run: || user_contained(faulty::KEY_LOOP, "overran budget") },
+    KernelTest { name: "upcall::stack_overflow_kills_extension", run: || user_contained(faulty::KEY_RECURSE, "trapped") },
+    KernelTest { name: "upcall::killing_the_process_withdraws_the_extension", run: killing_the_process_withdraws },
+    KernelTest { name: "upcall::missing_build_is_refused", run: missing_build_is_refused },
+];
+
+fn text(error: impl core::fmt::Display) -> String {
+    alloc::format!("{error}")
+}
+
+/// The serving process of the loaded user-level extension `name`.
+fn serving_pid(name: &str) -> Option<u64> {
+    let extension = ext::find(name)?;
+    let image = extension.image.lock();
+    match image.as_ref()? {
+        ExtensionImage::User(image) => Some(image.extension().pid()),
+        _ => None,
+    }
+}
+
+/// Waits until process `pid` has ended and been reaped (serving processes are
+/// detached), or 2 s have passed.
+fn wait_until_gone(pid: u64) -> TestResult {
+    let deadline = crate::time::ticks() + 200;
+    while let Some(process) = proc::find(pid) {
+        ensure!(
+            crate::time::ticks() < deadline,
+            "serving process {pid} still exists 2 s after serving ended (status {:?}, {} system calls, parent {})",
+            process.exit_status(),
+            process.system_calls(),
+            process.parent()
+        );
+        drop(process);
+        // Blocked, not spinning: the process may run at a lower priority than tests.
+        crate::sched::sleep_ticks(1);
+    }
+    Ok(())
+}
+
+/// Loads and unloads `name`'s user-level build once: the first load grows tables that
+/// keep their capacity (the process table, the dispatcher's), which is not a leak.
+fn warm_up(name: &str) -> TestResult {
+    ext::load(name, ext::Preference::User).map_err(text)?;
+    let pid = serving_pid(name).ok_or("no serving process")?;
+    ext::unload(name).map_err(text)?;
+    wait_until_gone(pid)
+}
+
+fn load_raise_unload() -> TestResult {
+    warm_up("hello")?;
+    let frames_before = crate::mm::frame::stats();
+    let extension = ext::load("hello", ext::Preference::User).map_err(text)?;
+    let technology = extension.technology;
+    drop(extension);
+    let pid = serving_pid("hello").ok_or("no serving process")?;
+    let running = proc::find(pid).is_some_and(|process| process.exit_status().is_none());
+    let claimed = crate::events::console::offer_line("hello");
+    let state = ext::find("hello").map(|extension| extension.state.lock().clone());
+    ext::unload("hello").map_err(text)?;
+    ensure!(technology == ext::Technology::UserLevel, "loaded as {technology}");
+    ensure!(running, "serving process {pid} is not running");
+    ensure!(claimed, "the user-level `hello` did not claim its command (state {state:?})");
+    ensure!(!crate::events::console::offer_line("hello"), "still claimed after unload");
+    wait_until_gone(pid)?;
+    ensure!(crate::mm::frame::stats() == frames_before, "frames changed: {:?} -> {:?}", frames_before, crate::mm::frame::stats());
+    Ok(())
+}
+
+/// `faulty`'s answers over a sequence of probes (the Wasm tests' sequence: answers and
+/// heap allocations, and a key nobody binds).
+fn answers_of(preference: ext::Preference) -> Result<Vec<u64>, String> {
+    let extension = ext::load("faulty", preference).map_err(text)?;
+    drop(extension);
+    let mut answers = Vec::new();
+    for value in [0u64, 1, 21, 1 << 40, u64::MAX / 2] {
+        answers.push(crate::events::probe::raise(faulty::KEY_ANSWER, value));
+    }
+    for value in [0u64, 1, 7, 100, 1000] {
+        answers.push(crate::events::probe::raise(faulty::KEY_ALLOCATE, value));
+    }
+    answers.push(crate::events::probe::raise(42, 42));
+    let state = ext::find("faulty").map(|extension| extension.state.lock().clone());
+    let pid = serving_pid("faulty");
+    ext::unload("faulty").map_err(text)?;
+    if let Some(pid) = pid {
+        wait_until_gone(pid)?;
+    }
+    ensure!(state == Some(ExtensionState::Running), "{preference:?}: state {state:?}");
+    Ok(answers)
+}
+
+fn builds_agree() -> TestResult {
+    let native = answers_of(ext::Preference::Native)?;
+    let user = answers_of(ext::Preference::User)?;
+    ensure!(user == native, "user-level {user:?} vs native {native:?}");
+    ensure!(user[2] == 42 && user[8] == 5050 && user[10] == 0, "answers {user:?}");
+    Ok(())
+}
+
+fn user_contained(key: u64, reason: &str) -> TestResult {
+    warm_up("faulty")?;
+    let frames_before = crate::mm::frame::stats();
+    ext::load("faulty", ext::Preference::User).map_err(text)?;
+    let pid = serving_pid("faulty").ok_or("no serving process")?;
+    let outcome = check_contained(key, reason);
+    let unloaded = ext::unload("faulty");
+    outcome?;
+    unloaded.map_err(text)?;
+    // Containment ended the serving: the process exits by itself.
+    wait_until_gone(pid)?;
+    ensure!(crate::mm::frame::stats() == frames_before, "frames leaked: {:?} -> {:?}", frames_before, crate::mm::frame::stats());
+    Ok(())
+}
+
+fn killing_the_process_withdraws() -> TestResult {
+    ext::load("faulty", ext::Preference::User).map_err(text)?;
+    let pid = serving_pid("faulty").ok_or("no serving process")?;
+    let before = crate::events::probe::raise(faulty::KEY_ANSWER, 21);
+    proc::kill(pid, Parent::Kernel).map_err(text)?;
+    let gone = wait_until_gone(pid);
+    let after = crate::events::probe::raise(faulty::KEY_ANSWER, 21);
+    let state = ext::find("faulty").map(|extension| extension.state.lock().clone());
+    ext::unload("faulty").map_err(text)?;
+    gone?;
+    ensure!(before == 42, "answered {before} before the kill");
+    ensure!(after == 0, "answered {after} after its process was killed (expected the default 0)");
+    ensure!(matches!(&state, Some(ExtensionState::Killed(reason)) if reason.contains("process")), "state {state:?}");
+    Ok(())
+}
+
+fn missing_build_is_refused() -> TestResult {
+    let refusal = ext::load("no-such-extension", ext::Preference::User).map(drop).map_err(text);
+    ensure!(matches!(&refusal, Err(message) if message.contains("bin/ext-no-such-extension")), "{refusal:?}");
+    Ok(())
+}
