@@ -17,12 +17,17 @@
 //! function; the raw `ecall` is the only `unsafe` there. The kernel uses [`Syscall`],
 //! [`Error`], [`ExitStatus`] and the limits.
 //!
-//! Limitations: one handle exists ([`CONSOLE`]); handles are not yet entries of a
-//! per-process capability table.
+//! Handles and privileges: the kernel keeps a capability table per process (the console,
+//! and the extension-loading and console-command capabilities when granted); user space
+//! names the console with the well-known number [`CONSOLE`], which the kernel maps to the
+//! table's console entry and validates on every use.
+//!
+//! Limitations: one handle number exists ([`CONSOLE`]); no call hands out table handles yet.
 
 use core::fmt;
 
-/// The only handle so far: the kernel console (output only).
+/// The only handle number so far: the kernel console (`write`, `read`); the kernel maps
+/// it to the caller's console capability.
 pub const CONSOLE: usize = 1;
 /// Largest `length` of one [`Syscall::Write`]; longer writes get [`Error::BadLength`]
 /// (the runtime splits its output below this).
@@ -384,8 +389,9 @@ declare_syscalls! {
     /// `BadArgument` (not UTF-8, or no name), `NoSuchProgram`, `BadProgram`, `TooMany`
     /// (process table full), `NoMemory`.
     /// `flags` ([`SPAWN_EXTENSION_LOADER`], [`SPAWN_CONSOLE`]) pass capabilities the caller
-    /// holds to the child (`NotPermitted` if it does not hold them; `BadArgument` for
-    /// unknown bits).
+    /// holds to the child: unknown bits are `BadArgument` (checked with the text) and a
+    /// flag the caller does not hold is `NotPermitted`, both before `NoSuchProgram`.
+    /// Children get only the console unless flags say otherwise.
     Spawn = 4, "spawn", (pointer, length, flags) -> "child's process id";
     /// `wait(pid) -> status`: blocks until child `pid` ends, reaps it and returns its
     /// [`ExitStatus::encode`]d status. Errors: `NoSuchProcess` (no such process, or already
@@ -438,8 +444,9 @@ declare_syscalls! {
     /// `ext_list(pointer, length) -> total`: the loaded extensions as text, one per line
     /// (`NAME TECHNOLOGY VERSION STATE BINDINGS MEMORY`, fields separated by tabs; see
     /// `docs/user-space.md`), copied up to `length` bytes; returns the full length (call
-    /// again with a bigger buffer if it is larger). Errors: `NotPermitted` (no
-    /// capability), `BadLength` (wrapping), `BadAddress`.
+    /// again with a bigger buffer if it is larger; `length` 0 copies nothing and checks no
+    /// pointer). Errors: `NotPermitted` (no capability), `BadLength` (wrapping),
+    /// `BadAddress` (the bytes to be copied are not writable user memory).
     ExtList = 15, "ext_list", (pointer, length) -> "length of the listing";
     /// `events(pointer, length) -> total`: the dispatcher's events, their bindings (owner,
     /// technology, mode, guards) and counters as text, as the kernel console's `events`
@@ -527,7 +534,7 @@ impl fmt::Display for Syscall {
 /// pointers these wrappers take as integers.
 #[cfg(all(target_arch = "riscv64", target_os = "none"))]
 pub mod user {
-    use super::{Error, ExitStatus, Syscall};
+    use super::{ACCESS_READ, ACCESS_WRITE, Error, ExitStatus, Syscall, Technology};
 
     /// Makes system call `syscall` with `arguments` in `a0`..`a5`; returns the value in `a1`
     /// or the error in `a0`.
@@ -574,10 +581,12 @@ pub mod user {
         debug_assert!(matches!(
             syscall,
             Syscall::Write | Syscall::Yield | Syscall::GetPid | Syscall::Spawn | Syscall::Wait | Syscall::SleepTicks
-                | Syscall::EventCount | Syscall::Kill | Syscall::MapAnonymous
+                | Syscall::EventCount | Syscall::Kill | Syscall::MapAnonymous | Syscall::ExtLoad | Syscall::ExtUnload
+                | Syscall::KernelCommand
         ));
         // SAFETY: these calls write no user memory and unmap nothing (map_anonymous only
-        // adds a new mapping), so no memory the program uses can change under it.
+        // adds a new mapping; extension and console commands act on the kernel), so no
+        // memory the program uses can change under it.
         unsafe { call(syscall, arguments) }
     }
 
@@ -620,7 +629,18 @@ pub mod user {
 
     /// [`Syscall::Spawn`] with a raw address (the kernel only reads there).
     pub fn spawn_from_address(address: usize, length: usize) -> Result<usize, Error> {
-        reading_call(Syscall::Spawn, [address, length, 0, 0, 0, 0])
+        spawn_from_address_with_flags(address, length, 0)
+    }
+
+    /// Starts `command_line` as a child holding the capabilities `flags` names
+    /// ([`super::SPAWN_EXTENSION_LOADER`], [`super::SPAWN_CONSOLE`]); returns its pid.
+    pub fn spawn_with_flags(command_line: &str, flags: usize) -> Result<usize, Error> {
+        spawn_from_address_with_flags(command_line.as_ptr() as usize, command_line.len(), flags)
+    }
+
+    /// [`Syscall::Spawn`] with a raw address and flags (the kernel only reads there).
+    pub fn spawn_from_address_with_flags(address: usize, length: usize, flags: usize) -> Result<usize, Error> {
+        reading_call(Syscall::Spawn, [address, length, flags, 0, 0, 0])
     }
 
     /// Waits for child `pid` to end and returns how it ended.
@@ -651,6 +671,87 @@ pub mod user {
         unsafe { call(Syscall::Arguments, [buffer.as_mut_ptr() as usize, buffer.len(), 0, 0, 0, 0]) }
     }
 
+    /// A call whose kernel writes at most `buffer.len()` bytes into `buffer` (`arguments`
+    /// and the listing calls, `read`): `[first, buffer address, buffer length, 0, …]`.
+    fn buffer_call(syscall: Syscall, first: Option<usize>, buffer: &mut [u8]) -> Result<usize, Error> {
+        debug_assert!(matches!(
+            syscall,
+            Syscall::Read | Syscall::ExtList | Syscall::Events | Syscall::Processes | Syscall::LastError
+        ));
+        let (address, length) = (buffer.as_mut_ptr() as usize, buffer.len());
+        let arguments = match first {
+            Some(first) => [first, address, length, 0, 0, 0],
+            None => [address, length, 0, 0, 0, 0],
+        };
+        // SAFETY: the kernel writes at most `buffer.len()` bytes into `buffer`, which is
+        // exclusively borrowed here, so no other reference sees the change.
+        unsafe { call(syscall, arguments) }
+    }
+
+    /// Reads console input from `handle` ([`super::CONSOLE`]) into `buffer`: blocks until
+    /// at least one byte arrives; returns the count, 0 at the end of a script's input.
+    /// Errors as for [`Syscall::Read`].
+    pub fn read(handle: usize, buffer: &mut [u8]) -> Result<usize, Error> {
+        buffer_call(Syscall::Read, Some(handle), buffer)
+    }
+
+    /// Loads extension `name` as `technology` (needs the extension-loading capability).
+    /// Errors as for [`Syscall::ExtLoad`].
+    pub fn ext_load(name: &str, technology: Technology) -> Result<(), Error> {
+        ext_load_from_address(name.as_ptr() as usize, name.len(), technology as usize)
+    }
+
+    /// [`Syscall::ExtLoad`] with a raw address and technology number (the kernel only
+    /// reads there).
+    pub fn ext_load_from_address(address: usize, length: usize, technology: usize) -> Result<(), Error> {
+        reading_call(Syscall::ExtLoad, [address, length, technology, 0, 0, 0]).map(|_| ())
+    }
+
+    /// Unloads extension `name`. Errors as for [`Syscall::ExtUnload`].
+    pub fn ext_unload(name: &str) -> Result<(), Error> {
+        ext_unload_from_address(name.as_ptr() as usize, name.len())
+    }
+
+    /// [`Syscall::ExtUnload`] with a raw address (the kernel only reads there).
+    pub fn ext_unload_from_address(address: usize, length: usize) -> Result<(), Error> {
+        reading_call(Syscall::ExtUnload, [address, length, 0, 0, 0, 0]).map(|_| ())
+    }
+
+    /// Copies the loaded-extension listing into `buffer`; returns its full length.
+    /// Errors as for [`Syscall::ExtList`].
+    pub fn ext_list(buffer: &mut [u8]) -> Result<usize, Error> {
+        buffer_call(Syscall::ExtList, None, buffer)
+    }
+
+    /// Copies the dispatcher's event listing into `buffer`; returns its full length.
+    /// Errors as for [`Syscall::Events`].
+    pub fn events(buffer: &mut [u8]) -> Result<usize, Error> {
+        buffer_call(Syscall::Events, None, buffer)
+    }
+
+    /// Copies the process listing into `buffer`; returns its full length.
+    /// Errors as for [`Syscall::Processes`].
+    pub fn processes(buffer: &mut [u8]) -> Result<usize, Error> {
+        buffer_call(Syscall::Processes, None, buffer)
+    }
+
+    /// Copies the kernel's words for the last `Refused` error into `buffer`; returns
+    /// their full length. Errors as for [`Syscall::LastError`].
+    pub fn last_error(buffer: &mut [u8]) -> Result<usize, Error> {
+        buffer_call(Syscall::LastError, None, buffer)
+    }
+
+    /// Runs one kernel console line (needs the console capability); output goes to the
+    /// console. Errors as for [`Syscall::KernelCommand`].
+    pub fn kernel_command(line: &str) -> Result<(), Error> {
+        kernel_command_from_address(line.as_ptr() as usize, line.len())
+    }
+
+    /// [`Syscall::KernelCommand`] with a raw address (the kernel only reads there).
+    pub fn kernel_command_from_address(address: usize, length: usize) -> Result<(), Error> {
+        reading_call(Syscall::KernelCommand, [address, length, 0, 0, 0, 0]).map(|_| ())
+    }
+
     /// The platform timer (`time` CSR; 10 MHz on QEMU `virt`). The kernel lets U-mode
     /// read the counters (`scounteren`).
     pub fn time() -> u64 {
@@ -668,11 +769,13 @@ pub mod user {
         value
     }
 
-    /// Anonymous memory from [`Syscall::MapAnonymous`], owned: unmapped on drop.
+    /// Anonymous memory from [`Syscall::MapAnonymous`], owned: unmapped on drop. Its
+    /// access can be changed with [`AnonymousRegion::protect`].
     #[derive(Debug)]
     pub struct AnonymousRegion {
         address: usize,
         length: usize,
+        access: usize,
     }
 
     impl AnonymousRegion {
@@ -680,7 +783,7 @@ pub mod user {
         pub fn map(length: usize) -> Result<AnonymousRegion, Error> {
             let address = reading_call(Syscall::MapAnonymous, [length, 0, 0, 0, 0, 0])?;
             let length = length.div_ceil(super::PAGE_SIZE) * super::PAGE_SIZE;
-            Ok(AnonymousRegion { address, length })
+            Ok(AnonymousRegion { address, length, access: ACCESS_READ | ACCESS_WRITE })
         }
 
         /// Its address.
@@ -698,12 +801,41 @@ pub mod user {
             self.length == 0
         }
 
-        /// The memory.
+        /// Its access ([`ACCESS_READ`] | [`ACCESS_WRITE`], as last set).
+        pub fn access(&self) -> usize {
+            self.access
+        }
+
+        /// Changes its access with [`Syscall::Protect`] ([`ACCESS_READ`] | [`ACCESS_WRITE`];
+        /// 0 makes it inaccessible). Needs `&mut self`, so no slice of it is alive.
+        pub fn protect(&mut self, access: usize) -> Result<(), Error> {
+            // SAFETY: the region is this process's own anonymous mapping and no reference
+            // into it exists (`&mut self`); `as_slice`/`as_mut_slice` check the new access
+            // before handing one out again.
+            unsafe { call(Syscall::Protect, [self.address, self.length, access, 0, 0, 0]) }?;
+            // The kernel reads write as read-write.
+            self.access = if access & ACCESS_WRITE != 0 { ACCESS_READ | ACCESS_WRITE } else { access };
+            Ok(())
+        }
+
+        /// The memory, read-only. Panics if the region is not readable (see
+        /// [`Self::protect`]).
+        pub fn as_slice(&self) -> &[u8] {
+            assert!(self.access & ACCESS_READ != 0, "the region is not readable");
+            // SAFETY: the kernel mapped `length` bytes at `address`, readable (checked just
+            // above), and unmaps them only on `drop`; no mutable slice exists while `&self`
+            // is borrowed.
+            unsafe { core::slice::from_raw_parts(self.address as *const u8, self.length) }
+        }
+
+        /// The memory. Panics if the region is not writable (see [`Self::protect`]).
         pub fn as_mut_slice(&mut self) -> &mut [u8] {
+            assert!(self.access & ACCESS_WRITE != 0, "the region is not writable");
             // The kernel mapped `length` zeroed read-write bytes at `address` for this
             // process and unmaps them only when asked to, which only `drop` does.
-            // SAFETY: the memory is mapped and writable while `self` lives, and the slice
-            // borrows `self` exclusively, so no other reference to it exists.
+            // SAFETY: the memory is mapped and writable while `self` lives (its access is
+            // read-write, checked just above), and the slice borrows `self` exclusively, so
+            // no other reference to it exists.
             unsafe { core::slice::from_raw_parts_mut(self.address as *mut u8, self.length) }
         }
     }

@@ -10,6 +10,7 @@
 //! | `spindle.test.only=NAME` | run only the named test (also reaches harness tests) |
 //! | `spindle.test.watchdog=S` | fail a test after S seconds (default `param::TEST_WATCHDOG_SECONDS`) |
 //! | `spindle.script=L1,L2,…` | run these console lines in order, then exit; each line is percent-encoded |
+//! | `spindle.shell=kernel` | skip the user shell (`spsh`): the kernel console runs the script, or interactively |
 
 /// What the kernel does after booting.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -62,6 +63,12 @@ pub fn parse(command_line: &str) -> Mode<'_> {
     } else {
         Mode::Interactive
     }
+}
+
+/// Whether the command line asks for the raw kernel console instead of the user shell
+/// (`spindle.shell=kernel`).
+pub fn kernel_console_requested(command_line: &str) -> bool {
+    command_line.split_ascii_whitespace().any(|word| word == "spindle.shell=kernel")
 }
 
 /// Why a percent-encoded script line could not be decoded.

@@ -3,7 +3,12 @@
 //! Output is polled (the UART's transmit FIFO drains at QEMU speed). Input is polled
 //! too: the interactive console waits with `wfi` between polls and the timer tick wakes
 //! it, so keystrokes are seen within one tick. A PLIC-driven UART comes later.
+//!
+//! User programs read console input through [`read_input`] (the `read` system call):
+//! the UART's bytes, raw; or, in script mode, the script's lines set by
+//! [`set_script_input`], then end of input.
 
+use alloc::vec::Vec;
 use core::fmt;
 use core::sync::atomic::{AtomicUsize, Ordering};
 
@@ -154,4 +159,63 @@ pub fn read_line(buffer: &mut [u8]) -> LineInput {
             _ => {}
         }
     }
+}
+
+/// The non-interactive input of user programs: a script's bytes and how far they are read.
+struct ScriptInput {
+    bytes: Vec<u8>,
+    position: usize,
+}
+
+/// Set in script mode: user programs read this instead of the UART.
+static SCRIPT_INPUT: spin::Mutex<Option<ScriptInput>> = spin::Mutex::new(None);
+
+/// Makes `text` the console input of user programs (script mode): [`read_input`] returns
+/// its bytes, then [`Input::Ended`]. Replaces any earlier script.
+pub fn set_script_input(text: &str) {
+    csr::without_interrupts(|| *SCRIPT_INPUT.lock() = Some(ScriptInput { bytes: text.as_bytes().to_vec(), position: 0 }));
+}
+
+/// Returns user programs' console input to the UART.
+pub fn clear_script_input() {
+    csr::without_interrupts(|| *SCRIPT_INPUT.lock() = None);
+}
+
+/// What [`read_input`] found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Input {
+    /// This many bytes were copied into the buffer.
+    Bytes(usize),
+    /// The script is used up (never for the UART).
+    Ended,
+    /// Nothing is available yet (the UART has no byte waiting).
+    NotYet,
+}
+
+/// Reads console input for a user program without blocking: script bytes in script
+/// mode, else whatever the UART has received (raw: no echo, no editing), at most
+/// `buffer.len()` bytes.
+pub fn read_input(buffer: &mut [u8]) -> Input {
+    let scripted = csr::without_interrupts(|| {
+        let mut input = SCRIPT_INPUT.lock();
+        let script = input.as_mut()?;
+        let rest = &script.bytes[script.position..];
+        if rest.is_empty() {
+            return Some(Input::Ended);
+        }
+        let count = rest.len().min(buffer.len());
+        buffer[..count].copy_from_slice(&rest[..count]);
+        script.position += count;
+        Some(Input::Bytes(count))
+    });
+    if let Some(input) = scripted {
+        return input;
+    }
+    let mut count = 0;
+    while count < buffer.len() {
+        let Some(byte) = try_read_byte() else { break };
+        buffer[count] = byte;
+        count += 1;
+    }
+    if count == 0 { Input::NotYet } else { Input::Bytes(count) }
 }

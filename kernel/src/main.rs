@@ -3,7 +3,8 @@
 //! Boot order: `arch` entry code (stack, BSS, trap vector) → [`kernel_main`]: per-hart
 //! state, FPU, device tree, console, memory (heap, frames, W^X paging), timer tick,
 //! dispatcher, boot bundle, user mode (`proc`), then the mode chosen by the boot
-//! arguments: interactive console, a script of console lines, or the in-kernel tests.
+//! arguments: the user shell `spsh` (interactive, or fed a script of console lines), the
+//! kernel console (`spindle.shell=kernel`), or the in-kernel tests.
 //! See `docs/` and DESIGN.md for the architecture.
 
 #![no_std]
@@ -88,10 +89,13 @@ pub extern "C" fn kernel_main(hart_id: usize, device_tree_address: usize) -> ! {
     ext::bundle::load_boot_list();
     hotload::init();
 
+    let kernel_console = bootargs::kernel_console_requested(devicetree::bootargs());
     match bootargs::parse(devicetree::bootargs()) {
         bootargs::Mode::Test { from, only, watchdog_seconds } => ktest::run(from, only, watchdog_seconds),
         bootargs::Mode::Bench => bench::run(),
-        bootargs::Mode::Script(lines) => shell::run_script(lines),
-        bootargs::Mode::Interactive => shell::interactive(),
+        bootargs::Mode::Script(lines) if kernel_console => shell::run_script(lines),
+        bootargs::Mode::Script(lines) => shell::run_script_in_user_shell(lines),
+        bootargs::Mode::Interactive if kernel_console => shell::interactive(),
+        bootargs::Mode::Interactive => shell::interactive_user_shell(),
     }
 }

@@ -1,14 +1,28 @@
-//! The kernel console: a small command interpreter on the UART.
+//! The kernel console: a small command interpreter on the UART, and the start of the
+//! user shell (`spsh`) in front of it.
 //!
-//! Used interactively (`cargo xtask qemu`) and non-interactively: each line given on the
-//! host's command line (`cargo xtask qemu -- mem halt`) reaches the kernel through the
-//! boot arguments and runs in order; the kernel exits after the last one with status 0 if
-//! every line succeeded, or 1 at the first failing line.
+//! At boot the kernel starts the user shell `bin/spsh` with every privilege
+//! ([`interactive_user_shell`]); the kernel console ([`interactive`]) takes over when spsh
+//! exits or is missing. Non-interactively, each line given on the host's command line
+//! (`cargo xtask qemu -- mem halt`) reaches the kernel through the boot arguments; the
+//! kernel hands them to `spsh -s` as its console input ([`run_script_in_user_shell`]) and
+//! exits with status 0 if spsh exited 0 (every line succeeded), else 1. spsh runs the
+//! lines it does not know itself as kernel console lines ([`run_line`], through the
+//! `kernel_command` system call). The boot argument `spindle.shell=kernel` skips spsh:
+//! the kernel console then runs the script itself ([`run_script`]) or interactively.
 
+use alloc::string::{String, ToString};
 use core::fmt;
+use core::fmt::Write as _;
 
 use crate::arch;
 use crate::power::{ExitStatus, exit};
+use crate::proc::{Grants, Parent, Process};
+
+/// The user shell's program (`bin/spsh`).
+pub const USER_SHELL: &str = "spsh";
+/// The user shell's command line in script mode: stop at the first failing line, exit 1.
+pub const USER_SHELL_SCRIPT: &str = "spsh -s";
 
 /// Why a console command failed.
 #[derive(Debug)]
@@ -109,7 +123,70 @@ pub fn interactive() -> ! {
     }
 }
 
-/// Runs a script of comma-separated, percent-encoded lines, then exits.
+/// Runs `command_line` (the user shell) as the kernel's child with every privilege and
+/// waits for it.
+fn run_user_shell(command_line: &str) -> Result<spindle_abi::syscall::ExitStatus, String> {
+    let process = crate::proc::spawn(command_line, Parent::Kernel, Grants::ALL).map_err(|error| error.to_string())?;
+    crate::proc::wait(process.pid(), Parent::Kernel, &|| false).map_err(|error| alloc::format!("wait: {error:?}"))
+}
+
+/// Interactive boot: the user shell, then the kernel console when it exits or cannot
+/// start.
+pub fn interactive_user_shell() -> ! {
+    match run_user_shell(USER_SHELL) {
+        Ok(status) => crate::println!("[shell] {USER_SHELL} {status}; falling back to the kernel console"),
+        Err(error) => crate::println!("[shell] cannot start the user shell (bin/{USER_SHELL}): {error}; falling back to the kernel console"),
+    }
+    interactive()
+}
+
+/// Decodes a script (comma-separated, percent-encoded lines) into console input: each
+/// line followed by `\n`. Errors name the line that does not decode or holds a line break.
+fn decode_script(encoded_lines: &str) -> Result<String, String> {
+    let mut buffer = [0u8; crate::param::CONSOLE_LINE_MAX];
+    let mut text = String::new();
+    for encoded in encoded_lines.split(',').take(crate::param::SCRIPT_LINES_MAX) {
+        let line = crate::bootargs::decode_line(encoded, &mut buffer)
+            .map_err(|error| alloc::format!("script line {encoded:?} does not decode: {error:?}"))?;
+        if line.contains(['\n', '\r']) {
+            return Err(alloc::format!("script line {line:?} holds a line break"));
+        }
+        text.push_str(line);
+        text.push('\n');
+    }
+    Ok(text)
+}
+
+/// Script mode: feeds the script to the user shell as its console input, waits for it and
+/// exits with success iff it exited 0. Without `bin/spsh` the kernel console runs the
+/// script ([`run_script`]), saying so.
+pub fn run_script_in_user_shell(encoded_lines: &str) -> ! {
+    if !crate::proc::programs().contains(&USER_SHELL) {
+        crate::println!("[shell] no user shell (bin/{USER_SHELL}) in the boot bundle; the kernel console runs the script");
+        run_script(encoded_lines);
+    }
+    let text = match decode_script(encoded_lines) {
+        Ok(text) => text,
+        Err(error) => {
+            crate::println!("error: {error}");
+            exit(ExitStatus::Failure);
+        }
+    };
+    crate::console::set_script_input(&text);
+    match run_user_shell(USER_SHELL_SCRIPT) {
+        Ok(status) => {
+            crate::println!("[shell] {USER_SHELL} {status}");
+            exit(if status.is_success() { ExitStatus::Success } else { ExitStatus::Failure })
+        }
+        Err(error) => {
+            crate::println!("[shell] cannot start the user shell (bin/{USER_SHELL}): {error}");
+            exit(ExitStatus::Failure)
+        }
+    }
+}
+
+/// Runs a script of comma-separated, percent-encoded lines on the kernel console, then
+/// exits.
 pub fn run_script(encoded_lines: &str) -> ! {
     let mut buffer = [0u8; crate::param::CONSOLE_LINE_MAX];
     for encoded in encoded_lines.split(',').take(crate::param::SCRIPT_LINES_MAX) {
@@ -180,10 +257,18 @@ fn devices(_: &[&str]) -> Result<(), CommandError> {
     Ok(())
 }
 
-fn events(_: &[&str]) -> Result<(), CommandError> {
+/// What `events` prints (and the `events` system call returns): every event with its
+/// bindings, guards and counters.
+pub fn events_listing() -> String {
+    let mut text = String::new();
     for event in crate::events::dispatcher().snapshot() {
-        crate::print!("{event}");
+        let _ = write!(text, "{event}");
     }
+    text
+}
+
+fn events(_: &[&str]) -> Result<(), CommandError> {
+    crate::print!("{}", events_listing());
     Ok(())
 }
 
@@ -323,7 +408,7 @@ fn run_program(words: &[&str]) -> Result<(), CommandError> {
         return Err(CommandError::Usage("run NAME [ARGS…]"));
     }
     let command_line = words.join(" ");
-    let process = crate::proc::spawn(&command_line, crate::proc::Parent::Kernel)
+    let process = crate::proc::spawn(&command_line, crate::proc::Parent::Kernel, crate::proc::Grants::NONE)
         .map_err(|error| CommandError::Failed(alloc::format!("run {}: {error}", words[0])))?;
     let pid = process.pid();
     let status = crate::proc::wait(pid, crate::proc::Parent::Kernel, &|| false)
@@ -338,16 +423,21 @@ fn run_program(words: &[&str]) -> Result<(), CommandError> {
 fn ps(_: &[&str]) -> Result<(), CommandError> {
     crate::println!("{:>5} {:>6} {:<22} {:>9} {:>9}  COMMAND", "PID", "PARENT", "STATE", "MEMORY", "SYSCALLS");
     for process in crate::proc::list() {
-        let state = match process.exit_status() {
-            Some(status) => alloc::format!("{status}"),
-            None if process.kill_requested() => alloc::string::String::from("being killed"),
-            None => alloc::string::String::from("running"),
-        };
+        let state = process_state(&process);
         crate::println!("{:>5} {:>6} {:<22} {:>7}Ki {:>9}  {}", process.pid(), alloc::format!("{}", process.parent()), state,
             process.mapped_bytes() / 1024, process.system_calls(), process.command_line());
     }
     crate::println!("programs: {}", crate::proc::programs().join(" "));
     Ok(())
+}
+
+/// A process's state as `ps` shows it: `running`, `being killed`, or how it ended.
+pub fn process_state(process: &Process) -> String {
+    match process.exit_status() {
+        Some(status) => alloc::format!("{status}"),
+        None if process.kill_requested() => String::from("being killed"),
+        None => String::from("running"),
+    }
 }
 
 fn echo(words: &[&str]) -> Result<(), CommandError> {

@@ -246,6 +246,9 @@ fn run_harness_self_tests(kernel: &Image, verbose: bool, tally: &mut Tally) -> R
     Ok(())
 }
 
+/// The boot argument that skips the user shell (spsh): the kernel console runs scripts.
+pub const KERNEL_CONSOLE: &str = "spindle.shell=kernel";
+
 /// A console script and what it must print and exit with.
 struct ConsoleTest {
     name: &'static str,
@@ -254,6 +257,8 @@ struct ConsoleTest {
     log_contains: &'static [&'static str],
     /// Extensions the boot bundle's boot list names for this run (empty: the image's own).
     boot: &'static [&'static str],
+    /// Run the lines on the raw kernel console (`spindle.shell=kernel`) instead of spsh.
+    kernel_console: bool,
 }
 
 const CONSOLE_TESTS: &[ConsoleTest] = &[
@@ -263,6 +268,7 @@ const CONSOLE_TESTS: &[ConsoleTest] = &[
         expected_exit: 0,
         log_contains: &["RAM (device tree):", "frames:", "heap:", "halting"],
         boot: &[],
+        kernel_console: false,
     },
     ConsoleTest {
         name: "lines-run-in-order-with-spaces",
@@ -270,13 +276,15 @@ const CONSOLE_TESTS: &[ConsoleTest] = &[
         expected_exit: 0,
         log_contains: &["first, with a comma", "ticks at", "second"],
         boot: &[],
+        kernel_console: false,
     },
     ConsoleTest {
         name: "unknown-command-fails-the-script",
         lines: &["echo before", "no-such-command", "echo never"],
         expected_exit: EXIT_FAILURE,
-        log_contains: &["error: unknown command"],
+        log_contains: &["spsh: no-such-command: unknown command", "the script stops"],
         boot: &[],
+        kernel_console: false,
     },
     ConsoleTest {
         name: "fault-is-reported-with-cause-and-address",
@@ -284,6 +292,7 @@ const CONSOLE_TESTS: &[ConsoleTest] = &[
         expected_exit: 0,
         log_contains: &["caught: load page fault (scause=0xd) at pc=", "stval=0x10 (address)"],
         boot: &[],
+        kernel_console: false,
     },
     ConsoleTest {
         name: "native-extension-demo",
@@ -291,6 +300,7 @@ const CONSOLE_TESTS: &[ConsoleTest] = &[
         expected_exit: 0,
         log_contains: &["loaded `hello` 0.1.0 (native)", "hello from the `hello` extension", "Native:hello#0", "unloaded `hello`", "halting"],
         boot: &[],
+        kernel_console: false,
     },
     ConsoleTest {
         name: "native-containment-demo",
@@ -298,13 +308,13 @@ const CONSOLE_TESTS: &[ConsoleTest] = &[
         expected_exit: 0,
         log_contains: &["(key=1, value=21) -> 42", "`faulty` killed: faulty#1 panicked", "KILLED", "(key=1, value=21) -> 0"],
         boot: &[],
+        kernel_console: false,
     },
     ConsoleTest {
         name: "wasm-extension-demo",
         lines: &["ext list", "ext load hello wasm", "hello", "events", "ext load faulty wasm", "probe 1 21", "probe 3 0", "ext list", "probe 1 21", "halt"],
         expected_exit: 0,
         log_contains: &[
-            "hello.wasm",
             "loaded `hello` 0.1.0 (wasm)",
             "hello from the `hello` extension",
             "Wasm:hello#0",
@@ -314,6 +324,7 @@ const CONSOLE_TESTS: &[ConsoleTest] = &[
             "(key=1, value=21) -> 0",
         ],
         boot: &[],
+        kernel_console: false,
     },
     ConsoleTest {
         name: "hotlist-graft-from-the-console",
@@ -338,6 +349,7 @@ const CONSOLE_TESTS: &[ConsoleTest] = &[
             "mm.Reclaim(candidate=0x80401) -> 0x80401 (queue 0x80400..0x80800; rejected answers: 0)",
         ],
         boot: &[],
+        kernel_console: false,
     },
     ConsoleTest {
         name: "boot-list-loads-a-c-wasm-extension",
@@ -345,13 +357,15 @@ const CONSOLE_TESTS: &[ConsoleTest] = &[
         expected_exit: 0,
         log_contains: &["[ext] boot: loaded `hello-c` (wasm), 2 binding(s)", "hello from C: greeting #1", "(key=8, value=14) -> 42"],
         boot: &["hello-c.wasm"],
+        kernel_console: false,
     },
     ConsoleTest {
         name: "user-programs-run",
         lines: &["run hello 0", "run badcalls", "ps"],
         expected_exit: 0,
-        log_contains: &["hello from user space: pid 1", "badcalls: 117 checks, 0 failed", "(badcalls) exited with status 0", "programs:"],
+        log_contains: &["hello from user space: pid 2", "checks, 0 failed", "(badcalls) exited with status 0", "PARENT", "spsh -s"],
         boot: &[],
+        kernel_console: false,
     },
     ConsoleTest {
         name: "user-fault-kills-only-the-process",
@@ -359,13 +373,70 @@ const CONSOLE_TESTS: &[ConsoleTest] = &[
         expected_exit: EXIT_FAILURE,
         log_contains: &["killed: load page fault at 0x80200000"],
         boot: &[],
+        kernel_console: false,
     },
     ConsoleTest {
         name: "boot-list-loads-extensions",
         lines: &["ext list", "hello"],
         expected_exit: 0,
-        log_contains: &["[ext] boot: loaded `hello` (native)", "loaded at boot", "hello from the `hello` extension"],
+        log_contains: &["[ext] boot: loaded `hello` (native)", "hello            native", "hello from the `hello` extension"],
         boot: &["hello"],
+        kernel_console: false,
+    },
+    ConsoleTest {
+        name: "spsh-runs-programs-and-lists",
+        lines: &["run hello 0", "ps", "events", "echo done"],
+        expected_exit: 0,
+        log_contains: &["spsh> run hello 0", "[spsh] pid 2 (hello) exited with status 0", "PARENT", "spsh -s", "clock.Tick", "spsh> echo done", "[shell] spsh exited with status 0"],
+        boot: &[],
+        kernel_console: false,
+    },
+    ConsoleTest {
+        name: "spsh-loads-lists-and-unloads-extensions",
+        lines: &["ext list", "ext load hello", "ext list", "hello", "ext unload hello", "ext load hello wasm", "ext unload hello", "ext load nosuch", "echo never"],
+        expected_exit: EXIT_FAILURE,
+        log_contains: &[
+            "(no extensions loaded)",
+            "loaded `hello` 0.1.0 (native), 1 binding(s)",
+            "hello from the `hello` extension",
+            "unloaded `hello`",
+            "loaded `hello` 0.1.0 (wasm)",
+            "spsh: ext load nosuch: not found",
+        ],
+        boot: &[],
+        kernel_console: false,
+    },
+    ConsoleTest {
+        name: "spsh-shows-the-kernels-reason",
+        lines: &["ext load hello", "ext load hello", "echo never"],
+        expected_exit: EXIT_FAILURE,
+        log_contains: &["spsh: ext load hello: extension `hello` is already loaded"],
+        boot: &[],
+        kernel_console: false,
+    },
+    ConsoleTest {
+        name: "spsh-passes-capabilities-only-when-asked",
+        lines: &["run badcalls", "run -x badcalls loader", "run -c badcalls console"],
+        expected_exit: 0,
+        log_contains: &["(badcalls) exited with status 0", "badcalls: through the kernel console"],
+        boot: &[],
+        kernel_console: false,
+    },
+    ConsoleTest {
+        name: "spsh-failing-line-stops-the-script",
+        lines: &["echo before", "run hello 3", "echo never"],
+        expected_exit: EXIT_FAILURE,
+        log_contains: &["spsh> echo before", "[spsh] pid 2 (hello) exited with status 3", "the script stops", "[shell] spsh exited with status 1"],
+        boot: &[],
+        kernel_console: false,
+    },
+    ConsoleTest {
+        name: "raw-kernel-console-runs-scripts",
+        lines: &["echo raw", "run hello 0", "no-such-command", "echo never"],
+        expected_exit: EXIT_FAILURE,
+        log_contains: &["spindle> echo raw", "(hello) exited with status 0", "error: unknown command"],
+        boot: &[],
+        kernel_console: true,
     },
 ];
 
@@ -389,6 +460,9 @@ fn run_console_tests(kernel: &Image, verbose: bool, tally: &mut Tally) -> Result
         // Deterministic guest time, as for the kernel tests (budgets cannot flake).
         machine.extra(ICOUNT);
         machine.append(&format!("spindle.script={}", crate::encode::encode_script(&lines)));
+        if test.kernel_console {
+            machine.append(KERNEL_CONSOLE);
+        }
         let (exit, log) = machine.run_captured(SHORT_TIMEOUT, verbose)?;
         let mut problems = Vec::new();
         if exit != Exit::Status(test.expected_exit) {
@@ -502,7 +576,7 @@ fn run_hotload_tests(kernel: &Image, verbose: bool, tally: &mut Tally) -> Result
                 problems.push(format!("output lacks {text:?}"));
             }
         }
-        if log.iter().any(|line| line.contains("spindle> echo never")) {
+        if log.iter().any(|line| line.contains("spindle> echo never") || line.contains("spsh> echo never")) {
             problems.push("a line after the failing one ran".into());
         }
         let outcome = if problems.is_empty() { Ok(()) } else { Err(problems.join("; ")) };

@@ -32,10 +32,12 @@ struct Cli {
 enum Verb {
     /// Build the kernel (release) and boot it in QEMU.
     ///
-    /// With no LINES, opens the interactive kernel console (Ctrl-A X quits). Each LINE
-    /// after `--` is run as one console command line, in order, without interaction;
-    /// QEMU then exits with the kernel's status (0 when every line succeeded), e.g.
-    /// `cargo xtask qemu -- mem 'uptime' halt`.
+    /// With no LINES, opens the user shell spsh (Ctrl-A X quits; `exit` in spsh falls back
+    /// to the kernel console). Each LINE after `--` is fed to spsh as one line of console
+    /// input, in order, without interaction (lines spsh does not know run as kernel
+    /// console commands); QEMU then exits with the kernel's status (0 when every line
+    /// succeeded), e.g. `cargo xtask qemu -- mem 'uptime' halt`. `--kernel-console`
+    /// skips spsh.
     Qemu {
         /// Number of harts.
         #[arg(long, default_value_t = 1)]
@@ -50,6 +52,10 @@ enum Verb {
         /// target/spindle/hotload.sock.
         #[arg(long, value_name = "PATH")]
         hotload_socket: Option<std::path::PathBuf>,
+        /// Use the raw kernel console instead of the user shell (boot argument
+        /// `spindle.shell=kernel`), interactively or for LINES.
+        #[arg(long)]
+        kernel_console: bool,
         /// Console command lines to run non-interactively.
         #[arg(last = true)]
         lines: Vec<String>,
@@ -100,7 +106,9 @@ fn main() -> ExitCode {
         Verb::Ext { command } => ext::run(command),
         Verb::Bench => run_bench(),
         Verb::Load(arguments) => load::run(arguments),
-        Verb::Qemu { smp, memory, timeout, hotload_socket, lines } => run_qemu(smp, memory, timeout, hotload_socket, &lines),
+        Verb::Qemu { smp, memory, timeout, hotload_socket, kernel_console, lines } => {
+            run_qemu(smp, memory, timeout, hotload_socket, kernel_console, &lines)
+        }
         Verb::Test { host_only, kernel_only, verbose } => run_tests(!kernel_only, !host_only, verbose),
     };
     match result {
@@ -115,7 +123,14 @@ fn main() -> ExitCode {
 /// Errors are reported as text: xtask is the outermost layer and only prints them.
 pub type Result<T, E = String> = std::result::Result<T, E>;
 
-fn run_qemu(smp: u32, memory: u32, timeout: u64, hotload_socket: Option<std::path::PathBuf>, lines: &[String]) -> Result<ExitCode> {
+fn run_qemu(
+    smp: u32,
+    memory: u32,
+    timeout: u64,
+    hotload_socket: Option<std::path::PathBuf>,
+    kernel_console: bool,
+    lines: &[String],
+) -> Result<ExitCode> {
     setup::ensure_prerequisites()?;
     let image = kernel_build::build_image(kernel_build::Purpose::Run)?;
     let mut machine = qemu::Machine::for_image(&image);
@@ -126,6 +141,9 @@ fn run_qemu(smp: u32, memory: u32, timeout: u64, hotload_socket: Option<std::pat
         eprintln!("xtask: another kernel is listening on {}; this one takes the socket over", hotload_socket.display());
     }
     machine.set_hotload_socket(&hotload_socket);
+    if kernel_console {
+        machine.append(ktest::KERNEL_CONSOLE);
+    }
     if lines.is_empty() {
         let status = machine.run_interactive()?;
         return Ok(ExitCode::from(status.code().unwrap_or(1) as u8));

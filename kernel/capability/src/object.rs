@@ -35,6 +35,11 @@ pub enum ObjectKind {
     BlockDevice,
     /// A byte-range lock.
     Lock,
+    /// The kernel console: reading and writing it, and (with `INVOKE`) running its
+    /// commands.
+    Console,
+    /// The extension registry: the right (`INVOKE`) to load, unload and list extensions.
+    ExtensionLoader,
 }
 
 impl ObjectKind {
@@ -53,6 +58,8 @@ impl ObjectKind {
             ObjectKind::File => "file",
             ObjectKind::BlockDevice => "block device",
             ObjectKind::Lock => "lock",
+            ObjectKind::Console => "console",
+            ObjectKind::ExtensionLoader => "extension loader",
         }
     }
 }

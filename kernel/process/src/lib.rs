@@ -12,7 +12,7 @@
 //!   (inside the user region, no wrap-around, under the call's limit) — the kernel then
 //!   checks each page against the page table;
 //! - [`regions`]: the bookkeeping of a process's mapped regions (image, stack, anonymous
-//!   mappings with guard pages), including placement and the rules of `unmap`.
+//!   mappings with guard pages), including placement and the rules of `unmap` and `protect`.
 //!
 //! Limitations: static executables only (no `PT_INTERP`, `PT_DYNAMIC`, `PT_TLS`);
 //! `PT_GNU_RELRO` is not honoured (the pages stay writable, as nothing relocates them).
@@ -29,4 +29,4 @@ pub mod regions;
 
 pub use executable::{Executable, ExecutableError, LoadSegment, SegmentPermissions};
 pub use range::{PageAccess, user_range};
-pub use regions::{Region, RegionKind, Regions, InsertRefusal};
+pub use regions::{InsertRefusal, Protection, Region, RegionKind, Regions};

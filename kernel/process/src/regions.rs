@@ -6,10 +6,12 @@
 //! on the host. Anonymous mappings are placed first-fit inside
 //! [`ANONYMOUS_REGION`](crate::layout::ANONYMOUS_REGION), each followed by one unmapped
 //! guard page, so running off the end of one faults instead of reaching the next.
+//! An anonymous region's access can be changed as a whole ([`Regions::check_protect`],
+//! [`Protection`]); the kernel then rewrites its leaves and flushes the TLB.
 
 use alloc::collections::BTreeMap;
 
-use spindle_abi::syscall::{Error, MAX_ANONYMOUS_BYTES, MAX_ANONYMOUS_REGIONS, MAX_MAP_LENGTH};
+use spindle_abi::syscall::{ACCESS_READ, ACCESS_WRITE, Error, MAX_ANONYMOUS_BYTES, MAX_ANONYMOUS_REGIONS, MAX_MAP_LENGTH};
 
 use crate::layout::{ANONYMOUS_REGION, PAGE_SIZE, page_ceil};
 
@@ -42,6 +44,45 @@ impl Region {
     }
 }
 
+/// The access of an anonymous region (`protect`'s `access` argument, decoded).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Protection {
+    /// Not accessible at all: its pages are unmapped, its frames kept.
+    None,
+    /// Readable only.
+    Read,
+    /// Readable and writable (what `map_anonymous` gives).
+    #[default]
+    ReadWrite,
+}
+
+impl Protection {
+    /// Decodes `ACCESS_READ | ACCESS_WRITE` bits (write implies read); `None` for unknown
+    /// bits.
+    pub fn from_access(access: usize) -> Option<Protection> {
+        if access & !(ACCESS_READ | ACCESS_WRITE) != 0 {
+            return None;
+        }
+        Some(if access & ACCESS_WRITE != 0 {
+            Protection::ReadWrite
+        } else if access & ACCESS_READ != 0 {
+            Protection::Read
+        } else {
+            Protection::None
+        })
+    }
+
+    /// Whether the pages are mapped at all.
+    pub fn is_mapped(self) -> bool {
+        self != Protection::None
+    }
+
+    /// Whether the pages are writable.
+    pub fn is_writable(self) -> bool {
+        self == Protection::ReadWrite
+    }
+}
+
 /// Why [`Regions::insert`] refused a region.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum InsertRefusal {
@@ -57,6 +98,8 @@ pub struct Regions {
     by_start: BTreeMap<usize, Region>,
     anonymous_bytes: usize,
     anonymous_count: usize,
+    /// Anonymous regions whose access `protect` changed from read-write, by start.
+    protections: BTreeMap<usize, Protection>,
 }
 
 impl Regions {
@@ -155,8 +198,37 @@ impl Regions {
         Ok(region)
     }
 
+    /// Checks a `protect(address, length, access)` request and returns the region it
+    /// names and the new protection. The region rules are those of `unmap`
+    /// ([`Self::check_unmap`]); the access bits are checked last.
+    ///
+    /// Errors: [`Error::BadAddress`], [`Error::NotPermitted`], [`Error::BadLength`] (as for
+    /// `unmap`), [`Error::BadArgument`] (unknown access bits).
+    pub fn check_protect(&self, address: usize, length: usize, access: usize) -> Result<(Region, Protection), Error> {
+        let region = self.check_unmap(address, length)?;
+        let protection = Protection::from_access(access).ok_or(Error::BadArgument)?;
+        Ok((region, protection))
+    }
+
+    /// The current access of the anonymous region starting at `start` (read-write unless
+    /// [`Self::set_protection`] changed it).
+    pub fn protection(&self, start: usize) -> Protection {
+        self.protections.get(&start).copied().unwrap_or_default()
+    }
+
+    /// Records the access of the anonymous region starting at `start` (after the kernel
+    /// changed its leaves).
+    pub fn set_protection(&mut self, start: usize, protection: Protection) {
+        if protection == Protection::ReadWrite {
+            self.protections.remove(&start);
+        } else {
+            self.protections.insert(start, protection);
+        }
+    }
+
     /// Forgets the region starting at `start`; returns it.
     pub fn remove(&mut self, start: usize) -> Option<Region> {
+        self.protections.remove(&start);
         let region = self.by_start.remove(&start)?;
         if region.kind == RegionKind::Anonymous {
             self.anonymous_bytes -= region.length;
@@ -231,6 +303,39 @@ mod tests {
         assert_eq!(regions.remove(region.start), Some(region));
         assert_eq!(regions.check_unmap(region.start, region.length), Err(Error::BadAddress), "already unmapped");
         assert_eq!(regions.anonymous_bytes(), 0);
+    }
+
+    #[test]
+    fn protect_takes_whole_anonymous_regions_and_known_access_bits() {
+        use spindle_abi::syscall::{ACCESS_READ, ACCESS_WRITE};
+        let mut regions = with_image_and_stack();
+        let region = map(&mut regions, 2 * PAGE_SIZE);
+        assert_eq!(regions.protection(region.start), Protection::ReadWrite, "fresh mappings are read-write");
+        assert_eq!(regions.check_protect(region.start + 1, region.length, ACCESS_READ), Err(Error::BadAddress));
+        assert_eq!(regions.check_protect(region.start, PAGE_SIZE, ACCESS_READ), Err(Error::BadLength));
+        assert_eq!(regions.check_protect(IMAGE_BASE, 3 * PAGE_SIZE, ACCESS_READ), Err(Error::NotPermitted));
+        assert_eq!(regions.check_protect(region.start, region.length, 4), Err(Error::BadArgument));
+        assert_eq!(regions.check_protect(region.start + 1, region.length, 4), Err(Error::BadAddress), "region errors come first");
+        assert_eq!(regions.check_protect(region.start, region.length, 0), Ok((region, Protection::None)));
+        assert_eq!(regions.check_protect(region.start, region.length, ACCESS_READ), Ok((region, Protection::Read)));
+        assert_eq!(regions.check_protect(region.start, region.length, ACCESS_WRITE), Ok((region, Protection::ReadWrite)));
+        regions.set_protection(region.start, Protection::None);
+        assert_eq!(regions.protection(region.start), Protection::None);
+        regions.remove(region.start);
+        let again = map(&mut regions, 2 * PAGE_SIZE);
+        assert_eq!(again.start, region.start);
+        assert_eq!(regions.protection(again.start), Protection::ReadWrite, "a new region at the same place starts read-write");
+    }
+
+    #[test]
+    fn access_bits_decode() {
+        assert_eq!(Protection::from_access(0), Some(Protection::None));
+        assert_eq!(Protection::from_access(1), Some(Protection::Read));
+        assert_eq!(Protection::from_access(2), Some(Protection::ReadWrite));
+        assert_eq!(Protection::from_access(3), Some(Protection::ReadWrite));
+        assert_eq!(Protection::from_access(4), None);
+        assert_eq!(Protection::from_access(usize::MAX), None);
+        assert!(!Protection::None.is_mapped() && Protection::Read.is_mapped() && !Protection::Read.is_writable());
     }
 
     #[test]

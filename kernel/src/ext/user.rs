@@ -208,7 +208,7 @@ pub fn load(name: &str, installer: &mut super::Installer) -> Result<Arc<LoadedEx
     if !installer.admits(name) {
         return Err(UserError::Install(ExtensionError::AlreadyLoaded(name.into())));
     }
-    let process = proc::spawn(&program, Parent::Detached).map_err(|error| UserError::Spawn(alloc::format!("{error}")))?;
+    let process = proc::spawn(&program, Parent::Detached, proc::Grants::NONE).map_err(|error| UserError::Spawn(alloc::format!("{error}")))?;
     let pid = process.pid();
     with_pending(|pending| pending.push(Pending { pid, loader: sched::current(), registration: None, server: None, verdict: None }));
     let outcome = wait_for_registration(&process);

@@ -1,6 +1,8 @@
 //! Tests of user processes: spawn/wait/exit status, preemption of processes that never
-//! yield, containment of a faulting process, the system-call contract (`badcalls`), and
-//! that an ended process leaves no frames behind.
+//! yield, containment of a faulting process, the system-call contract (`badcalls`, also
+//! with each capability), capabilities and their passing, `protect` enforced by the
+//! hardware, the user shell run on script input, and that an ended process leaves no
+//! frames behind.
 
 use alloc::format;
 use alloc::string::String;
@@ -12,7 +14,7 @@ use spindle_process::layout::{STACK_BOTTOM, STACK_GUARD};
 use super::{KernelTest, TestResult};
 use crate::arch::trap::{Exception, TrapCause};
 use crate::ensure;
-use crate::proc::{self, Parent, Process, SpawnError, WaitError};
+use crate::proc::{self, Grants, Parent, Process, SpawnError, WaitError};
 
 /// The process tests.
 pub static TESTS: &[KernelTest] = &[
@@ -23,10 +25,20 @@ pub static TESTS: &[KernelTest] = &[
     KernelTest { name: "proc::panic_exits_with_101", run: panic_exits_with_101 },
     KernelTest { name: "proc::badcalls_gets_every_documented_error", run: badcalls_gets_every_documented_error },
     KernelTest { name: "proc::ended_processes_leave_no_frames", run: ended_processes_leave_no_frames },
+    KernelTest { name: "proc::capability_tables_hold_what_was_granted", run: capability_tables_hold_what_was_granted },
+    KernelTest { name: "proc::badcalls_with_the_extension_loader", run: badcalls_with_the_extension_loader },
+    KernelTest { name: "proc::badcalls_with_the_console", run: badcalls_with_the_console },
+    KernelTest { name: "proc::store_to_a_protected_page_faults", run: store_to_a_protected_page_faults },
+    KernelTest { name: "proc::spsh_runs_script_input", run: spsh_runs_script_input },
+    KernelTest { name: "proc::events_listing_is_the_consoles", run: events_listing_is_the_consoles },
 ];
 
+fn start_with(command_line: &str, grants: Grants) -> Result<Arc<Process>, String> {
+    proc::spawn(command_line, Parent::Kernel, grants).map_err(|error| format!("spawn {command_line:?}: {error}"))
+}
+
 fn start(command_line: &str) -> Result<Arc<Process>, String> {
-    proc::spawn(command_line, Parent::Kernel).map_err(|error| format!("spawn {command_line:?}: {error}"))
+    proc::spawn(command_line, Parent::Kernel, Grants::NONE).map_err(|error| format!("spawn {command_line:?}: {error}"))
 }
 
 fn wait_for(process: &Process) -> Result<ExitStatus, String> {
@@ -51,12 +63,12 @@ fn exit_status_round_trip() -> TestResult {
 }
 
 fn spawn_and_wait_errors() -> TestResult {
-    let code = |command_line: &str| proc::spawn(command_line, Parent::Kernel).map(|_| ()).map_err(|error| error.code());
+    let code = |command_line: &str| proc::spawn(command_line, Parent::Kernel, Grants::NONE).map(|_| ()).map_err(|error| error.code());
     ensure!(code("no-such-program") == Err(Error::NoSuchProgram), "unknown program: {:?}", code("no-such-program"));
     ensure!(code("  ") == Err(Error::BadArgument), "empty command line: {:?}", code("  "));
     let long = "x".repeat(spindle_abi::syscall::MAX_COMMAND_LINE + 1);
     ensure!(code(&long) == Err(Error::BadLength), "long command line: {:?}", code(&long));
-    ensure!(matches!(proc::spawn("no-such-program", Parent::Kernel), Err(SpawnError::Refused(Error::NoSuchProgram))), "error kind");
+    ensure!(matches!(proc::spawn("no-such-program", Parent::Kernel, Grants::NONE), Err(SpawnError::Refused(Error::NoSuchProgram))), "error kind");
     let never = u64::MAX;
     ensure!(proc::wait(never, Parent::Kernel, &|| false) == Err(WaitError::Refused(Error::NoSuchProcess)), "wait for no process");
     ensure!(proc::kill(never, Parent::Kernel) == Err(Error::NoSuchProcess), "kill no process");
@@ -145,5 +157,95 @@ fn ended_processes_leave_no_frames() -> TestResult {
     wait_for(&spinner)?;
     let after = crate::mm::frame::stats();
     ensure!(after == before, "frames leaked: {before:?} -> {after:?}");
+    Ok(())
+}
+
+fn capability_tables_hold_what_was_granted() -> TestResult {
+    use spindle_abi::syscall::{CONSOLE, SPAWN_CONSOLE, SPAWN_EXTENSION_LOADER};
+    use spindle_capability::Rights;
+    let none = proc::ProcessCapabilities::new(Grants::NONE).map_err(|error| format!("{error}"))?;
+    ensure!(none.len() == 1, "an unprivileged table holds {} entries", none.len());
+    ensure!(none.check_console(CONSOLE, Rights::READ | Rights::WRITE).is_ok(), "the console handle does not validate");
+    ensure!(none.check_console(CONSOLE, Rights::INVOKE) == Err(Error::BadHandle), "the plain console entry carries INVOKE");
+    for handle in [0, 2, usize::MAX] {
+        ensure!(none.check_console(handle, Rights::WRITE) == Err(Error::BadHandle), "handle {handle} validates");
+    }
+    ensure!(!none.may_load_extensions() && !none.may_run_console_commands(), "an unprivileged table grants privileges");
+    let all = proc::ProcessCapabilities::new(Grants::ALL).map_err(|error| format!("{error}"))?;
+    ensure!(all.len() == 3 && all.grants() == Grants::ALL, "a full table holds {} entries, grants {:?}", all.len(), all.grants());
+    let loader = Grants { extension_loader: true, console_commands: false };
+    ensure!(Grants::from_spawn_flags(SPAWN_EXTENSION_LOADER) == Ok(loader), "flag decoding");
+    ensure!(Grants::from_spawn_flags(SPAWN_EXTENSION_LOADER | SPAWN_CONSOLE) == Ok(Grants::ALL), "flag decoding");
+    ensure!(Grants::from_spawn_flags(4) == Err(Error::BadArgument), "unknown flag bits are accepted");
+    ensure!(Grants::ALL.contains(loader) && !loader.contains(Grants::ALL) && Grants::NONE.contains(Grants::NONE), "contains");
+    // Spawned processes get their grants.
+    let process = start_with("hello", loader)?;
+    let granted = process.capabilities().grants();
+    wait_for(&process)?;
+    ensure!(granted == loader, "hello spawned with {loader:?} holds {granted:?}");
+    Ok(())
+}
+
+fn badcalls_with_the_extension_loader() -> TestResult {
+    // Another test may have left `hello` loaded; the program loads it itself.
+    let _ = crate::ext::unload("hello");
+    let process = start_with("badcalls loader", Grants { extension_loader: true, console_commands: false })?;
+    let status = wait_for(&process)?;
+    ensure!(status == ExitStatus::Exited(0), "badcalls loader ended {status} (its status is the number of mismatches; see the log)");
+    ensure!(crate::ext::find("hello").is_none(), "hello is still loaded after badcalls loader");
+    Ok(())
+}
+
+fn badcalls_with_the_console() -> TestResult {
+    let process = start_with("badcalls console", Grants { extension_loader: false, console_commands: true })?;
+    let status = wait_for(&process)?;
+    ensure!(status == ExitStatus::Exited(0), "badcalls console ended {status} (its status is the number of mismatches; see the log)");
+    ensure!(process.last_error().contains("unknown command"), "last_error is {:?}", process.last_error());
+    Ok(())
+}
+
+fn store_to_a_protected_page_faults() -> TestResult {
+    let (process, status) = run("fault protect")?;
+    ensure!(status == ExitStatus::Killed(KillCause::Fault), "fault protect ended {status}");
+    let report = process.fault().ok_or("no fault was recorded")?;
+    ensure!(report.cause == TrapCause::Exception(Exception::StorePageFault), "cause {}", report.cause);
+    let anonymous = spindle_process::layout::ANONYMOUS_REGION;
+    ensure!(anonymous.contains(&report.stval), "fault address {:#x} is not an anonymous mapping", report.stval);
+    Ok(())
+}
+
+/// Runs `spsh -s` with every privilege on `script` as console input; returns its status.
+fn run_spsh(script: &str) -> Result<ExitStatus, String> {
+    crate::console::set_script_input(script);
+    let outcome = start_with(crate::shell::USER_SHELL_SCRIPT, Grants::ALL).and_then(|process| wait_for(&process));
+    crate::console::clear_script_input();
+    outcome
+}
+
+fn spsh_runs_script_input() -> TestResult {
+    let status = run_spsh("echo one\nrun hello 0\nexit 7\necho never\n")?;
+    ensure!(status == ExitStatus::Exited(7), "`exit 7` ended spsh with {status}");
+    let status = run_spsh("echo one\nrun hello 3\necho never\n")?;
+    ensure!(status == ExitStatus::Exited(1), "a failing line ended spsh with {status}, expected 1");
+    let status = run_spsh("no-such-command\n")?;
+    ensure!(status == ExitStatus::Exited(1), "an unknown kernel command ended spsh with {status}, expected 1");
+    let status = run_spsh("echo fine\nuptime\n\nps\n")?;
+    ensure!(status == ExitStatus::Exited(0), "the end of input ended spsh with {status}, expected 0");
+    let status = run_spsh("echo no final line break")?;
+    ensure!(status == ExitStatus::Exited(0), "a last line without a line break ended spsh with {status}");
+    Ok(())
+}
+
+fn events_listing_is_the_consoles() -> TestResult {
+    let text = crate::shell::events_listing();
+    let events = crate::events::dispatcher().snapshot();
+    ensure!(!events.is_empty() && text.contains("clock.Tick"), "the listing lacks clock.Tick: {text:?}");
+    let mut expected = String::new();
+    for event in events {
+        use core::fmt::Write;
+        let _ = write!(expected, "{event}");
+    }
+    // Counters move between the two snapshots; the lines do not.
+    ensure!(text.lines().count() == expected.lines().count(), "the listing differs from the events' own text");
     Ok(())
 }

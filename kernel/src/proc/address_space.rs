@@ -11,6 +11,11 @@
 //! never dereferences a user virtual address, so a bad pointer is an error code, never a
 //! kernel fault.
 //!
+//! `protect` changes the leaves of a whole anonymous region: it removes them and maps the
+//! same frames again with the new permissions (or leaves them unmapped for no access,
+//! keeping the frames), then flushes the TLB (`sfence.vma`), so no stale writable
+//! translation survives.
+//!
 //! Frames: each region gets one contiguous run of zeroed frames, mapped page by page
 //! (4 KiB leaves only, so unmapping never meets a larger page); page-table pages come one
 //! by one. Everything is freed when the address space is dropped, which its process does
@@ -23,7 +28,7 @@ use core::fmt;
 use spindle_abi::syscall::Error;
 use spindle_process::layout::{PAGE_SIZE, STACK_BOTTOM, STACK_SIZE, USER_ROOT_SLOTS};
 use spindle_process::range::pages;
-use spindle_process::{Executable, PageAccess, Region, RegionKind, Regions, SegmentPermissions};
+use spindle_process::{Executable, PageAccess, Protection, Region, RegionKind, Regions, SegmentPermissions};
 
 use crate::arch::sv39::{FrameSource, MapError, PageTableRoot, PteFlags};
 use crate::mm::frame::{self, FrameRun};
@@ -98,31 +103,40 @@ impl AddressSpace {
         self.table_frames.len() + self.region_frames.values().map(FrameRun::count).sum::<usize>()
     }
 
-    /// Maps `region` to fresh zeroed frames with `permissions` (plus the U bit) and
-    /// records it; returns the frames.
-    fn map_region(&mut self, region: Region, permissions: SegmentPermissions) -> Result<&FrameRun, SpaceError> {
-        let frames = frame::allocate_zeroed(region.length / PAGE_SIZE).ok_or(SpaceError::OutOfMemory)?;
+    /// Leaf flags for `permissions`, plus the U bit.
+    fn user_flags(permissions: SegmentPermissions) -> PteFlags {
         let mut flags = PteFlags::USER;
         for (wanted, flag) in [(permissions.read, PteFlags::READ), (permissions.write, PteFlags::WRITE), (permissions.execute, PteFlags::EXECUTE)] {
             if wanted {
                 flags = flags | flag;
             }
         }
+        flags
+    }
+
+    /// Maps `length` bytes at `start` to the frames at `physical` with 4 KiB leaves; on
+    /// failure unmaps what it mapped and returns the error.
+    fn map_pages(&mut self, start: usize, physical: usize, length: usize, flags: PteFlags) -> Result<(), MapError> {
         let mut mapped = 0;
-        let mut outcome = Ok(());
-        while mapped < region.length {
+        while mapped < length {
             // Page by page, so every leaf is 4 KiB (map_range would use megapages).
-            let mapping = self.root.map_range(region.start + mapped, frames.address() + mapped, PAGE_SIZE, flags, &mut TableFrames(&mut self.table_frames));
+            let mapping = self.root.map_range(start + mapped, physical + mapped, PAGE_SIZE, flags, &mut TableFrames(&mut self.table_frames));
             if let Err(error) = mapping {
-                outcome = Err(error);
-                break;
+                // Undo the pages mapped so far; they were mapped just above, so this succeeds.
+                let _ = self.root.unmap_range(start, mapped);
+                crate::arch::csr::flush_tlb();
+                return Err(error);
             }
             mapped += PAGE_SIZE;
         }
-        if let Err(error) = outcome {
-            // Undo the pages mapped so far; they were mapped just above, so this succeeds.
-            let _ = self.root.unmap_range(region.start, mapped);
-            crate::arch::csr::flush_tlb();
+        Ok(())
+    }
+
+    /// Maps `region` to fresh zeroed frames with `permissions` (plus the U bit) and
+    /// records it; returns the frames.
+    fn map_region(&mut self, region: Region, permissions: SegmentPermissions) -> Result<&FrameRun, SpaceError> {
+        let frames = frame::allocate_zeroed(region.length / PAGE_SIZE).ok_or(SpaceError::OutOfMemory)?;
+        if let Err(error) = self.map_pages(region.start, frames.address(), region.length, Self::user_flags(permissions)) {
             return Err(match error {
                 MapError::OutOfFrames => SpaceError::OutOfMemory,
                 other => SpaceError::Map(other),
@@ -176,11 +190,43 @@ impl AddressSpace {
     /// Errors as documented for the system call.
     pub fn unmap(&mut self, address: usize, length: usize) -> Result<(), Error> {
         let region = self.regions.check_unmap(address, length)?;
-        // Mapped page by page in `map_region`, so every page has a 4 KiB leaf.
-        self.root.unmap_range(region.start, region.length).map_err(|_| Error::BadAddress)?;
+        // Mapped page by page in `map_region`, so every page has a 4 KiB leaf (none if
+        // `protect` made the region inaccessible).
+        if self.regions.protection(region.start).is_mapped() {
+            self.root.unmap_range(region.start, region.length).map_err(|_| Error::BadAddress)?;
+        }
         crate::arch::csr::flush_tlb();
         self.regions.remove(region.start);
         drop(self.region_frames.remove(&region.start));
+        Ok(())
+    }
+
+    /// `protect(address, length, access)`: gives a whole anonymous region the access
+    /// `access` (`ACCESS_READ | ACCESS_WRITE`, 0 for none), rewriting its leaves and
+    /// flushing the TLB. Errors as documented for the system call; a failed call changes
+    /// nothing.
+    pub fn protect(&mut self, address: usize, length: usize, access: usize) -> Result<(), Error> {
+        let (region, protection) = self.regions.check_protect(address, length, access)?;
+        let physical = self.region_frames.get(&region.start).map(FrameRun::address).ok_or(Error::BadAddress)?;
+        let old = self.regions.protection(region.start);
+        let flags_of = |protection: Protection| Self::user_flags(SegmentPermissions { read: true, write: protection.is_writable(), execute: false });
+        if old.is_mapped() {
+            self.root.unmap_range(region.start, region.length).map_err(|_| Error::BadAddress)?;
+        }
+        if protection.is_mapped() {
+            // The leaf tables of the region still exist (unmapping only clears leaves), so
+            // this allocates nothing; should it fail anyway, put the old leaves back.
+            if self.map_pages(region.start, physical, region.length, flags_of(protection)).is_err() {
+                if old.is_mapped() {
+                    let _ = self.map_pages(region.start, physical, region.length, flags_of(old));
+                }
+                crate::arch::csr::flush_tlb();
+                return Err(Error::NoMemory);
+            }
+        }
+        // No stale (writable) translation may survive the change.
+        crate::arch::csr::flush_tlb();
+        self.regions.set_protection(region.start, protection);
         Ok(())
     }
 

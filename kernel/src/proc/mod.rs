@@ -22,11 +22,15 @@
 //! block. A process's address space and user context are owned by its strand alone, so
 //! system calls touch them without locks.
 //!
+//! Capabilities: each process has a table ([`capabilities`]) with the console and the
+//! privileges its spawner granted ([`Grants`]); its kernel-side messages for `Refused`
+//! errors are kept for `last_error`.
+//!
 //! Limitations: one thread per process; programs come only from the boot bundle; no
-//! signals beyond kill; handles are a fixed console handle, not capability-table entries
-//! yet; the scheduler treats process strands like kernel strands (same priority).
+//! signals beyond kill; the scheduler treats process strands like kernel strands (same priority).
 
 mod address_space;
+pub mod capabilities;
 
 use alloc::collections::BTreeMap;
 use alloc::string::String;
@@ -40,6 +44,7 @@ use spindle_process::layout::STACK_TOP;
 use spindle_process::{Executable, ExecutableError};
 
 pub use address_space::{AddressSpace, SpaceError, SpaceView};
+pub use capabilities::{Grants, ProcessCapabilities};
 
 use crate::arch::csr;
 use crate::arch::trap::{Exception, FaultReport, TrapCause};
@@ -85,6 +90,8 @@ pub struct Process {
     fault: spin::Mutex<Option<FaultReport>>,
     system_calls: AtomicU64,
     mapped_bytes: AtomicUsize,
+    capabilities: ProcessCapabilities,
+    last_error: spin::Mutex<String>,
 }
 
 impl Process {
@@ -135,6 +142,18 @@ impl Process {
     /// Its strand (the kernel side of its one thread).
     pub fn strand(&self) -> Option<&Arc<Strand>> {
         self.strand.get()
+    }
+    /// Its capability table: the console and the privileges it was granted.
+    pub fn capabilities(&self) -> &ProcessCapabilities {
+        &self.capabilities
+    }
+    /// The kernel's words for its last `Refused` system call (empty if none).
+    pub fn last_error(&self) -> String {
+        csr::without_interrupts(|| self.last_error.lock().clone())
+    }
+    /// Records the reason of a `Refused` system call for `last_error`.
+    pub fn set_last_error(&self, message: String) {
+        csr::without_interrupts(|| *self.last_error.lock() = message);
     }
 }
 
@@ -191,12 +210,13 @@ pub fn programs() -> Vec<&'static str> {
 }
 
 /// Starts `command_line` (`NAME [ARGUMENTS…]`): program `bin/NAME` of the boot bundle,
-/// as a child of `parent`.
+/// as a child of `parent`, holding the console and `grants` (the caller decides what it
+/// may pass on).
 ///
 /// Errors: `Refused(BadArgument)` (no name), `Refused(BadLength)` (longer than
 /// `MAX_COMMAND_LINE`), `Refused(NoSuchProgram)`, `BadProgram`, `Space` (out of memory),
 /// `Refused(TooMany)` (`MAX_PROCESSES` exist), `Refused(NoMemory)` (no strand stack).
-pub fn spawn(command_line: &str, parent: Parent) -> Result<Arc<Process>, SpawnError> {
+pub fn spawn(command_line: &str, parent: Parent, grants: Grants) -> Result<Arc<Process>, SpawnError> {
     if command_line.len() > MAX_COMMAND_LINE {
         return Err(SpawnError::Refused(Error::BadLength));
     }
@@ -206,6 +226,7 @@ pub fn spawn(command_line: &str, parent: Parent) -> Result<Arc<Process>, SpawnEr
     if with_table(|table| table.len()) >= MAX_PROCESSES {
         return Err(SpawnError::Refused(Error::TooMany));
     }
+    let capabilities = ProcessCapabilities::new(grants).map_err(SpawnError::Refused)?;
     let mut space = AddressSpace::new().map_err(SpawnError::Space)?;
     space.load(&executable).map_err(SpawnError::Space)?;
     space.map_stack().map_err(SpawnError::Space)?;
@@ -221,6 +242,8 @@ pub fn spawn(command_line: &str, parent: Parent) -> Result<Arc<Process>, SpawnEr
         fault: spin::Mutex::new(None),
         system_calls: AtomicU64::new(0),
         mapped_bytes: AtomicUsize::new(space.mapped_bytes()),
+        capabilities,
+        last_error: spin::Mutex::new(String::new()),
     });
     let inserted = with_table(|table| {
         if table.len() >= MAX_PROCESSES {

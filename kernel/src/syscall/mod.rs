@@ -9,6 +9,10 @@
 //! error code, never a kernel fault. Checks happen in the order the ABI documents the
 //! errors, and a call that fails a check has no effect.
 //!
+//! Handles and privileges come from the caller's capability table
+//! (`proc::capabilities`): `write`/`read` validate the console handle through it, and the
+//! shell's calls ([`shell_calls`]) check its privileges.
+//!
 //! Limitations: only the console handle exists; `write` copies through a kernel buffer
 //! (at most `MAX_WRITE_LENGTH` bytes).
 
@@ -17,11 +21,12 @@ mod shell_calls;
 use alloc::sync::Arc;
 use alloc::vec;
 
-use spindle_abi::syscall::{CONSOLE, Error, MAX_COMMAND_LINE, MAX_SLEEP_TICKS, MAX_WRITE_LENGTH, Syscall};
+use spindle_abi::syscall::{Error, MAX_COMMAND_LINE, MAX_SLEEP_TICKS, MAX_WRITE_LENGTH, Syscall};
+use spindle_capability::Rights;
 use spindle_process::user_range;
 
 use crate::arch::user::{UserContext, reg};
-use crate::proc::{self, AddressSpace, Parent, Process, WaitError};
+use crate::proc::{self, AddressSpace, Grants, Parent, Process, WaitError};
 
 /// What the process does after a system call.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -45,7 +50,7 @@ pub fn handle(process: &Arc<Process>, space: &mut AddressSpace, context: &mut Us
     let result = match Syscall::from_number(number) {
         None => Err(Error::NoSuchCall),
         Some(Syscall::Exit) => return Outcome::Exit(arguments[0] as u32 as i32),
-        Some(Syscall::Write) => write(space, arguments),
+        Some(Syscall::Write) => write(process, space, arguments),
         Some(Syscall::Yield) => {
             crate::sched::yield_now();
             Ok(0)
@@ -73,7 +78,10 @@ pub fn handle(process: &Arc<Process>, space: &mut AddressSpace, context: &mut Us
                 proc::kill(pid, Parent::Process(process.pid())).map(|()| 0)
             }
         }
-        Some(Syscall::Read) => shell_calls::read(process, space, arguments),
+        Some(Syscall::Read) => match shell_calls::read(process, space, arguments) {
+            Some(result) => result,
+            None => return Outcome::Killed,
+        },
         Some(Syscall::ExtLoad) => shell_calls::ext_load(process, space, arguments),
         Some(Syscall::ExtUnload) => shell_calls::ext_unload(process, space, arguments),
         Some(Syscall::ExtList) => shell_calls::ext_list(process, space, arguments),
@@ -102,10 +110,8 @@ pub fn handle(process: &Arc<Process>, space: &mut AddressSpace, context: &mut Us
 }
 
 /// `write(handle, pointer, length)`: BadHandle, then BadLength/BadAddress.
-fn write(space: &AddressSpace, [handle, pointer, length, ..]: Arguments) -> Result<usize, Error> {
-    if handle != CONSOLE {
-        return Err(Error::BadHandle);
-    }
+fn write(process: &Process, space: &AddressSpace, [handle, pointer, length, ..]: Arguments) -> Result<usize, Error> {
+    process.capabilities().check_console(handle, Rights::WRITE)?;
     let range = user_range(pointer, length, MAX_WRITE_LENGTH)?;
     if range.is_empty() {
         return Ok(0);
@@ -116,9 +122,10 @@ fn write(space: &AddressSpace, [handle, pointer, length, ..]: Arguments) -> Resu
     Ok(length)
 }
 
-/// `spawn(pointer, length)`: BadLength (0 or too long), BadAddress, BadArgument (not
-/// UTF-8), then the spawn's own errors.
-fn spawn(process: &Arc<Process>, space: &AddressSpace, [pointer, length, ..]: Arguments) -> Result<usize, Error> {
+/// `spawn(pointer, length, flags)`: BadLength (0 or too long), BadAddress, BadArgument
+/// (not UTF-8, unknown flag bits), NotPermitted (a flag the caller does not hold), then
+/// the spawn's own errors.
+fn spawn(process: &Arc<Process>, space: &AddressSpace, [pointer, length, flags, ..]: Arguments) -> Result<usize, Error> {
     if length == 0 {
         return Err(Error::BadLength);
     }
@@ -127,7 +134,11 @@ fn spawn(process: &Arc<Process>, space: &AddressSpace, [pointer, length, ..]: Ar
     let line = &mut bytes[..range.len()];
     space.read(range.start, line)?;
     let line = core::str::from_utf8(line).map_err(|_| Error::BadArgument)?;
-    let child = proc::spawn(line, Parent::Process(process.pid())).map_err(|error| error.code())?;
+    let grants = Grants::from_spawn_flags(flags)?;
+    if !process.capabilities().grants().contains(grants) {
+        return Err(Error::NotPermitted);
+    }
+    let child = proc::spawn(line, Parent::Process(process.pid()), grants).map_err(|error| error.code())?;
     Ok(child.pid() as usize)
 }
 

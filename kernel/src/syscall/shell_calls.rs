@@ -1,56 +1,217 @@
 //! System calls for the shell: console input, extension management, introspection,
-//! memory protection and kernel console commands.
+//! memory protection and kernel console commands (calls 12–20 of
+//! `spindle_abi::syscall`).
 //!
-//! (Being written: every call answers `NoSuchCall` until implemented.)
+//! Every call checks in the order its ABI documentation lists the errors: privilege
+//! first (`NotPermitted`, from the caller's capability table), then each pointer/length
+//! pair with `spindle_process::user_range` and [`AddressSpace::read`]/[`AddressSpace::write`],
+//! then the text and the other arguments. A call that fails a check has no effect; in
+//! particular `read` checks its buffer before it consumes any input.
+//!
+//! The listing calls (`ext_list`, `events`, `processes`, `last_error`) share one copy rule:
+//! the text is copied up to `length` bytes and its full length returned; `length` 0
+//! copies nothing and checks no pointer.
+//!
+//! A `Refused` error records the kernel's reason in the caller's `last_error`.
+//!
+//! Limitations: `kernel_command` output goes to the console, not to the caller.
 
+use alloc::string::{String, ToString};
 use alloc::sync::Arc;
+use alloc::vec;
+use core::fmt::Write;
 
-use spindle_abi::syscall::Error;
+use spindle_abi::syscall::{Error, MAX_COMMAND_LINE, MAX_NAME, MAX_READ_LENGTH, Technology};
+use spindle_capability::Rights;
+use spindle_process::{PageAccess, user_range};
 
 use super::Arguments;
-use crate::proc::{AddressSpace, Process};
+use crate::ext::{self, ExtensionError, ExtensionState, Preference};
+use crate::proc::{self, AddressSpace, Process};
 
-/// `read(handle, pointer, length)`.
-pub fn read(_process: &Arc<Process>, _space: &AddressSpace, _arguments: Arguments) -> Result<usize, Error> {
-    Err(Error::NoSuchCall)
+/// Copies `text` to the user buffer `pointer..pointer + length` (at most `length` bytes)
+/// and returns its full length. Errors: `BadLength` (wrapping), `BadAddress`.
+fn copy_out(space: &AddressSpace, pointer: usize, length: usize, text: &[u8]) -> Result<usize, Error> {
+    let range = user_range(pointer, length, usize::MAX)?;
+    let count = range.len().min(text.len());
+    if count > 0 {
+        space.write(range.start, &text[..count])?;
+    }
+    Ok(text.len())
 }
 
-/// `ext_load(pointer, length, technology)`.
-pub fn ext_load(_process: &Arc<Process>, _space: &AddressSpace, _arguments: Arguments) -> Result<usize, Error> {
-    Err(Error::NoSuchCall)
+/// Reads the UTF-8 text at `pointer..pointer + length` into `buffer`. Errors: `BadLength`
+/// (0, above `limit` or wrapping), `BadAddress`, `BadArgument` (not UTF-8).
+fn read_text<'buffer>(
+    space: &AddressSpace,
+    pointer: usize,
+    length: usize,
+    limit: usize,
+    buffer: &'buffer mut [u8],
+) -> Result<&'buffer str, Error> {
+    if length == 0 {
+        return Err(Error::BadLength);
+    }
+    let range = user_range(pointer, length, limit)?;
+    let bytes = buffer.get_mut(..range.len()).ok_or(Error::BadLength)?;
+    space.read(range.start, bytes)?;
+    core::str::from_utf8(bytes).map_err(|_| Error::BadArgument)
 }
 
-/// `ext_unload(pointer, length)`.
-pub fn ext_unload(_process: &Arc<Process>, _space: &AddressSpace, _arguments: Arguments) -> Result<usize, Error> {
-    Err(Error::NoSuchCall)
+/// Answers `Refused`, keeping `reason` for the caller's `last_error`.
+fn refuse(process: &Process, reason: String) -> Error {
+    process.set_last_error(reason);
+    Error::Refused
 }
 
-/// `ext_list(pointer, length)`.
-pub fn ext_list(_process: &Arc<Process>, _space: &AddressSpace, _arguments: Arguments) -> Result<usize, Error> {
-    Err(Error::NoSuchCall)
+/// `read(handle, pointer, length)`: BadHandle, BadLength (0, above `MAX_READ_LENGTH`,
+/// wrapping), BadAddress (checked before any input is taken); then blocks until input
+/// arrives. `None` when the process was killed while waiting.
+pub fn read(process: &Arc<Process>, space: &AddressSpace, [handle, pointer, length, ..]: Arguments) -> Option<Result<usize, Error>> {
+    let checked = (|| {
+        process.capabilities().check_console(handle, Rights::READ)?;
+        if length == 0 {
+            return Err(Error::BadLength);
+        }
+        let range = user_range(pointer, length, MAX_READ_LENGTH)?;
+        space.check(range.start, range.len(), PageAccess::Write)?;
+        Ok(range)
+    })();
+    let range = match checked {
+        Ok(range) => range,
+        Err(error) => return Some(Err(error)),
+    };
+    let mut buffer = vec![0u8; range.len()];
+    loop {
+        match crate::console::read_input(&mut buffer) {
+            crate::console::Input::Bytes(count) => return Some(space.write(range.start, &buffer[..count]).map(|()| count)),
+            crate::console::Input::Ended => return Some(Ok(0)),
+            crate::console::Input::NotYet => {
+                crate::sched::sleep_ticks(1);
+                if process.kill_requested() {
+                    return None;
+                }
+            }
+        }
+    }
 }
 
-/// `events(pointer, length)`.
-pub fn events(_process: &Arc<Process>, _space: &AddressSpace, _arguments: Arguments) -> Result<usize, Error> {
-    Err(Error::NoSuchCall)
+/// Checks the caller's extension-loading capability. Errors: `NotPermitted`.
+fn require_extension_loader(process: &Process) -> Result<(), Error> {
+    if process.capabilities().may_load_extensions() { Ok(()) } else { Err(Error::NotPermitted) }
 }
 
-/// `processes(pointer, length)`.
-pub fn processes(_process: &Arc<Process>, _space: &AddressSpace, _arguments: Arguments) -> Result<usize, Error> {
-    Err(Error::NoSuchCall)
+/// `ext_load(pointer, length, technology)`: NotPermitted, BadLength, BadAddress,
+/// BadArgument (not UTF-8, unknown technology), NotFound, Refused.
+pub fn ext_load(process: &Arc<Process>, space: &AddressSpace, [pointer, length, technology, ..]: Arguments) -> Result<usize, Error> {
+    require_extension_loader(process)?;
+    let mut buffer = [0u8; MAX_NAME];
+    let name = read_text(space, pointer, length, MAX_NAME, &mut buffer)?;
+    let technology = Technology::from_number(technology).ok_or(Error::BadArgument)?;
+    let preference = match technology {
+        Technology::Default => Preference::Native,
+        Technology::BuiltIn => Preference::BuiltIn,
+        Technology::Wasm => Preference::Wasm,
+        Technology::User => Preference::User,
+    };
+    match ext::load(name, preference) {
+        Ok(_) => Ok(0),
+        Err(ExtensionError::Unknown(_)) => Err(Error::NotFound),
+        Err(ExtensionError::User(error)) if matches!(*error, ext::user::UserError::NoProgram(_)) => Err(Error::NotFound),
+        Err(error) => Err(refuse(process, alloc::format!("ext load {name}: {error}"))),
+    }
 }
 
-/// `last_error(pointer, length)`.
-pub fn last_error(_process: &Arc<Process>, _space: &AddressSpace, _arguments: Arguments) -> Result<usize, Error> {
-    Err(Error::NoSuchCall)
+/// `ext_unload(pointer, length)`: NotPermitted, BadLength, BadAddress, BadArgument,
+/// NotFound (not loaded).
+pub fn ext_unload(process: &Arc<Process>, space: &AddressSpace, [pointer, length, ..]: Arguments) -> Result<usize, Error> {
+    require_extension_loader(process)?;
+    let mut buffer = [0u8; MAX_NAME];
+    let name = read_text(space, pointer, length, MAX_NAME, &mut buffer)?;
+    match ext::unload(name) {
+        Ok(()) => Ok(0),
+        Err(ExtensionError::NotLoaded(_)) => Err(Error::NotFound),
+        Err(error) => Err(refuse(process, alloc::format!("ext unload {name}: {error}"))),
+    }
 }
 
-/// `protect(address, length, access)`.
-pub fn protect(_process: &Arc<Process>, _space: &mut AddressSpace, _arguments: Arguments) -> Result<usize, Error> {
-    Err(Error::NoSuchCall)
+/// The loaded extensions, one per line: `NAME TECHNOLOGY VERSION STATE BINDINGS MEMORY`,
+/// tab-separated. STATE is `running` or `KILLED: REASON`; MEMORY is `USED/QUOTA` bytes or
+/// `-` (built-in extensions use the kernel heap without a quota).
+pub fn extension_listing() -> String {
+    let mut text = String::new();
+    for extension in ext::list() {
+        let state = match &*extension.state.lock() {
+            ExtensionState::Running => String::from("running"),
+            ExtensionState::Killed(reason) => alloc::format!("KILLED: {}", reason.replace(['\t', '\n'], " ")),
+        };
+        let memory = match extension.memory_usage() {
+            Some(usage) => alloc::format!("{}/{}", usage.used_bytes, usage.quota_bytes),
+            None => String::from("-"),
+        };
+        let bindings = extension.bindings.lock().len();
+        let _ = writeln!(text, "{}\t{}\t{}\t{state}\t{bindings}\t{memory}", extension.name, extension.technology, extension.version);
+    }
+    text
 }
 
-/// `kernel_command(pointer, length)`.
-pub fn kernel_command(_process: &Arc<Process>, _space: &AddressSpace, _arguments: Arguments) -> Result<usize, Error> {
-    Err(Error::NoSuchCall)
+/// `ext_list(pointer, length)`: NotPermitted, BadLength (wrapping), BadAddress.
+pub fn ext_list(process: &Arc<Process>, space: &AddressSpace, [pointer, length, ..]: Arguments) -> Result<usize, Error> {
+    require_extension_loader(process)?;
+    copy_out(space, pointer, length, extension_listing().as_bytes())
+}
+
+/// `events(pointer, length)`: the text of the console's `events`. BadLength, BadAddress.
+pub fn events(_process: &Arc<Process>, space: &AddressSpace, [pointer, length, ..]: Arguments) -> Result<usize, Error> {
+    copy_out(space, pointer, length, crate::shell::events_listing().as_bytes())
+}
+
+/// Every process, one per line: `PID PARENT STATE MEMORY SYSCALLS COMMAND`,
+/// tab-separated; MEMORY in bytes, PARENT `kernel`, a pid or `-` (detached).
+pub fn process_listing() -> String {
+    let mut text = String::new();
+    for process in proc::list() {
+        let _ = writeln!(
+            text,
+            "{}\t{}\t{}\t{}\t{}\t{}",
+            process.pid(),
+            process.parent(),
+            crate::shell::process_state(&process),
+            process.mapped_bytes(),
+            process.system_calls(),
+            process.command_line()
+        );
+    }
+    text
+}
+
+/// `processes(pointer, length)`: BadLength, BadAddress.
+pub fn processes(_process: &Arc<Process>, space: &AddressSpace, [pointer, length, ..]: Arguments) -> Result<usize, Error> {
+    copy_out(space, pointer, length, process_listing().as_bytes())
+}
+
+/// `last_error(pointer, length)`: BadLength, BadAddress.
+pub fn last_error(process: &Arc<Process>, space: &AddressSpace, [pointer, length, ..]: Arguments) -> Result<usize, Error> {
+    copy_out(space, pointer, length, process.last_error().as_bytes())
+}
+
+/// `protect(address, length, access)`: BadAddress, NotPermitted, BadLength, BadArgument
+/// (see [`AddressSpace::protect`]).
+pub fn protect(_process: &Arc<Process>, space: &mut AddressSpace, [address, length, access, ..]: Arguments) -> Result<usize, Error> {
+    space.protect(address, length, access).map(|()| 0)
+}
+
+/// `kernel_command(pointer, length)`: NotPermitted, BadLength (0 or above
+/// `MAX_COMMAND_LINE`), BadAddress, BadArgument (not UTF-8), Refused (the command
+/// failed; the console's error text goes to `last_error`).
+pub fn kernel_command(process: &Arc<Process>, space: &AddressSpace, [pointer, length, ..]: Arguments) -> Result<usize, Error> {
+    if !process.capabilities().may_run_console_commands() {
+        return Err(Error::NotPermitted);
+    }
+    let mut buffer = [0u8; MAX_COMMAND_LINE];
+    let line = read_text(space, pointer, length, MAX_COMMAND_LINE, &mut buffer)?;
+    match crate::shell::run_line(line) {
+        Ok(()) => Ok(0),
+        Err(error) => Err(refuse(process, error.to_string())),
+    }
 }

@@ -1,7 +1,18 @@
-//! `badcalls`: calls every system call with bad pointers, lengths, handles and ids and
-//! checks that each returns the error `spindle_abi::syscall` documents (and that the
-//! good calls around them still work). Prints every mismatch and a summary, and exits
-//! with the number of mismatches (0 = the kernel kept its contract).
+//! `badcalls [loader | load-hello | console]`: calls every system call with bad pointers,
+//! lengths, handles and ids and checks that each returns the error `spindle_abi::syscall`
+//! documents (and that the good calls around them still work). Prints every mismatch and
+//! a summary, and exits with the number of mismatches (0 = the kernel kept its contract).
+//!
+//! Without arguments it runs unprivileged (as `run badcalls` starts it): the
+//! extension calls and `kernel_command` must answer `NotPermitted`, and `spawn` may not
+//! pass capabilities it lacks. The other modes need a capability and check the calls
+//! behind it:
+//!
+//! - `loader` (extension-loading capability, e.g. `run -x badcalls loader`): the bad
+//!   arguments of `ext_load`/`ext_unload`/`ext_list`, a built-in load, a refused second
+//!   load and its `last_error`; then it spawns `badcalls load-hello` passing the
+//!   capability, which loads and unloads the native `hello`;
+//! - `console` (console capability, `run -c badcalls console`): `kernel_command`.
 //!
 //! Most calls go through the runtime's safe wrappers (the kernel only reads through
 //! their pointers). The calls that let the kernel *write* or *unmap* at a raw address are
@@ -15,8 +26,9 @@
 use core::fmt::Debug;
 
 use spindle_runtime::arch::{
-    self, AnonymousRegion, CONSOLE, Error, ExitStatus, KillCause, MAX_ANONYMOUS_REGIONS, MAX_COMMAND_LINE, MAX_MAP_LENGTH,
-    MAX_SLEEP_TICKS, MAX_WRITE_LENGTH, PAGE_SIZE, Syscall,
+    self, ACCESS_READ, ACCESS_WRITE, AnonymousRegion, CONSOLE, Error, ExitStatus, KillCause, MAX_ANONYMOUS_REGIONS,
+    MAX_COMMAND_LINE, MAX_MAP_LENGTH, MAX_NAME, MAX_READ_LENGTH, MAX_SLEEP_TICKS, MAX_WRITE_LENGTH, PAGE_SIZE,
+    SPAWN_CONSOLE, SPAWN_EXTENSION_LOADER, Syscall, Technology,
 };
 use spindle_runtime::{Arguments, println};
 
@@ -27,6 +39,8 @@ spindle_runtime::entry!(main);
 const UNMAPPED: usize = 0x1c_0000_0000;
 /// The kernel image: mapped in every address space, but not user-accessible.
 const KERNEL_TEXT: usize = 0x8020_0000;
+/// One past the user stack's last byte; the page above is unmapped.
+const STACK_TOP: usize = 0x1f_ffff_f000;
 /// Kernel strand stacks: mapped, not user-accessible.
 const KERNEL_STACKS: usize = 0x30_0000_0000;
 
@@ -48,6 +62,27 @@ mod raw {
         // SAFETY: called only with ranges the kernel must refuse (misaligned, partial,
         // unmapped, not anonymous); a live `AnonymousRegion` is never unmapped here.
         unsafe { arch::call(Syscall::Unmap, [address, length, 0, 0, 0, 0]) }
+    }
+
+    /// `read(handle, address, length)`: the kernel would write console input there.
+    pub fn read_into(handle: usize, address: usize, length: usize) -> Result<usize, Error> {
+        // SAFETY: called only with handles, lengths or ranges the kernel must refuse
+        // before it writes (or takes input); a wrong acceptance fails the check.
+        unsafe { arch::call(Syscall::Read, [handle, address, length, 0, 0, 0]) }
+    }
+
+    /// A listing call (`ext_list`, `events`, `processes`, `last_error`) into a raw range.
+    pub fn listing_into(call: Syscall, address: usize, length: usize) -> Result<usize, Error> {
+        // SAFETY: called only with ranges the kernel must refuse (read-only, unmapped,
+        // kernel or wrapping) or with length 0 (nothing is written).
+        unsafe { arch::call(call, [address, length, 0, 0, 0, 0]) }
+    }
+
+    /// `protect(address, length, access)`.
+    pub fn protect(address: usize, length: usize, access: usize) -> Result<usize, Error> {
+        // SAFETY: called only with requests the kernel must refuse, or on a region no
+        // reference points into (its `AnonymousRegion` is forgotten or not yet used).
+        unsafe { arch::call(Syscall::Protect, [address, length, access, 0, 0, 0]) }
     }
 
     /// A call by raw number.
@@ -95,6 +130,22 @@ impl Checker {
 
 fn main(arguments: &Arguments) -> i32 {
     let mut check = Checker::default();
+    match arguments.get(0) {
+        None => unprivileged(&mut check, arguments),
+        Some("loader") => loader_calls(&mut check),
+        Some("load-hello") => load_hello(&mut check),
+        Some("console") => console_calls(&mut check),
+        Some(other) => {
+            println!("badcalls: unknown mode {other:?} (none, loader, load-hello, console)");
+            return 1;
+        }
+    }
+    println!("badcalls: {} checks, {} failed", check.checks, check.failures);
+    check.failures as i32
+}
+
+/// The checks of a process without capabilities.
+fn unprivileged(check: &mut Checker, arguments: &Arguments) {
     let pid = arch::getpid();
     check.holds("getpid is not 0", pid != 0);
     let on_stack = [0u8; 16];
@@ -105,15 +156,16 @@ fn main(arguments: &Arguments) -> i32 {
     for number in [Syscall::ALL.len(), 999, usize::MAX] {
         check.expect("unknown call number", raw::number(number), Some(Error::NoSuchCall));
     }
-    write_calls(&mut check, stack_address);
-    spawn_calls(&mut check);
-    process_calls(&mut check, pid);
-    time_calls(&mut check);
-    memory_calls(&mut check, code_address, stack_address);
-    argument_calls(&mut check, arguments, code_address);
-
-    println!("badcalls: {} checks, {} failed", check.checks, check.failures);
-    check.failures as i32
+    write_calls(check, stack_address);
+    spawn_calls(check);
+    process_calls(check, pid);
+    time_calls(check);
+    memory_calls(check, code_address, stack_address);
+    argument_calls(check, arguments, code_address);
+    read_calls(check, stack_address, code_address);
+    privileged_calls_refused(check);
+    listing_calls(check, pid, code_address);
+    protect_calls(check, code_address, stack_address);
 }
 
 fn write_calls(check: &mut Checker, stack_address: usize) {
@@ -236,4 +288,189 @@ fn argument_calls(check: &mut Checker, arguments: &Arguments, code_address: usiz
     check.expect("arguments(unmapped)", raw::arguments_into(UNMAPPED, 4), Some(Error::BadAddress));
     check.expect("arguments(wrapping)", raw::arguments_into(usize::MAX - 2, 8), Some(Error::BadLength));
     check.holds("arguments(null, 0) returns the length", raw::arguments_into(0, 0).ok() == length);
+}
+
+fn read_calls(check: &mut Checker, stack_address: usize, code_address: usize) {
+    // Only calls the kernel must refuse: a successful read would take the shell's input.
+    for handle in [0, 2, 7, usize::MAX] {
+        check.expect("read from a handle that does not exist", raw::read_into(handle, 0, 0), Some(Error::BadHandle));
+    }
+    check.expect("read(length 0)", arch::read(CONSOLE, &mut []), Some(Error::BadLength));
+    let mut too_long = [0u8; MAX_READ_LENGTH + 1];
+    check.expect("read(above the limit)", arch::read(CONSOLE, &mut too_long), Some(Error::BadLength));
+    check.expect("read(wrapping)", raw::read_into(CONSOLE, usize::MAX - 2, 8), Some(Error::BadLength));
+    check.expect("read(null)", raw::read_into(CONSOLE, 0, 4), Some(Error::BadAddress));
+    check.expect("read(kernel text)", raw::read_into(CONSOLE, KERNEL_TEXT, 4), Some(Error::BadAddress));
+    check.expect("read(unmapped)", raw::read_into(CONSOLE, UNMAPPED, 4), Some(Error::BadAddress));
+    check.expect("read(program text)", raw::read_into(CONSOLE, code_address, 4), Some(Error::BadAddress));
+    let read_only = "read-only data".as_ptr() as usize;
+    check.expect("read(read-only data)", raw::read_into(CONSOLE, read_only, 4), Some(Error::BadAddress));
+    // The last bytes of the stack and the unmapped page above it.
+    check.expect("read(stack past its top)", raw::read_into(CONSOLE, STACK_TOP - 8, 16), Some(Error::BadAddress));
+    check.holds("the stack holds the buffer", stack_address < STACK_TOP);
+}
+
+fn privileged_calls_refused(check: &mut Checker) {
+    check.expect("ext_load without the capability", arch::ext_load("hello", Technology::Default), Some(Error::NotPermitted));
+    check.expect("ext_load(null) without the capability", arch::ext_load_from_address(0, 5, 0), Some(Error::NotPermitted));
+    check.expect("ext_unload without the capability", arch::ext_unload("hello"), Some(Error::NotPermitted));
+    let mut buffer = [0u8; 64];
+    check.expect("ext_list without the capability", arch::ext_list(&mut buffer), Some(Error::NotPermitted));
+    check.expect("kernel_command without the capability", arch::kernel_command("mem"), Some(Error::NotPermitted));
+    check.expect("kernel_command(\"\") without the capability", arch::kernel_command(""), Some(Error::NotPermitted));
+    check.expect("spawn passing the extension loader it lacks", arch::spawn_with_flags("hello", SPAWN_EXTENSION_LOADER), Some(Error::NotPermitted));
+    check.expect("spawn passing the console it lacks", arch::spawn_with_flags("hello", SPAWN_CONSOLE), Some(Error::NotPermitted));
+    check.expect("spawn(unknown flag)", arch::spawn_with_flags("hello", 4), Some(Error::BadArgument));
+    check.expect("spawn(every flag bit)", arch::spawn_with_flags("hello", usize::MAX), Some(Error::BadArgument));
+    check.expect("spawn(\"\", unknown flag): the text is checked first", arch::spawn_with_flags("", 4), Some(Error::BadLength));
+    check.expect("spawn(no such program, no flags)", arch::spawn_with_flags("no-such-program", 0), Some(Error::NoSuchProgram));
+}
+
+fn listing_calls(check: &mut Checker, pid: usize, code_address: usize) {
+    let mut buffer = [0u8; 4096];
+    if let Some(total) = check.expect("events(buffer)", arch::events(&mut buffer), None) {
+        let text = core::str::from_utf8(&buffer[..total.min(buffer.len())]).unwrap_or("");
+        check.holds("events lists clock.Tick", text.contains("clock.Tick"));
+        let mut short = [0u8; 3];
+        check.holds("events(short buffer) returns the full length", arch::events(&mut short) == Ok(total));
+        check.holds("events(null, 0) returns the full length", raw::listing_into(Syscall::Events, 0, 0) == Ok(total));
+    }
+    if let Some(total) = check.expect("processes(buffer)", arch::processes(&mut buffer), None) {
+        let text = core::str::from_utf8(&buffer[..total.min(buffer.len())]).unwrap_or("");
+        let mut own = text.lines().filter(|line| line.split('\t').next() == Some(itoa(pid, &mut [0; 20])));
+        let line = own.next().unwrap_or("");
+        check.holds("processes lists this process with six fields", line.split('\t').count() == 6 && line.ends_with("badcalls"));
+    }
+    check.holds("last_error is empty before any refusal", arch::last_error(&mut buffer) == Ok(0));
+    check.holds("last_error(unmapped, 16) copies nothing when it is empty", raw::listing_into(Syscall::LastError, UNMAPPED, 16) == Ok(0));
+    check.expect("last_error(null, 16): outside user space", raw::listing_into(Syscall::LastError, 0, 16), Some(Error::BadAddress));
+    let read_only = "read-only data".as_ptr() as usize;
+    for call in [Syscall::Events, Syscall::Processes] {
+        check.expect("listing(null)", raw::listing_into(call, 0, 16), Some(Error::BadAddress));
+        check.expect("listing(kernel)", raw::listing_into(call, KERNEL_TEXT, 16), Some(Error::BadAddress));
+        check.expect("listing(unmapped)", raw::listing_into(call, UNMAPPED, 16), Some(Error::BadAddress));
+        check.expect("listing(read-only data)", raw::listing_into(call, read_only, 4), Some(Error::BadAddress));
+        check.expect("listing(program text)", raw::listing_into(call, code_address, 4), Some(Error::BadAddress));
+        check.expect("listing(wrapping)", raw::listing_into(call, usize::MAX - 2, 8), Some(Error::BadLength));
+    }
+    check.expect("last_error(wrapping)", raw::listing_into(Syscall::LastError, usize::MAX - 2, 8), Some(Error::BadLength));
+}
+
+/// `number` in decimal, in `buffer`.
+fn itoa(mut number: usize, buffer: &mut [u8; 20]) -> &str {
+    let mut start = buffer.len();
+    loop {
+        start -= 1;
+        buffer[start] = b'0' + (number % 10) as u8;
+        number /= 10;
+        if number == 0 {
+            break;
+        }
+    }
+    core::str::from_utf8(&buffer[start..]).unwrap_or("")
+}
+
+fn protect_calls(check: &mut Checker, code_address: usize, stack_address: usize) {
+    let Some(mut region) = check.expect("map_anonymous(two pages)", AnonymousRegion::map(2 * PAGE_SIZE), None) else { return };
+    let (address, length) = (region.address(), region.len());
+    region.as_mut_slice().fill(b' ');
+    check.expect("protect(misaligned)", raw::protect(address + 1, length, ACCESS_READ), Some(Error::BadAddress));
+    check.expect("protect(inside the region)", raw::protect(address + PAGE_SIZE, PAGE_SIZE, ACCESS_READ), Some(Error::BadAddress));
+    check.expect("protect(unmapped)", raw::protect(UNMAPPED, PAGE_SIZE, ACCESS_READ), Some(Error::BadAddress));
+    check.expect("protect(kernel)", raw::protect(KERNEL_TEXT, PAGE_SIZE, ACCESS_READ), Some(Error::BadAddress));
+    check.expect("protect(program text)", raw::protect(code_address & !(PAGE_SIZE - 1), PAGE_SIZE, ACCESS_READ), Some(Error::NotPermitted));
+    check.expect("protect(stack)", raw::protect(stack_address & !(PAGE_SIZE - 1), PAGE_SIZE, ACCESS_READ), Some(Error::NotPermitted));
+    check.expect("protect(length 0)", raw::protect(address, 0, ACCESS_READ), Some(Error::BadLength));
+    check.expect("protect(part of the region)", raw::protect(address, PAGE_SIZE, ACCESS_READ), Some(Error::BadLength));
+    check.expect("protect(unknown access bits)", raw::protect(address, length, 4), Some(Error::BadArgument));
+    check.expect("protect(every access bit)", raw::protect(address, length, usize::MAX), Some(Error::BadArgument));
+    // Read-only: the kernel may read it (write), not write it (arguments).
+    check.expect("protect(read)", region.protect(ACCESS_READ), None);
+    check.expect("write(read-only region)", arch::write_from_address(CONSOLE, address, 1), None);
+    check.expect("arguments(read-only region)", raw::arguments_into(address, 4), Some(Error::BadAddress));
+    check.holds("a read-only region keeps its bytes", region.as_slice().iter().all(|&byte| byte == b' '));
+    // No access: neither.
+    check.expect("protect(none)", region.protect(0), None);
+    check.expect("write(inaccessible region)", arch::write_from_address(CONSOLE, address, 1), Some(Error::BadAddress));
+    check.expect("arguments(inaccessible region)", raw::arguments_into(address, 4), Some(Error::BadAddress));
+    // Read-write again (write implies read): the same frames, the same bytes.
+    check.expect("protect(write)", region.protect(ACCESS_WRITE), None);
+    check.holds("access write reads as read-write", region.access() == ACCESS_READ | ACCESS_WRITE);
+    check.holds("the bytes survive protect(none) and back", region.as_mut_slice().iter().all(|&byte| byte == b' '));
+    check.expect("arguments(writable again)", raw::arguments_into(address, 4), None);
+    // An inaccessible region can still be unmapped.
+    check.expect("protect(none), again", region.protect(0), None);
+    core::mem::forget(region);
+    check.expect("unmap(inaccessible region)", raw::unmap(address, length), None);
+    check.expect("protect(unmapped region)", raw::protect(address, length, ACCESS_READ), Some(Error::BadAddress));
+}
+
+/// The checks of a process holding the extension-loading capability (`loader`).
+fn loader_calls(check: &mut Checker) {
+    check.expect("ext_load(\"\")", arch::ext_load("", Technology::Default), Some(Error::BadLength));
+    static LONG: [u8; MAX_NAME + 1] = [b'a'; MAX_NAME + 1];
+    check.expect("ext_load(too long)", arch::ext_load_from_address(LONG.as_ptr() as usize, LONG.len(), 0), Some(Error::BadLength));
+    check.expect("ext_load(wrapping)", arch::ext_load_from_address(usize::MAX - 2, 8, 0), Some(Error::BadLength));
+    check.expect("ext_load(null)", arch::ext_load_from_address(0, 5, 0), Some(Error::BadAddress));
+    check.expect("ext_load(kernel)", arch::ext_load_from_address(KERNEL_TEXT, 5, 0), Some(Error::BadAddress));
+    static NOT_UTF8: [u8; 4] = [b'h', 0xff, 0xfe, b'i'];
+    check.expect("ext_load(not UTF-8)", arch::ext_load_from_address(NOT_UTF8.as_ptr() as usize, NOT_UTF8.len(), 0), Some(Error::BadArgument));
+    let name = "hello";
+    check.expect("ext_load(unknown technology)", arch::ext_load_from_address(name.as_ptr() as usize, name.len(), 4), Some(Error::BadArgument));
+    check.expect("ext_load(no such extension)", arch::ext_load("no-such-extension", Technology::Default), Some(Error::NotFound));
+    check.expect("ext_load(no such Wasm build)", arch::ext_load("no-such-extension", Technology::Wasm), Some(Error::NotFound));
+    check.expect("ext_load(no user-level build)", arch::ext_load("no-such-extension", Technology::User), Some(Error::NotFound));
+    // The user-level build of `hello` is a process the kernel starts; it serves until unloaded.
+    check.expect("ext_load(hello, user-level)", arch::ext_load("hello", Technology::User), None);
+    check.expect("ext_unload(hello, user-level)", arch::ext_unload("hello"), None);
+    check.expect("ext_unload(\"\")", arch::ext_unload(""), Some(Error::BadLength));
+    check.expect("ext_unload(null)", arch::ext_unload_from_address(0, 5), Some(Error::BadAddress));
+    check.expect("ext_unload(not UTF-8)", arch::ext_unload_from_address(NOT_UTF8.as_ptr() as usize, NOT_UTF8.len()), Some(Error::BadArgument));
+    check.expect("ext_unload(not loaded)", arch::ext_unload("hello"), Some(Error::NotFound));
+    check.expect("kernel_command without the console capability", arch::kernel_command("mem"), Some(Error::NotPermitted));
+
+    check.expect("ext_load(hello, built-in)", arch::ext_load("hello", Technology::BuiltIn), None);
+    let mut buffer = [0u8; 1024];
+    let listed = arch::ext_list(&mut buffer).map(|total| core::str::from_utf8(&buffer[..total.min(1024)]).unwrap_or("").contains("hello\tbuilt-in\t"));
+    check.holds("ext_list shows hello as built-in", listed == Ok(true));
+    check.expect("ext_list(null) with a listing to copy", raw::listing_into(Syscall::ExtList, 0, 16), Some(Error::BadAddress));
+    check.expect("ext_list(wrapping)", raw::listing_into(Syscall::ExtList, usize::MAX - 2, 8), Some(Error::BadLength));
+    check.expect("ext_load(hello) while loaded", arch::ext_load("hello", Technology::Default), Some(Error::Refused));
+    let reason = arch::last_error(&mut buffer).map(|total| core::str::from_utf8(&buffer[..total.min(1024)]).unwrap_or("").contains("already loaded"));
+    check.holds("last_error explains the refusal", reason == Ok(true));
+    check.expect("last_error(null) with a message to copy", raw::listing_into(Syscall::LastError, 0, 16), Some(Error::BadAddress));
+    check.expect("ext_unload(hello)", arch::ext_unload("hello"), None);
+    check.expect("ext_unload(hello) again", arch::ext_unload("hello"), Some(Error::NotFound));
+
+    check.expect("spawn passing the console it lacks", arch::spawn_with_flags("hello", SPAWN_CONSOLE), Some(Error::NotPermitted));
+    if let Some(child) = check.expect("spawn(badcalls load-hello) with the loader", arch::spawn_with_flags("badcalls load-hello", SPAWN_EXTENSION_LOADER), None) {
+        let status = check.expect("wait(load-hello child)", arch::wait(child), None);
+        check.holds("the privileged child loaded and unloaded hello", status == Some(ExitStatus::Exited(0)));
+    }
+}
+
+/// A child given the extension loader: loads and unloads the native `hello`.
+fn load_hello(check: &mut Checker) {
+    check.expect("ext_load(hello)", arch::ext_load("hello", Technology::Default), None);
+    let mut buffer = [0u8; 1024];
+    let listed = arch::ext_list(&mut buffer).map(|total| core::str::from_utf8(&buffer[..total.min(1024)]).unwrap_or("").contains("hello\tnative\t"));
+    check.holds("ext_list shows hello as native", listed == Ok(true));
+    check.expect("ext_unload(hello)", arch::ext_unload("hello"), None);
+}
+
+/// The checks of a process holding the console capability (`console`).
+fn console_calls(check: &mut Checker) {
+    check.expect("kernel_command(\"\")", arch::kernel_command(""), Some(Error::BadLength));
+    static LONG: [u8; MAX_COMMAND_LINE + 1] = [b'a'; MAX_COMMAND_LINE + 1];
+    check.expect("kernel_command(too long)", arch::kernel_command_from_address(LONG.as_ptr() as usize, LONG.len()), Some(Error::BadLength));
+    check.expect("kernel_command(null)", arch::kernel_command_from_address(0, 4), Some(Error::BadAddress));
+    check.expect("kernel_command(kernel)", arch::kernel_command_from_address(KERNEL_TEXT, 4), Some(Error::BadAddress));
+    static NOT_UTF8: [u8; 4] = [b'e', 0xff, 0xfe, b'o'];
+    check.expect("kernel_command(not UTF-8)", arch::kernel_command_from_address(NOT_UTF8.as_ptr() as usize, NOT_UTF8.len()), Some(Error::BadArgument));
+    check.expect("kernel_command(echo)", arch::kernel_command("echo badcalls: through the kernel console"), None);
+    check.expect("kernel_command(unknown)", arch::kernel_command("no-such-command"), Some(Error::Refused));
+    let mut buffer = [0u8; 256];
+    let reason = arch::last_error(&mut buffer).map(|total| core::str::from_utf8(&buffer[..total.min(256)]).unwrap_or("").contains("unknown command"));
+    check.holds("last_error names the unknown command", reason == Ok(true));
+    check.expect("ext_load without the extension loader", arch::ext_load("hello", Technology::Default), Some(Error::NotPermitted));
 }

@@ -1,10 +1,13 @@
-//! `fault [stack | panic | load ADDRESS | store ADDRESS]`: misbehaves on purpose, to show
-//! that the kernel contains it.
+//! `fault [stack | panic | protect | load ADDRESS | store ADDRESS]`: misbehaves on
+//! purpose, to show that the kernel contains it.
 //!
 //! - `stack` (default): recurses until the stack runs into its unmapped guard page — a
 //!   store to an address the program does not own, in safe Rust. The kernel kills the
 //!   process and reports the store page fault and the address.
 //! - `panic`: panics; the runtime prints the message and exits with status 101.
+//! - `protect`: maps a page, writes it (so the TLB may hold a writable translation),
+//!   makes it read-only with `protect`, reads it back, then stores to it: the store must
+//!   fault (the kernel rewrote the leaf and flushed the TLB).
 //! - `load ADDRESS` / `store ADDRESS` (hex with `0x`, or decimal): reads or writes one
 //!   word at ADDRESS — kernel memory (no U bit), an unmapped page, or the program's own
 //!   read-only text (W^X) all end the process with a page fault at ADDRESS.
@@ -27,6 +30,7 @@ fn main(arguments: &Arguments) -> i32 {
             recurse(0) as i32
         }
         ("panic", _) => panic!("fault: a deliberate panic"),
+        ("protect", _) => store_to_read_only(pid),
         ("load", Some(address)) => {
             println!("fault: pid {pid} loads from {address:#x}");
             let value = raw::load(address);
@@ -40,10 +44,32 @@ fn main(arguments: &Arguments) -> i32 {
             1
         }
         _ => {
-            println!("fault: usage: fault [stack | panic | load ADDRESS | store ADDRESS]");
+            println!("fault: usage: fault [stack | panic | protect | load ADDRESS | store ADDRESS]");
             2
         }
     }
+}
+
+/// The `protect` mode; returns only if something went wrong.
+fn store_to_read_only(pid: usize) -> i32 {
+    let Ok(mut region) = arch::AnonymousRegion::map(arch::PAGE_SIZE) else {
+        println!("fault: map_anonymous failed");
+        return 2;
+    };
+    region.as_mut_slice()[0] = 0x5a;
+    if region.protect(arch::ACCESS_READ).is_err() {
+        println!("fault: protect failed");
+        return 2;
+    }
+    if region.as_slice()[0] != 0x5a {
+        println!("fault: the read-only page lost its contents");
+        return 2;
+    }
+    let address = region.address();
+    println!("fault: pid {pid} stores to its read-only page at {address:#x}");
+    raw::store(address);
+    println!("fault: the store completed");
+    1
 }
 
 fn parse_address(text: &str) -> Option<usize> {

@@ -30,14 +30,21 @@
 //! other targets only the pure parts ([`Arguments`], [`io::LineBuffer`]) exist, so they
 //! can be unit-tested on the host.
 //!
+//! Console input: [`input::LineReader`] reads edited, echoed lines (the pure editing
+//! logic is [`line::LineEditor`]); [`input::with_listing`] fetches the kernel's text
+//! listings whatever their length.
+//!
 //! Limitations: no heap allocator yet (programs use the stack and
-//! [`arch::AnonymousRegion`]); no input.
+//! [`arch::AnonymousRegion`]).
 
 #![cfg_attr(not(test), no_std)]
 #![forbid(unsafe_code)]
 
 pub mod arguments;
+#[cfg(all(target_arch = "riscv64", target_os = "none"))]
+pub mod input;
 pub mod io;
+pub mod line;
 
 pub use arguments::Arguments;
 
@@ -46,8 +53,9 @@ pub use arguments::Arguments;
 pub mod arch {
     pub use spindle_abi::syscall::user::*;
     pub use spindle_abi::syscall::{
-        CONSOLE, Error, ExitStatus, KillCause, MAX_ANONYMOUS_BYTES, MAX_ANONYMOUS_REGIONS, MAX_COMMAND_LINE,
-        MAX_MAP_LENGTH, MAX_SLEEP_TICKS, MAX_WRITE_LENGTH, PAGE_SIZE, Syscall,
+        ACCESS_READ, ACCESS_WRITE, CONSOLE, Error, ExitStatus, KillCause, MAX_ANONYMOUS_BYTES, MAX_ANONYMOUS_REGIONS,
+        MAX_COMMAND_LINE, MAX_MAP_LENGTH, MAX_NAME, MAX_READ_LENGTH, MAX_SLEEP_TICKS, MAX_WRITE_LENGTH, PAGE_SIZE,
+        SPAWN_CONSOLE, SPAWN_EXTENSION_LOADER, Syscall, Technology,
     };
 }
 
