@@ -1,6 +1,7 @@
 //! Extension-technology costs (Small & Seltzer '96): the same trivial handler — `faulty`'s
 //! `KEY_ANSWER` binding on `bench.Probe` (`value * 2`) — raised through the kernel
-//! dispatcher as built-in, native and Wasm, and what loading costs per technology (Wasm:
+//! dispatcher as built-in, native, Wasm and user-level (an upcall into the serving
+//! process), and what loading costs per technology (Wasm:
 //! validate + compile + instantiate + describe + install, all at load, never per event).
 //!
 //! Each invocation row is a full `bench.Probe` raise (snapshot, guard index, bounded
@@ -18,30 +19,59 @@ use crate::ext::{self, Preference};
 const LOAD_ITERATIONS: u64 = 20;
 
 /// Instructions ×1000 per load of `faulty` as `preference` (unloads not counted).
+///
+/// A user-level load starts a process and waits for it to register, so it runs with
+/// interrupts on and its count is everything the hart executed meanwhile: the process's
+/// creation, its own start-up in U-mode up to `upcall_serve`, the registration and
+/// installation — and the timer ticks and idle loop in between (deterministic under
+/// `-icount`). After each unload the test waits for the serving process to be reaped.
 fn measure_load(preference: Preference) -> Option<u64> {
     let mut total = 0u64;
     for _ in 0..LOAD_ITERATIONS {
-        let (cost, loaded) = csr::without_interrupts(|| {
+        let load = || {
             let start = csr::instret();
             let loaded = ext::load("faulty", preference);
             (csr::instret() - start, loaded)
-        });
+        };
+        let (cost, loaded) = if preference == Preference::User { load() } else { csr::without_interrupts(load) };
         if let Err(error) = loaded {
             crate::println!("bench: loading faulty ({}) failed: {error}", preference.label());
             return None;
         }
         total += cost as u64;
+        let server = serving_pid();
         let _ = ext::unload("faulty");
         crate::events::quiescent();
         crate::events::reclaim();
+        if let Some(pid) = server {
+            wait_until_reaped(pid);
+        }
     }
     Some(total * 1000 / LOAD_ITERATIONS)
+}
+
+/// The serving process of a user-level `faulty`, if that is what is loaded.
+fn serving_pid() -> Option<u64> {
+    let extension = ext::find("faulty")?;
+    let image = extension.image.lock();
+    match image.as_ref()? {
+        ext::ExtensionImage::User(image) => Some(image.extension().pid()),
+        _ => None,
+    }
+}
+
+/// Sleeps until process `pid` is gone (at most 2 s).
+fn wait_until_reaped(pid: u64) {
+    let deadline = crate::time::ticks() + 200;
+    while crate::proc::find(pid).is_some() && crate::time::ticks() < deadline {
+        crate::sched::sleep_ticks(1);
+    }
 }
 
 /// Runs the extension-cost rows.
 pub fn run() {
     let group = "extension-cost";
-    for preference in [Preference::BuiltIn, Preference::Native, Preference::Wasm] {
+    for preference in [Preference::BuiltIn, Preference::Native, Preference::Wasm, Preference::User] {
         let name = preference.label();
         if let Some(cost) = measure_load(preference) {
             report(group, &alloc::format!("load-faulty-{name}"), LOAD_ITERATIONS, cost);
@@ -52,17 +82,24 @@ pub fn run() {
         }
         let iterations = DEFAULT_ITERATIONS;
         let mut wrong = 0u64;
+        let hardware = super::HardwareEvents::now();
         let cost = measure(iterations, |index| {
             let value = index & 0xffff;
             if crate::events::probe::raise(faulty::KEY_ANSWER, value) != value * 2 {
                 wrong += 1;
             }
         });
+        let row = alloc::format!("probe-answer-{name}");
+        super::HardwareEvents::report_since(hardware, group, &row, iterations);
+        let server = serving_pid();
         let _ = ext::unload("faulty");
+        if let Some(pid) = server {
+            wait_until_reaped(pid);
+        }
         if wrong > 0 {
             crate::println!("bench: faulty ({name}) answered {wrong} of {iterations} probes wrongly; row withheld");
             continue;
         }
-        report(group, &alloc::format!("probe-answer-{name}"), iterations, cost);
+        report(group, &row, iterations, cost);
     }
 }

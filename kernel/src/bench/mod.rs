@@ -7,6 +7,7 @@
 //! ```text
 //! bench begin
 //! bench row <group> <name> <iterations> <instructions-per-op ×1000>
+//! bench hw <group> <name> <traps ×1000> <satp writes ×1000> <sfence.vma ×1000>
 //! bench end
 //! ```
 //!
@@ -18,6 +19,7 @@
 mod calls;
 mod dispatch;
 mod extensions;
+mod user;
 pub mod grafts;
 
 use crate::arch::csr;
@@ -47,6 +49,39 @@ pub fn measure(iterations: u64, mut operation: impl FnMut(u64)) -> u64 {
     })
 }
 
+/// What the hardware did during a measurement: traps taken, `satp` writes (each with a
+/// full `sfence.vma`) and other `sfence.vma`s, read from this hart's counters.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct HardwareEvents {
+    traps: usize,
+    satp_writes: usize,
+    tlb_flushes: usize,
+}
+
+impl HardwareEvents {
+    /// The counters now.
+    pub fn now() -> HardwareEvents {
+        let local = crate::arch::hart::current();
+        let read = |counter: &core::sync::atomic::AtomicUsize| counter.load(core::sync::atomic::Ordering::Relaxed);
+        HardwareEvents { traps: read(&local.trap_count), satp_writes: read(&local.satp_writes), tlb_flushes: read(&local.tlb_flushes) }
+    }
+
+    /// Prints what happened since `start`, per operation ×1000, as a `bench hw` line:
+    /// `bench hw <group> <name> <traps> <satp writes> <sfence.vma>` (the `sfence.vma`
+    /// count includes the one in every `satp` write).
+    pub fn report_since(start: HardwareEvents, group: &str, name: &str, iterations: u64) {
+        let end = HardwareEvents::now();
+        let per = |delta: usize| delta as u64 * 1000 / iterations.max(1);
+        let satp = end.satp_writes - start.satp_writes;
+        crate::println!(
+            "bench hw {group} {name} {} {} {}",
+            per(end.traps - start.traps),
+            per(satp),
+            per(satp + end.tlb_flushes - start.tlb_flushes)
+        );
+    }
+}
+
 /// Prints one result row in the format `xtask bench` parses.
 pub fn report(group: &str, name: &str, iterations: u64, per_operation_milli: u64) {
     crate::println!("bench row {group} {name} {iterations} {per_operation_milli}");
@@ -58,6 +93,7 @@ pub fn run() -> ! {
     calls::run();
     dispatch::run();
     extensions::run();
+    user::run();
     let grafts_clean = grafts::run();
     if !grafts_clean {
         // No `bench end`: xtask reports the run as failed.

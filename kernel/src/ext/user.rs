@@ -54,9 +54,8 @@ use spindle_process::{PageAccess, user_range};
 
 use super::{ExtensionError, ExtensionState, LoadedExtension, Technology};
 use crate::arch::csr;
-use crate::arch::recovery::{Abort, run_bounded};
-use crate::arch::trap::{Exception, TrapCause};
-use crate::arch::user::{UserContext, reg};
+use crate::arch::user::UserContext;
+use crate::proc::migrate::{self, CallFault};
 use crate::proc::{self, AddressSpace, Parent, Process, SpaceView};
 use crate::sched::{self, Strand};
 
@@ -66,8 +65,6 @@ pub const PROGRAM_PREFIX: &str = "ext-";
 const REGISTRATION_TIMEOUT_TICKS: u64 = 500;
 /// Bytes of a record passed in registers.
 const RECORD_BYTES: usize = UPCALL_RECORD_WORDS * 8;
-/// Longest text a handler may write to the console in one call during an upcall.
-const UPCALL_WRITE_MAX: usize = 4096;
 /// The status the glue's panic path returns with `upcall_return`.
 const PANIC_STATUS: usize = 101;
 
@@ -400,78 +397,21 @@ fn upcall(
 ) -> Result<[u64; UPCALL_RECORD_WORDS], HandlerFault> {
     let arguments = [index, argument_size, result_size, words[0] as usize, words[1] as usize, words[2] as usize, words[3] as usize];
     serving.context.prepare_call(serving.entry, serving.stack_top, &arguments);
-    let view = serving.view;
-    let context = &mut serving.context;
-    let previous = sched::replace_address_space(view.root_address());
-    // Nested inside the dispatcher's bounded call (same deadline), so that an overrun
-    // lands here and the address space is switched back before anything else runs.
-    let outcome = run_bounded(u64::MAX, || run_upcall(context, view, &user.domains));
-    sched::replace_address_space(previous);
-    match outcome {
-        Ok(result) => result,
-        Err(Abort::BudgetExceeded) => Err(HandlerFault::Overrun { budget: user.budget }),
-        Err(Abort::Fault(report)) => Err(HandlerFault::Trapped { cause: report.scause as u64 }),
+    let domains = &user.domains;
+    let mut answer = |call: Syscall, arguments: [usize; 6]| match call {
+        Syscall::KernelFunction => Some(kernel_function(domains, arguments[0], arguments[1], arguments[2])),
+        _ => None,
+    };
+    // Nested inside the dispatcher's bounded call (its deadline applies), so that an
+    // overrun lands in `migrate::call`, which switches the address space back first.
+    let returned = migrate::call(serving.view, &mut serving.context, u64::MAX, Syscall::UpcallReturn, &mut answer);
+    match returned {
+        Ok([0, words @ ..]) => Ok(words.map(|word| word as u64)),
+        Ok([PANIC_STATUS, ..]) | Err(CallFault::Exited) => Err(HandlerFault::Panicked),
+        Ok(_) => Err(HandlerFault::MalformedResult),
+        Err(CallFault::Overrun) => Err(HandlerFault::Overrun { budget: user.budget }),
+        Err(CallFault::Trapped(scause)) => Err(HandlerFault::Trapped { cause: scause as u64 }),
     }
-}
-
-/// Runs U-mode until `upcall_return`, answering the handler's system calls.
-fn run_upcall(context: &mut UserContext, view: SpaceView, domains: &[String]) -> Result<[u64; UPCALL_RECORD_WORDS], HandlerFault> {
-    loop {
-        context.run();
-        crate::arch::hart::current().trap_count.fetch_add(1, core::sync::atomic::Ordering::Relaxed);
-        match context.cause() {
-            TrapCause::TimerInterrupt | TrapCause::SoftwareInterrupt | TrapCause::ExternalInterrupt => deliver_interrupt(),
-            TrapCause::Exception(Exception::UserEnvironmentCall) => {
-                context.skip_ecall();
-                let number = context.register(reg::A7);
-                let argument = |index: usize| context.register(reg::A0 + index);
-                let answer = match Syscall::from_number(number) {
-                    Some(Syscall::UpcallReturn) => {
-                        return match argument(0) {
-                            0 => Ok(core::array::from_fn(|index| argument(1 + index) as u64)),
-                            PANIC_STATUS => Err(HandlerFault::Panicked),
-                            _ => Err(HandlerFault::MalformedResult),
-                        };
-                    }
-                    // The runtime exits on a panic: inside an upcall that is the handler's panic.
-                    Some(Syscall::Exit) => return Err(HandlerFault::Panicked),
-                    Some(Syscall::Write) => upcall_write(view, argument(0), argument(1), argument(2)),
-                    Some(Syscall::KernelFunction) => kernel_function(domains, argument(0), argument(1), argument(2)),
-                    _ => Err(Error::WrongState),
-                };
-                let (code, value) = match answer {
-                    Ok(value) => (0, value),
-                    Err(error) => (error.code(), 0),
-                };
-                context.set_register(reg::A0, code);
-                context.set_register(reg::A1, value);
-            }
-            _ => return Err(HandlerFault::Trapped { cause: context.fault_report().scause as u64 }),
-        }
-    }
-}
-
-/// Takes the interrupt that stopped U-mode in S-mode: the kernel's trap handler runs the
-/// tick (no preemption: the raise disabled it) and aborts the bounded call if its
-/// deadline has passed.
-fn deliver_interrupt() {
-    csr::enable_interrupts();
-    csr::disable_interrupts();
-}
-
-/// `write(handle, pointer, length)` from an upcall: the console only.
-fn upcall_write(view: SpaceView, handle: usize, pointer: usize, length: usize) -> Result<usize, Error> {
-    if handle != spindle_abi::syscall::CONSOLE {
-        return Err(Error::BadHandle);
-    }
-    let range = user_range(pointer, length, UPCALL_WRITE_MAX)?;
-    let mut bytes = alloc::vec![0u8; range.len()];
-    // SAFETY: the view's process is blocked in `upcall_serve` (its space pinned: serving
-    // ends before that call returns, and this upcall holds `serving`), and this hart runs
-    // the upcall with preemption off, so nothing changes the space meanwhile.
-    unsafe { view.read(range.start, &mut bytes)? };
-    crate::print!("{}", String::from_utf8_lossy(&bytes));
-    Ok(length)
 }
 
 /// `kernel_function(index, first, second)` from an upcall.

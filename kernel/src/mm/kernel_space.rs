@@ -129,6 +129,7 @@ pub fn activate(root_address: usize) {
     let Some(kernel) = root() else { return };
     let wanted = if root_address == 0 { kernel.physical_address() } else { root_address };
     if crate::arch::csr::satp() & crate::arch::csr::SATP_PPN_MASK != wanted / PAGE_SIZE {
+        crate::arch::hart::current().satp_writes.fetch_add(1, core::sync::atomic::Ordering::Relaxed);
         // `wanted` is the kernel root or, by this function's contract, a live root prepared
         // with `share_with`, whose entries outside the user slots are the kernel's.
         // SAFETY: the kernel makes no root entries after boot (module documentation), so

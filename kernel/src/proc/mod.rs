@@ -30,6 +30,8 @@
 //! signals beyond kill; the scheduler treats process strands like kernel strands (same priority).
 
 mod address_space;
+pub mod migrate;
+pub mod service;
 pub mod capabilities;
 
 use alloc::collections::BTreeMap;

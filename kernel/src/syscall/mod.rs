@@ -97,8 +97,14 @@ pub fn handle(process: &Arc<Process>, space: &mut AddressSpace, context: &mut Us
         },
         // Valid only inside an upcall (answered by `ext::user`).
         Some(Syscall::UpcallReturn | Syscall::KernelFunction) => Err(Error::WrongState),
-        // Cross-address-space calls (being written).
-        Some(Syscall::ServiceRegister | Syscall::ServiceCall | Syscall::ServiceReturn) => Err(Error::NoSuchCall),
+        Some(Syscall::ServiceRegister) => match proc::service::register(process, space, arguments) {
+            Ok(value) => Ok(value),
+            Err(Some(error)) => Err(error),
+            Err(None) => return Outcome::Killed,
+        },
+        Some(Syscall::ServiceCall) => proc::service::call(space, arguments),
+        // Valid only inside a service call (answered by `proc::migrate`).
+        Some(Syscall::ServiceReturn) => Err(Error::WrongState),
     };
     let (code, value) = match result {
         Ok(value) => (0, value),

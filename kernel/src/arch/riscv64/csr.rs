@@ -136,6 +136,7 @@ pub fn enable_user_counters() {
 
 /// Flushes every TLB entry on this hart.
 pub fn flush_tlb() {
+    super::hart::current().tlb_flushes.fetch_add(1, core::sync::atomic::Ordering::Relaxed);
     // SAFETY: a full TLB flush only drops cached translations.
     unsafe { asm!("sfence.vma", options(nostack)) };
 }

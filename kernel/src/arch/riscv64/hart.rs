@@ -47,6 +47,11 @@ pub struct HartLocal {
     /// code this hart is running, or 0: `spindle_extension_alloc`/`free` serve the caller
     /// from it. Set around each call into a native image and restored after it.
     pub current_extension_arena: AtomicUsize,
+    /// `satp` writes on this hart (each with a full `sfence.vma`): the address-space
+    /// switches the benchmark's modelled-cycles column prices.
+    pub satp_writes: AtomicUsize,
+    /// Other `sfence.vma` instructions on this hart (TLB flushes after mapping changes).
+    pub tlb_flushes: AtomicUsize,
 }
 
 /// Byte offsets of [`HartLocal`] fields used by assembly.
@@ -78,6 +83,8 @@ impl HartLocal {
             budget_point: AtomicUsize::new(0),
             last_abort_was_overrun: AtomicUsize::new(0),
             preempt_disabled: AtomicUsize::new(0),
+            satp_writes: AtomicUsize::new(0),
+            tlb_flushes: AtomicUsize::new(0),
             pending_panic: AtomicUsize::new(0),
             current_extension_arena: AtomicUsize::new(0),
         }

@@ -1,0 +1,119 @@
+//! Migrating calls: running user code of another process on the *calling* strand.
+//!
+//! Upcalls into user-level extensions (`ext::user`) and cross-address-space service
+//! calls (`proc::service`) do not queue work for the target process's own strand and
+//! wait for it: the calling strand itself switches `satp` to the target's page table,
+//! enters U-mode at the target's entry point on the target's stack, and runs until the
+//! target makes its "return" system call — the thread migrates, as in LRPC and SPIN's
+//! cross-domain calls, with no scheduler decision on the way. [`call`] is that loop,
+//! shared by both.
+//!
+//! While the target runs, the kernel answers its `write` to the console inline (through
+//! a [`SpaceView`] of the target's table) and whatever the caller's `answer` adds; any
+//! other system call gets `WrongState`. Interrupts that stop U-mode are delivered to the
+//! kernel at once (briefly enabled in S-mode), so the timer tick runs and a deadline set
+//! by [`run_bounded`] aborts an endless loop; the satp switch is undone on every path.
+//!
+//! The caller must keep the target's address space alive and unchanged for the call —
+//! both users pin it: the target's own strand is blocked inside a serving system call
+//! that ends only after the target is withdrawn — and must run the call with preemption
+//! off, so the target's strand cannot run meanwhile.
+
+use spindle_abi::syscall::{CONSOLE, Error, Syscall};
+use spindle_process::user_range;
+
+use super::SpaceView;
+use crate::arch::csr;
+use crate::arch::recovery::{Abort, run_bounded};
+use crate::arch::trap::{Exception, TrapCause};
+use crate::arch::user::{UserContext, reg};
+use crate::sched;
+
+/// Longest text the target may write to the console in one call.
+pub const WRITE_MAX: usize = 4096;
+
+/// Why a migrating call did not return normally.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CallFault {
+    /// The deadline passed.
+    Overrun,
+    /// The target took a U-mode exception (`scause`), or the kernel faulted on its behalf.
+    Trapped(usize),
+    /// The target called `exit` (the runtime's panic path) instead of returning.
+    Exited,
+}
+
+/// Runs `context` (prepared with `UserContext::prepare_call`) in the space of `view` on
+/// this strand until the target makes system call `return_call`; returns that call's
+/// `a0`..`a4`. `deadline` is a `time` value (`u64::MAX`: only an enclosing bounded call's
+/// deadline applies). `answer` handles the target's other system calls (number,
+/// arguments) → `Some(result)`, or `None` for `WrongState`.
+pub fn call(
+    view: SpaceView,
+    context: &mut UserContext,
+    deadline: u64,
+    return_call: Syscall,
+    answer: &mut dyn FnMut(Syscall, [usize; 6]) -> Option<Result<usize, Error>>,
+) -> Result<[usize; 5], CallFault> {
+    let previous = sched::replace_address_space(view.root_address());
+    let outcome = run_bounded(deadline, || run(view, context, return_call, answer));
+    sched::replace_address_space(previous);
+    match outcome {
+        Ok(result) => result,
+        Err(Abort::BudgetExceeded) => Err(CallFault::Overrun),
+        Err(Abort::Fault(report)) => Err(CallFault::Trapped(report.scause)),
+    }
+}
+
+fn run(
+    view: SpaceView,
+    context: &mut UserContext,
+    return_call: Syscall,
+    answer: &mut dyn FnMut(Syscall, [usize; 6]) -> Option<Result<usize, Error>>,
+) -> Result<[usize; 5], CallFault> {
+    loop {
+        context.run();
+        crate::arch::hart::current().trap_count.fetch_add(1, core::sync::atomic::Ordering::Relaxed);
+        match context.cause() {
+            TrapCause::TimerInterrupt | TrapCause::SoftwareInterrupt | TrapCause::ExternalInterrupt => {
+                // Taken again at once in S-mode: the tick runs (no preemption: the caller
+                // disabled it) and an expired deadline aborts to `run_bounded`.
+                csr::enable_interrupts();
+                csr::disable_interrupts();
+            }
+            TrapCause::Exception(Exception::UserEnvironmentCall) => {
+                context.skip_ecall();
+                let arguments: [usize; 6] = core::array::from_fn(|index| context.register(reg::A0 + index));
+                let result = match Syscall::from_number(context.register(reg::A7)) {
+                    Some(call) if call == return_call => return Ok(core::array::from_fn(|index| arguments[index])),
+                    Some(Syscall::Exit) => return Err(CallFault::Exited),
+                    Some(Syscall::Write) => write(view, arguments),
+                    Some(other) => answer(other, arguments).unwrap_or(Err(Error::WrongState)),
+                    None => Err(Error::NoSuchCall),
+                };
+                let (code, value) = match result {
+                    Ok(value) => (0, value),
+                    Err(error) => (error.code(), 0),
+                };
+                context.set_register(reg::A0, code);
+                context.set_register(reg::A1, value);
+            }
+            _ => return Err(CallFault::Trapped(context.fault_report().scause)),
+        }
+    }
+}
+
+/// `write(handle, pointer, length)` from the target: the console only.
+fn write(view: SpaceView, [handle, pointer, length, ..]: [usize; 6]) -> Result<usize, Error> {
+    if handle != CONSOLE {
+        return Err(Error::BadHandle);
+    }
+    let range = user_range(pointer, length, WRITE_MAX)?;
+    let mut bytes = alloc::vec![0u8; range.len()];
+    // SAFETY: by this module's contract the target's space is pinned (its strand is
+    // blocked in a serving call that withdraws the target before returning) and this
+    // call runs with preemption off, so nothing changes the space meanwhile.
+    unsafe { view.read(range.start, &mut bytes)? };
+    crate::print!("{}", alloc::string::String::from_utf8_lossy(&bytes));
+    Ok(length)
+}
