@@ -15,10 +15,12 @@
 //! the operation alone. Blind spots: instruction counts ignore caches, TLBs, branch
 //! prediction and memory latency; QEMU executes misaligned accesses for free.
 
+pub mod blackbox;
 mod calls;
 mod dispatch;
 mod extensions;
 pub mod grafts;
+pub mod stream;
 
 use crate::arch::csr;
 
@@ -58,7 +60,9 @@ pub fn run() -> ! {
     calls::run();
     dispatch::run();
     extensions::run();
-    let grafts_clean = grafts::run();
+    let mut grafts_clean = grafts::run();
+    grafts_clean &= stream::run();
+    grafts_clean &= blackbox::run();
     if !grafts_clean {
         // No `bench end`: xtask reports the run as failed.
         crate::println!("bench FAILED: a graft answered wrongly");
@@ -66,4 +70,39 @@ pub fn run() -> ! {
     }
     crate::println!("bench end");
     crate::power::exit(crate::power::ExitStatus::Success)
+}
+
+/// Which implementation of a graft runs: an extension technology, or the C reference
+/// linked into the kernel (bound through the dispatcher like a built-in extension).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Graft {
+    /// The extension crate as this technology.
+    Extension(crate::ext::Preference),
+    /// The C reference (`extensions/<name>/c/`).
+    CReference,
+}
+
+impl Graft {
+    /// Every implementation, in row order.
+    pub const ALL: [Graft; 4] = [
+        Graft::Extension(crate::ext::Preference::BuiltIn),
+        Graft::Extension(crate::ext::Preference::Native),
+        Graft::Extension(crate::ext::Preference::Wasm),
+        Graft::CReference,
+    ];
+
+    /// The console word and row suffix: `builtin`, `native`, `wasm`, `c`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Graft::Extension(crate::ext::Preference::BuiltIn) => "builtin",
+            Graft::Extension(crate::ext::Preference::Native) => "native",
+            Graft::Extension(crate::ext::Preference::Wasm) => "wasm",
+            Graft::CReference => "c",
+        }
+    }
+
+    /// The implementation a console word names.
+    pub fn parse(word: &str) -> Option<Graft> {
+        Graft::ALL.into_iter().find(|graft| graft.name() == word)
+    }
 }
