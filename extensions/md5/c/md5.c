@@ -46,12 +46,17 @@ static void compress(uint32_t state[4], const uint8_t block[BLOCK_BYTES]) {
         words[index] = (uint32_t)block[4 * index] | (uint32_t)block[4 * index + 1] << 8 |
                        (uint32_t)block[4 * index + 2] << 16 | (uint32_t)block[4 * index + 3] << 24;
     uint32_t a = state[0], b = state[1], c = state[2], d = state[3];
+    /* Fully unrolled, as the Rust graft's rounds are (RFC 1321's own code is too). */
+#pragma clang loop unroll(full)
     for (int index = 0; index < 16; index++)
         STEP((b & c) | (~b & d), words[index], sines[index], shifts[0][index % 4]);
+#pragma clang loop unroll(full)
     for (int index = 0; index < 16; index++)
         STEP((b & d) | (c & ~d), words[(5 * index + 1) % 16], sines[16 + index], shifts[1][index % 4]);
+#pragma clang loop unroll(full)
     for (int index = 0; index < 16; index++)
         STEP(b ^ c ^ d, words[(3 * index + 5) % 16], sines[32 + index], shifts[2][index % 4]);
+#pragma clang loop unroll(full)
     for (int index = 0; index < 16; index++)
         STEP(c ^ (b | ~d), words[(7 * index) % 16], sines[48 + index], shifts[3][index % 4]);
     state[0] += a;
