@@ -37,7 +37,7 @@ fn main() {
 fn c_references(out: &std::path::Path) {
     println!("cargo:rustc-check-cfg=cfg(spindle_no_c_reference)");
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    let sources = [root.join("extensions/hotlist/c/hotlist.c")];
+    let sources = [root.join("extensions/hotlist/c/hotlist.c"), root.join("extensions/md5/c/md5.c"), root.join("extensions/logdisk/c/logdisk.c")];
     for source in &sources {
         println!("cargo:rerun-if-changed={}", source.display());
     }

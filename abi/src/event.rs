@@ -11,7 +11,9 @@
 //! disagree about a type.
 //!
 //! The kernel's own events are declared at the bottom of this module
-//! ([`CLOCK_TICK`], [`CONSOLE_LINE`], [`MM_RECLAIM`], [`MM_HOT_LIST_SET`]) and listed in [`KERNEL_EVENTS`].
+//! ([`CLOCK_TICK`], [`CONSOLE_LINE`], [`MM_RECLAIM`], [`MM_HOT_LIST_SET`], and the block
+//! path's [`BLOCK_READ_FILTER`], [`BLOCK_READ_DONE`], [`BLOCK_WRITE`], [`BLOCK_MAP_LOOKUP`],
+//! [`BLOCK_FORMAT`]) and listed in [`KERNEL_EVENTS`].
 //!
 //! Limitations: fields are integers only (no pointers, slices or `bool`); signed fields are
 //! widened to `u64` by sign extension, so declarative range guards compare them as unsigned
@@ -537,6 +539,108 @@ declare_records! {
         /// Physical frame number to keep (ignored when clearing).
         pub frame: u64,
     }
+
+    /// Arguments of `block.ReadFilter`: one block of a read request passes a stream
+    /// filter (Small & Seltzer's stream graft, e.g. an MD5 fingerprint).
+    pub struct ReadBlock {
+        /// The read request's id (non-zero, unique while the request is active); the
+        /// block's bytes are copied with `spindle_block_read(request, offset, …)`.
+        pub request: u64,
+        /// Byte offset of this block inside the request (blocks arrive in order).
+        pub offset: u64,
+        /// Bytes in this block (at most [`ReadBlock::MAX_LENGTH`]).
+        pub length: u64,
+    }
+
+    /// Result of `block.ReadFilter`: how much of the block the filter consumed.
+    pub struct FilterVerdict {
+        /// Bytes of the block the filter read, `0..=length` (0: not interested); a larger
+        /// value is rejected by the block service.
+        pub consumed: u64,
+    }
+
+    /// Arguments of `block.ReadDone`: a read request completed; a stream filter answers
+    /// with what it computed over the request's bytes.
+    pub struct ReadDone {
+        /// The request that completed.
+        pub request: u64,
+        /// Bytes the request delivered through `block.ReadFilter`.
+        pub length: u64,
+    }
+
+    /// Result of `block.ReadDone`: a 128-bit digest of a request's bytes (an MD5
+    /// fingerprint is bytes `first.to_le_bytes() ++ second.to_le_bytes()`).
+    pub struct Digest {
+        /// The request the digest covers (must equal the argument's; 0: no digest).
+        pub request: u64,
+        /// Bytes the digest covers (must equal the argument's `length`).
+        pub bytes: u64,
+        /// Digest bytes 0..8, little-endian.
+        pub first: u64,
+        /// Digest bytes 8..16, little-endian.
+        pub second: u64,
+    }
+
+    /// Arguments of `block.Write`: a logical block is about to be written; a logical
+    /// disk chooses the physical block that will hold it.
+    pub struct BlockWrite {
+        /// Logical block number, `0..blocks` of the disk (see `block.Format`).
+        pub logical: u64,
+    }
+
+    /// Result of `block.Write` and `block.MapLookup`: a physical block.
+    pub struct Placement {
+        /// Physical block number inside the disk, or [`Placement::NONE`] (no space left for
+        /// `block.Write`; not mapped for `block.MapLookup`). For `block.Write` the block
+        /// service rejects a block outside the disk or one holding another logical
+        /// block's live data.
+        pub physical: u64,
+    }
+
+    /// Arguments of `block.MapLookup`: where does a logical block live now?
+    pub struct MapLookup {
+        /// Logical block number.
+        pub logical: u64,
+    }
+
+    /// Arguments of `block.Format`: the disk was (re)formatted; a logical disk forgets its
+    /// map and starts its log at physical block 0.
+    pub struct DiskFormat {
+        /// Blocks on the disk.
+        pub blocks: u64,
+        /// Blocks per log segment (the unit a log-structured layer writes sequentially).
+        pub segment_blocks: u64,
+    }
+}
+
+impl ReadBlock {
+    /// Largest block a `block.ReadFilter` raise carries (4 KiB).
+    pub const MAX_LENGTH: u64 = 4096;
+}
+
+impl Placement {
+    /// No physical block: the log is full (`block.Write`) or the block is not mapped
+    /// (`block.MapLookup`).
+    pub const NONE: u64 = u64::MAX;
+}
+
+impl Digest {
+    /// The digest's 16 bytes (`first` then `second`, little-endian).
+    pub fn bytes(&self) -> [u8; 16] {
+        let mut bytes = [0u8; 16];
+        bytes[..8].copy_from_slice(&self.first.to_le_bytes());
+        bytes[8..].copy_from_slice(&self.second.to_le_bytes());
+        bytes
+    }
+
+    /// Splits 16 digest bytes into the record's two words.
+    pub fn words(bytes: &[u8; 16]) -> (u64, u64) {
+        let mut first = [0u8; 8];
+        let mut second = [0u8; 8];
+        first.copy_from_slice(&bytes[..8]);
+        second.copy_from_slice(&bytes[8..]);
+        (u64::from_le_bytes(first), u64::from_le_bytes(second))
+    }
 }
 
 impl HotListEntry {
@@ -571,6 +675,28 @@ declare_events! {
     /// An application sets one entry of its hot list (the frames its `mm.Reclaim`
     /// handler keeps), or clears the list; handlers return nothing.
     pub event MM_HOT_LIST_SET = 4, "mm.HotListSet", fn(HotListEntry) -> ();
+
+    /// A block of a read request passes the stream filters (one raise per block, up to
+    /// 4 KiB); a filter copies the bytes with `spindle_block_read` (domain `block`).
+    /// Default: nothing consumed.
+    pub event BLOCK_READ_FILTER = 5, "block.ReadFilter", fn(ReadBlock) -> FilterVerdict;
+
+    /// A read request completed: a stream filter answers the digest it computed over the
+    /// request's bytes. Default: no digest (request 0).
+    pub event BLOCK_READ_DONE = 6, "block.ReadDone", fn(ReadDone) -> Digest;
+
+    /// A logical block is about to be written: a logical disk answers the physical block
+    /// (Small & Seltzer's black-box graft). Default: in place (physical = logical) when
+    /// that block holds no other logical block's live data.
+    pub event BLOCK_WRITE = 7, "block.Write", fn(BlockWrite) -> Placement;
+
+    /// Where a logical block lives, as the logical disk's map says (used to verify the
+    /// map). Default: [`Placement::NONE`].
+    pub event BLOCK_MAP_LOOKUP = 8, "block.MapLookup", fn(MapLookup) -> Placement;
+
+    /// The disk was formatted: a logical disk resets its map and log; handlers return
+    /// nothing.
+    pub event BLOCK_FORMAT = 9, "block.Format", fn(DiskFormat) -> ();
 }
 
 declare_records! {
@@ -692,7 +818,7 @@ mod tests {
 
     #[test]
     fn kernel_events_are_declared() {
-        assert_eq!(KERNEL_EVENTS.len(), 4);
+        assert_eq!(KERNEL_EVENTS.len(), 9);
         assert_eq!(CLOCK_TICK.name(), "clock.Tick");
         assert_eq!(CONSOLE_LINE.id(), EventId(2));
         assert_eq!(MM_RECLAIM.descriptor().result.fields[0].name, "frame");

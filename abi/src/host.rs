@@ -92,6 +92,11 @@ declare_kernel_functions! {
     /// The frame at `position` of the owner's LRU queue, head (least recently used) first;
     /// 0 past its end.
     domain "mm" fn spindle_mm_lru_frame(position: u64) -> u64;
+    /// Copies `length` bytes at `offset` of the active read request `request` into
+    /// `destination` (the caller's memory: a native extension's writable memory, a Wasm
+    /// module's linear memory, bounds-checked); returns the bytes copied — 0 when the
+    /// request is not active, the range is outside it, or `destination` is not writable.
+    domain "block" fn spindle_block_read(request: u64, offset: u64, destination: *mut u8, length: usize) -> u64;
 }
 
 /// Fingerprint of the whole kernel-function table (part of the ABI fingerprint).
@@ -153,6 +158,23 @@ pub fn mm_lru_frame(position: u64) -> u64 {
     #[cfg(not(any(target_os = "none", target_arch = "wasm32")))]
     {
         let _ = position;
+        0
+    }
+}
+
+/// Copies the bytes at `offset` of read request `request` into `destination` (domain
+/// `block`); returns how many were copied: 0 when the request is not active or the range
+/// lies outside it, and always 0 in host unit tests.
+pub fn block_read(request: u64, offset: u64, destination: &mut [u8]) -> usize {
+    #[cfg(any(target_os = "none", target_arch = "wasm32"))]
+    // SAFETY: the pointer and length describe `destination`, a live, exclusively borrowed
+    // slice, for the whole call; the kernel writes at most `destination.len()` bytes.
+    unsafe {
+        imports::spindle_block_read(request, offset, destination.as_mut_ptr(), destination.len()) as usize
+    }
+    #[cfg(not(any(target_os = "none", target_arch = "wasm32")))]
+    {
+        let _ = (request, offset, destination);
         0
     }
 }
@@ -220,7 +242,7 @@ mod tests {
 
     #[test]
     fn table_lists_every_function_with_a_fingerprint() {
-        assert_eq!(KERNEL_FUNCTIONS.len(), 7);
+        assert_eq!(KERNEL_FUNCTIONS.len(), 8);
         let write = KERNEL_FUNCTIONS.iter().find(|function| function.name == "spindle_console_write").unwrap();
         assert_eq!(write.domain, "console");
         // The fingerprint covers the name and the signature text exactly as declared.

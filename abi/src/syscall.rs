@@ -488,13 +488,13 @@ declare_syscalls! {
     /// `spindle_abi::native::ErrorCode`; the extension is contained). Errors: `WrongState`
     /// (no upcall is running).
     UpcallReturn = 22, "upcall_return", (code, word0, word1, word2, word3) -> "does not return";
-    /// `kernel_function(index, first, second) -> value`: calls entry `index` of
+    /// `kernel_function(index, a, b, c, d) -> value`: calls entry `index` of
     /// `spindle_abi::host::KERNEL_FUNCTIONS` from an upcall, if the extension's domains
     /// grant it; pointer arguments are addresses in the caller's space (console writes
     /// use [`Syscall::Write`]). Errors: `WrongState` (not in an upcall), `NotFound` (no
     /// such function, or one user level cannot call), `NotPermitted` (its domain is not
     /// granted).
-    KernelFunction = 23, "kernel_function", (index, first, second) -> "the function's result";
+    KernelFunction = 23, "kernel_function", (index, a, b, c, d) -> "the function's result";
     /// `service_register(pointer, length, entry, stack_top) -> !`: offers a
     /// cross-address-space service under the given name and serves calls until the
     /// process is killed: a [`Syscall::ServiceCall`] runs `entry(argument)` in this

@@ -92,12 +92,18 @@ pub mod glue {
         crate::syscall::user::exit(1)
     }
 
-    /// Calls kernel function `name` of [`crate::host::KERNEL_FUNCTIONS`] through
-    /// [`Syscall::KernelFunction`]; 0 if it is unknown or refused.
-    pub fn kernel_function(name: &str, first: usize, second: usize) -> usize {
+    /// Calls kernel function `name` of [`crate::host::KERNEL_FUNCTIONS`] with up to four
+    /// arguments through [`Syscall::KernelFunction`]; 0 if it is unknown or refused.
+    ///
+    /// # Safety
+    /// A function that writes through a pointer argument (`spindle_block_read`) writes
+    /// the caller's memory there, as its declaration says: the range must be writable
+    /// memory nothing else refers to during the call.
+    pub unsafe fn kernel_function(name: &str, arguments: [usize; 4]) -> usize {
         let Some(index) = crate::host::KERNEL_FUNCTIONS.iter().position(|function| function.name == name) else { return 0 };
-        // SAFETY: the kernel functions callable this way write no user memory.
-        unsafe { call(Syscall::KernelFunction, [index, first, second, 0, 0, 0]) }.unwrap_or(0)
+        let [a, b, c, d] = arguments;
+        // SAFETY: forwarded from the caller.
+        unsafe { call(Syscall::KernelFunction, [index, a, b, c, d, 0]) }.unwrap_or(0)
     }
 
     /// [`Syscall::ServiceRegister`]: offers `name`, served at `entry` (called with the
@@ -142,7 +148,8 @@ mod user_level_kernel_functions {
     /// Domain `clock`.
     #[unsafe(no_mangle)]
     pub extern "C" fn spindle_clock_ticks() -> u64 {
-        kernel_function("spindle_clock_ticks", 0, 0) as u64
+        // SAFETY: writes no memory.
+        unsafe { kernel_function("spindle_clock_ticks", [0; 4]) as u64 }
     }
 
     /// Domain `extension`: prints the message and fails the upcall (the kernel then
@@ -159,12 +166,26 @@ mod user_level_kernel_functions {
     /// Domain `mm`.
     #[unsafe(no_mangle)]
     pub extern "C" fn spindle_mm_lru_length() -> u64 {
-        kernel_function("spindle_mm_lru_length", 0, 0) as u64
+        // SAFETY: writes no memory.
+        unsafe { kernel_function("spindle_mm_lru_length", [0; 4]) as u64 }
     }
 
     /// Domain `mm`.
     #[unsafe(no_mangle)]
     pub extern "C" fn spindle_mm_lru_frame(position: u64) -> u64 {
-        kernel_function("spindle_mm_lru_frame", position as usize, 0) as u64
+        // SAFETY: writes no memory.
+        unsafe { kernel_function("spindle_mm_lru_frame", [position as usize, 0, 0, 0]) as u64 }
+    }
+
+    /// Domain `block`: copies data of the active read request into `destination`.
+    ///
+    /// # Safety
+    /// `destination` is valid for writing `length` bytes nothing else refers to during
+    /// the call (the safe wrapper in `spindle_abi::host` lends an exclusive slice).
+    #[unsafe(no_mangle)]
+    pub unsafe extern "C" fn spindle_block_read(request: u64, offset: u64, destination: *mut u8, length: usize) -> u64 {
+        // SAFETY: forwarded from the caller; the kernel checks the range is this
+        // process's writable memory.
+        unsafe { kernel_function("spindle_block_read", [request as usize, offset as usize, destination as usize, length]) as u64 }
     }
 }

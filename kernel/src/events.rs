@@ -10,6 +10,7 @@
 //! Core services register their events here ([`clock`], [`console`]) and raise them with
 //! [`raise`], which is [`EventTable::raise`] inside a no-preemption section.
 
+pub mod block;
 pub mod builtin;
 pub mod clock;
 pub mod console;
@@ -90,6 +91,7 @@ pub fn init() {
     console::init();
     probe::init();
     mm::init();
+    block::init();
 }
 
 /// The kernel dispatcher. Panics before [`init`] (a kernel bug).

@@ -68,6 +68,8 @@ pub static COMMANDS: &[Command] = &[
     Command { name: "hotload", usage: "hotload wait [SECONDS]", help: "wait for one `cargo xtask load` request (default 30 s); fails if it was refused", run: hotload },
     Command { name: "probe", usage: "probe KEY VALUE", help: "raise bench.Probe and print the combined result", run: probe },
     Command { name: "reclaim", usage: "reclaim FRAME|hot SLOT FRAME|clear", help: "raise mm.Reclaim for FRAME (synthetic LRU queue), or set/clear the hot list", run: reclaim },
+    Command { name: "md5", usage: "md5 [builtin|native|wasm|c]", help: "fingerprint the 1 MiB file through block.ReadFilter with the md5 graft (default native)", run: md5_graft },
+    Command { name: "logdisk", usage: "logdisk [builtin|native|wasm|c] [WRITES]", help: "run WRITES writes (default 4096) of the 80/20 workload through the logdisk graft and check its map", run: logdisk_graft },
     Command { name: "strands", usage: "strands", help: "the running strand and the ready count", run: strands },
     Command { name: "run", usage: "run NAME [ARGS…]", help: "run user program NAME from the boot bundle, wait, print its status", run: run_program },
     Command { name: "ps", usage: "ps", help: "processes and the user programs in the boot bundle", run: ps },
@@ -385,6 +387,56 @@ fn reclaim(arguments: &[&str]) -> Result<(), CommandError> {
         _ => return Err(CommandError::Usage(USAGE)),
     }
     Ok(())
+}
+
+/// The graft a console word names (default: native).
+fn graft_named(word: Option<&&str>, usage: &'static str) -> Result<crate::bench::Graft, CommandError> {
+    match word {
+        None => Ok(crate::bench::Graft::Extension(crate::ext::Preference::Native)),
+        Some(word) => crate::bench::Graft::parse(word).ok_or(CommandError::Usage(usage)),
+    }
+}
+
+fn md5_graft(arguments: &[&str]) -> Result<(), CommandError> {
+    const USAGE: &str = "md5 [builtin|native|wasm|c]";
+    if arguments.len() > 1 {
+        return Err(CommandError::Usage(USAGE));
+    }
+    let graft = graft_named(arguments.first(), USAGE)?;
+    let before = crate::events::block::rejections();
+    let outcome = crate::bench::stream::read_with(graft).map_err(CommandError::Failed)?;
+    let rejected = crate::events::block::rejections() - before;
+    match outcome.digest {
+        Some(digest) if rejected == 0 => {
+            crate::println!("md5 ({}): {}  {} bytes in {} blocks, {} consumed", graft.name(), crate::bench::stream::hex(&digest), outcome.bytes, outcome.bytes.div_ceil(crate::events::block::BLOCK_SIZE), outcome.consumed);
+            Ok(())
+        }
+        _ => Err(CommandError::Failed(alloc::format!("no valid digest ({} bytes consumed of {}, {rejected} answers rejected)", outcome.consumed, outcome.bytes))),
+    }
+}
+
+fn logdisk_graft(arguments: &[&str]) -> Result<(), CommandError> {
+    const USAGE: &str = "logdisk [builtin|native|wasm|c] [WRITES]";
+    let (graft, count) = match arguments {
+        [] => (graft_named(None, USAGE)?, 4096),
+        [word] => (graft_named(Some(word), USAGE)?, 4096),
+        [word, count] => (graft_named(Some(word), USAGE)?, parse_number(count).ok_or(CommandError::Usage(USAGE))?),
+        _ => return Err(CommandError::Usage(USAGE)),
+    };
+    let run = crate::bench::blackbox::run_with(graft, count).map_err(CommandError::Failed)?;
+    match run.map {
+        Ok(mapped) if run.problems == 0 => {
+            crate::println!(
+                "logdisk ({}): {} writes placed at the log head ({} segments), map verified: {mapped} blocks mapped",
+                graft.name(),
+                run.writes,
+                run.writes.div_ceil(crate::events::block::SEGMENT_BLOCKS)
+            );
+            Ok(())
+        }
+        Ok(_) => Err(CommandError::Failed(alloc::format!("{} of {} writes misplaced, rejected or refused", run.problems, run.writes))),
+        Err(mismatch) => Err(CommandError::Failed(alloc::format!("the logical disk's map differs: {mismatch:?}"))),
+    }
 }
 
 fn probe(arguments: &[&str]) -> Result<(), CommandError> {

@@ -123,6 +123,8 @@ pub fn run_all(kernel: &Image, verbose: bool, tally: &mut Tally) -> Result<()> {
     run_harness_self_tests(kernel, verbose, tally)?;
     println!("== console system tests (`cargo xtask qemu -- …`)");
     run_console_tests(kernel, verbose, tally)?;
+    println!("== MD5 graft against the host's md5sum");
+    run_md5sum_test(kernel, verbose, tally)?;
     println!("== hot-load system tests (`cargo xtask load` into a running kernel)");
     run_hotload_tests(kernel, verbose, tally)?;
     Ok(())
@@ -483,6 +485,62 @@ fn run_console_tests(kernel: &Image, verbose: bool, tally: &mut Tally) -> Result
         tally.record(&format!("console::{}", test.name), &outcome);
     }
     Ok(())
+}
+
+/// Host timeout for the MD5 end-to-end test (four 1 MiB fingerprints, one of them in Wasm).
+const MD5SUM_TIMEOUT: Duration = Duration::from_secs(90);
+
+/// The `md5` graft's digest of the benchmark's 1 MiB, computed in the kernel through
+/// `block.ReadFilter` (console command `md5`) built in, native, Wasm and as the C
+/// reference, must equal the host's `md5sum` of the same bytes (generated here with the
+/// `md5` crate's workload generator and written to `target/spindle/md5-workload.bin`).
+/// Fails when `md5sum` is missing, when a digest differs, or when a technology prints none.
+fn run_md5sum_test(kernel: &Image, verbose: bool, tally: &mut Tally) -> Result<()> {
+    let outcome = md5sum_check(kernel, verbose);
+    tally.record("md5::kernel-digest-equals-host-md5sum", &outcome);
+    Ok(())
+}
+
+fn md5sum_check(kernel: &Image, verbose: bool) -> std::result::Result<(), String> {
+    let mut bytes = vec![0u8; md5::workload::BYTES];
+    md5::workload::fill(0, &mut bytes);
+    let directory = crate::kernel_build::workspace_root().join("target/spindle");
+    std::fs::create_dir_all(&directory).map_err(|error| format!("cannot create {}: {error}", directory.display()))?;
+    let path = directory.join("md5-workload.bin");
+    std::fs::write(&path, &bytes).map_err(|error| format!("cannot write {}: {error}", path.display()))?;
+    let output = std::process::Command::new("md5sum").arg(&path).output().map_err(|error| format!("cannot run md5sum: {error}"))?;
+    if !output.status.success() {
+        return Err(format!("md5sum failed: {}", String::from_utf8_lossy(&output.stderr)));
+    }
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let host = stdout.split_whitespace().next().filter(|digest| digest.len() == 32).ok_or_else(|| format!("unexpected md5sum output {stdout:?}"))?.to_string();
+    println!("host md5sum of the 1 MiB workload: {host}");
+    let technologies = ["builtin", "native", "wasm", "c"];
+    let lines: Vec<String> = technologies.iter().map(|technology| format!("md5 {technology}")).collect();
+    let mut machine = Machine::for_image(kernel);
+    machine.extra(ICOUNT);
+    machine.append(&format!("spindle.script={}", crate::encode::encode_script(&lines)));
+    let (exit, log) = machine.run_captured(MD5SUM_TIMEOUT, verbose)?;
+    let mut problems = Vec::new();
+    if exit != Exit::Status(0) {
+        problems.push(format!("expected exit 0, got {}", describe_exit(exit)));
+    }
+    for technology in technologies {
+        let prefix = format!("md5 ({technology}): ");
+        match log.iter().find_map(|line| line.split_once(&prefix).map(|(_, rest)| rest.split_whitespace().next().unwrap_or("").to_string())) {
+            Some(kernel_digest) if kernel_digest == host => {}
+            Some(kernel_digest) => problems.push(format!("{technology}: kernel digest {kernel_digest}, host md5sum {host}")),
+            None => problems.push(format!("{technology}: no digest printed")),
+        }
+    }
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        if !verbose {
+            show_tail(&log);
+        }
+        Err(problems.join("; "))
+    }
 }
 
 /// Host timeout for one hot-load system test (the script itself waits at most 60 s).

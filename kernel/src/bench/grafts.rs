@@ -182,7 +182,7 @@ pub fn run() -> bool {
     crate::println!("bench: graft-hotlist workload: {hot} of {} candidates hot, {ITERATIONS} raises per row", mm::LRU_FRAMES);
     mm::clear_hot();
 
-    for preference in [Preference::BuiltIn, Preference::Native, Preference::Wasm] {
+    for preference in [Preference::BuiltIn, Preference::Native, Preference::Wasm, Preference::User] {
         let name = alloc::format!("reclaim-{}", preference.label());
         if let Err(error) = ext::load(EXTENSION, preference) {
             crate::println!("bench: FAILED loading {EXTENSION} ({name}): {error}");
@@ -190,7 +190,9 @@ pub fn run() -> bool {
             continue;
         }
         set_hot_list();
+        let hardware = super::HardwareEvents::now();
         let cost = measure_workload(&name, &expected);
+        super::HardwareEvents::report_since(hardware, GROUP, &name, ITERATIONS);
         if preference == Preference::BuiltIn {
             // The same graft function with no dispatcher in between (the built-in's list is
             // the one just filled through mm.HotListSet).

@@ -16,11 +16,13 @@
 //! the operation alone. Blind spots: instruction counts ignore caches, TLBs, branch
 //! prediction and memory latency; QEMU executes misaligned accesses for free.
 
+pub mod blackbox;
 mod calls;
 mod dispatch;
 mod extensions;
 mod user;
 pub mod grafts;
+pub mod stream;
 
 use crate::arch::csr;
 
@@ -94,7 +96,9 @@ pub fn run() -> ! {
     dispatch::run();
     extensions::run();
     user::run();
-    let grafts_clean = grafts::run();
+    let mut grafts_clean = grafts::run();
+    grafts_clean &= stream::run();
+    grafts_clean &= blackbox::run();
     if !grafts_clean {
         // No `bench end`: xtask reports the run as failed.
         crate::println!("bench FAILED: a graft answered wrongly");
@@ -102,4 +106,38 @@ pub fn run() -> ! {
     }
     crate::println!("bench end");
     crate::power::exit(crate::power::ExitStatus::Success)
+}
+
+/// Which implementation of a graft runs: an extension technology, or the C reference
+/// linked into the kernel (bound through the dispatcher like a built-in extension).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Graft {
+    /// The extension crate as this technology.
+    Extension(crate::ext::Preference),
+    /// The C reference (`extensions/<name>/c/`).
+    CReference,
+}
+
+impl Graft {
+    /// Every implementation, in row order.
+    pub const ALL: [Graft; 5] = [
+        Graft::Extension(crate::ext::Preference::BuiltIn),
+        Graft::Extension(crate::ext::Preference::Native),
+        Graft::Extension(crate::ext::Preference::Wasm),
+        Graft::Extension(crate::ext::Preference::User),
+        Graft::CReference,
+    ];
+
+    /// The console word and row suffix: `builtin`, `native`, `wasm`, `user`, `c`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Graft::Extension(preference) => preference.label(),
+            Graft::CReference => "c",
+        }
+    }
+
+    /// The implementation a console word names.
+    pub fn parse(word: &str) -> Option<Graft> {
+        Graft::ALL.into_iter().find(|graft| graft.name() == word)
+    }
 }

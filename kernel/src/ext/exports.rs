@@ -15,15 +15,21 @@ use spindle_abi::host::KERNEL_FUNCTIONS;
 /// Longest text one `spindle_console_write` call may print.
 pub const CONSOLE_WRITE_MAX: usize = 4096;
 
-/// Whether every page of `[pointer, pointer + length)` is mapped readable for the kernel.
-fn readable(pointer: *const u8, length: usize) -> bool {
+/// Longest copy one `spindle_block_read` call may make.
+pub const BLOCK_READ_MAX: usize = spindle_abi::event::ReadBlock::MAX_LENGTH as usize;
+
+/// Whether every page of `[pointer, pointer + length)` is mapped with `access` for the kernel.
+fn mapped_with(pointer: *const u8, length: usize, access: crate::arch::sv39::PteFlags) -> bool {
     let start = pointer as usize;
     let Some(end) = start.checked_add(length) else { return false };
     let Some(root) = crate::mm::kernel_space::root() else { return false };
     let page = crate::arch::PAGE_SIZE;
-    (start / page..end.div_ceil(page)).all(|index| {
-        root.translate(index * page).is_some_and(|(_, flags)| flags.contains(crate::arch::sv39::PteFlags::READ))
-    })
+    (start / page..end.div_ceil(page)).all(|index| root.translate(index * page).is_some_and(|(_, flags)| flags.contains(access)))
+}
+
+/// Whether every page of `[pointer, pointer + length)` is mapped readable for the kernel.
+fn readable(pointer: *const u8, length: usize) -> bool {
+    mapped_with(pointer, length, crate::arch::sv39::PteFlags::READ)
 }
 
 /// Copies extension-supplied bytes after checking that they are readable kernel memory.
@@ -106,6 +112,23 @@ pub extern "C" fn spindle_mm_lru_frame(position: u64) -> u64 {
     crate::events::mm::lru_frame(position)
 }
 
+/// Domain `block`: copies `length` bytes at `offset` of the active read request into
+/// `destination` (see [`crate::events::block::copy_block`]); 0 when the request is not
+/// active, the range is outside it, `length` is above [`BLOCK_READ_MAX`], or the
+/// destination is not writable kernel memory.
+#[unsafe(no_mangle)]
+pub extern "C" fn spindle_block_read(request: u64, offset: u64, destination: *mut u8, length: usize) -> u64 {
+    if length == 0 || length > BLOCK_READ_MAX || destination.is_null() || !mapped_with(destination, length, crate::arch::sv39::PteFlags::WRITE) {
+        return 0;
+    }
+    // The caller handed the range over for this call (the safe wrapper passes an
+    // exclusively borrowed slice), and the slice made here does not outlive the call.
+    // SAFETY: the range is non-null, at most BLOCK_READ_MAX bytes, every page of it mapped
+    // writable in the kernel page table (checked above), and lent to us (see above).
+    let destination = unsafe { core::slice::from_raw_parts_mut(destination, length) };
+    crate::events::block::copy_block(request, offset, destination)
+}
+
 /// Address of the kernel's definition of an exported function, by name.
 fn address_of(name: &str) -> Option<usize> {
     let address = match name {
@@ -116,6 +139,7 @@ fn address_of(name: &str) -> Option<usize> {
         "spindle_extension_free" => spindle_extension_free as *const () as usize,
         "spindle_mm_lru_length" => spindle_mm_lru_length as *const () as usize,
         "spindle_mm_lru_frame" => spindle_mm_lru_frame as *const () as usize,
+        "spindle_block_read" => spindle_block_read as *const () as usize,
         _ => return None,
     };
     Some(address)

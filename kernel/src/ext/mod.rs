@@ -21,8 +21,9 @@ pub mod arena;
 macro_rules! with_event_types {
     ($id:expr, |$event:ident: $args:ident, $result:ident| $body:expr, $otherwise:expr) => {{
         use spindle_abi::event::{
-            BENCH_PROBE, CLOCK_TICK, CONSOLE_LINE, ClockTick, ConsoleLine, ConsoleVerdict, HotListEntry, MM_HOT_LIST_SET, MM_RECLAIM, Probe, ProbeResult,
-            ReclaimCandidate, Volunteer,
+            BENCH_PROBE, BLOCK_FORMAT, BLOCK_MAP_LOOKUP, BLOCK_READ_DONE, BLOCK_READ_FILTER, BLOCK_WRITE, BlockWrite, CLOCK_TICK, CONSOLE_LINE, ClockTick,
+            ConsoleLine, ConsoleVerdict, Digest, DiskFormat, FilterVerdict, HotListEntry, MM_HOT_LIST_SET, MM_RECLAIM, MapLookup, Placement, Probe,
+            ProbeResult, ReadBlock, ReadDone, ReclaimCandidate, Volunteer,
         };
         let id: spindle_abi::event::EventId = $id;
         if id == CONSOLE_LINE.id() {
@@ -49,6 +50,31 @@ macro_rules! with_event_types {
             type $args = HotListEntry;
             type $result = ();
             let $event = &MM_HOT_LIST_SET;
+            $body
+        } else if id == BLOCK_READ_FILTER.id() {
+            type $args = ReadBlock;
+            type $result = FilterVerdict;
+            let $event = &BLOCK_READ_FILTER;
+            $body
+        } else if id == BLOCK_READ_DONE.id() {
+            type $args = ReadDone;
+            type $result = Digest;
+            let $event = &BLOCK_READ_DONE;
+            $body
+        } else if id == BLOCK_WRITE.id() {
+            type $args = BlockWrite;
+            type $result = Placement;
+            let $event = &BLOCK_WRITE;
+            $body
+        } else if id == BLOCK_MAP_LOOKUP.id() {
+            type $args = MapLookup;
+            type $result = Placement;
+            let $event = &BLOCK_MAP_LOOKUP;
+            $body
+        } else if id == BLOCK_FORMAT.id() {
+            type $args = DiskFormat;
+            type $result = ();
+            let $event = &BLOCK_FORMAT;
             $body
         } else {
             $otherwise

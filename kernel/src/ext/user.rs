@@ -398,8 +398,9 @@ fn upcall(
     let arguments = [index, argument_size, result_size, words[0] as usize, words[1] as usize, words[2] as usize, words[3] as usize];
     serving.context.prepare_call(serving.entry, serving.stack_top, &arguments);
     let domains = &user.domains;
+    let view = serving.view;
     let mut answer = |call: Syscall, arguments: [usize; 6]| match call {
-        Syscall::KernelFunction => Some(kernel_function(domains, arguments[0], arguments[1], arguments[2])),
+        Syscall::KernelFunction => Some(kernel_function(domains, view, arguments)),
         _ => None,
     };
     // Nested inside the dispatcher's bounded call (its deadline applies), so that an
@@ -414,8 +415,10 @@ fn upcall(
     }
 }
 
-/// `kernel_function(index, first, second)` from an upcall.
-fn kernel_function(domains: &[String], index: usize, first: usize, _second: usize) -> Result<usize, Error> {
+/// `kernel_function(index, a, b, c, d)` from an upcall: the kernel functions a user-level
+/// extension reaches by system call (see `spindle_abi::upcall`), pointers being addresses
+/// in the extension's own space.
+fn kernel_function(domains: &[String], view: SpaceView, [index, a, b, c, d, _]: [usize; 6]) -> Result<usize, Error> {
     let function = KERNEL_FUNCTIONS.get(index).ok_or(Error::NotFound)?;
     let granted = super::exports::ALWAYS_GRANTED.contains(&function.domain) || domains.iter().any(|domain| domain == function.domain);
     if !granted {
@@ -424,7 +427,20 @@ fn kernel_function(domains: &[String], index: usize, first: usize, _second: usiz
     match function.name {
         "spindle_clock_ticks" => Ok(super::exports::spindle_clock_ticks() as usize),
         "spindle_mm_lru_length" => Ok(super::exports::spindle_mm_lru_length() as usize),
-        "spindle_mm_lru_frame" => Ok(super::exports::spindle_mm_lru_frame(first as u64) as usize),
+        "spindle_mm_lru_frame" => Ok(super::exports::spindle_mm_lru_frame(a as u64) as usize),
+        "spindle_block_read" => {
+            let (request, offset, destination, length) = (a as u64, b as u64, c, d);
+            if length == 0 || length > super::exports::BLOCK_READ_MAX {
+                return Ok(0);
+            }
+            let range = user_range(destination, length, super::exports::BLOCK_READ_MAX)?;
+            let mut bytes = alloc::vec![0u8; range.len()];
+            let copied = crate::events::block::copy_block(request, offset, &mut bytes) as usize;
+            // SAFETY: the extension's space is pinned while it serves (see `migrate`), and
+            // the destination is its own user memory, which the kernel holds no reference to.
+            unsafe { view.write(range.start, &bytes[..copied.min(bytes.len())])? };
+            Ok(copied)
+        }
         _ => Err(Error::NotFound),
     }
 }

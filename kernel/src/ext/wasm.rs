@@ -283,6 +283,21 @@ fn define_kernel_function(linker: &mut Linker<WasmState>, name: &str) -> Result<
         "spindle_clock_ticks" => linker.func_wrap(WASM_IMPORT_MODULE, name, || -> u64 { crate::time::ticks() }),
         "spindle_mm_lru_length" => linker.func_wrap(WASM_IMPORT_MODULE, name, || -> u64 { crate::events::mm::LRU_FRAMES }),
         "spindle_mm_lru_frame" => linker.func_wrap(WASM_IMPORT_MODULE, name, |position: u64| -> u64 { crate::events::mm::lru_frame(position) }),
+        "spindle_block_read" => linker.func_wrap(
+            WASM_IMPORT_MODULE,
+            name,
+            |mut caller: Caller<'_, WasmState>, request: u64, offset: u64, destination: i32, length: i32| -> u64 {
+                let (start, length) = (destination as u32 as usize, length as u32 as usize);
+                let Some(memory) = caller.get_export(MEMORY_EXPORT).and_then(wasmi::Extern::into_memory) else { return 0 };
+                if length > super::exports::BLOCK_READ_MAX {
+                    return 0;
+                }
+                match start.checked_add(length).and_then(|end| memory.data_mut(&mut caller).get_mut(start..end)) {
+                    Some(bytes) => crate::events::block::copy_block(request, offset, bytes),
+                    None => 0,
+                }
+            },
+        ),
         "spindle_extension_panic" => {
             linker.func_wrap(WASM_IMPORT_MODULE, name, |mut caller: Caller<'_, WasmState>, pointer: i32, length: i32| -> Result<(), wasmi::Error> {
                 let message = guest_bytes(&caller, pointer, length, super::PANIC_MESSAGE_MAX)

@@ -33,7 +33,115 @@ pub static TESTS: &[KernelTest] = &[
     KernelTest { name: "ext::native_allocation_within_quota", run: native_allocation_within_quota },
     KernelTest { name: "ext::native_quota_exhaustion_kills_extension", run: native_quota_exhaustion_kills_extension },
     KernelTest { name: "ext::hotlist_same_answers_in_every_technology", run: hotlist_same_answers_in_every_technology },
+    KernelTest { name: "ext::md5_same_digest_in_every_technology", run: md5_same_digest_in_every_technology },
+    KernelTest { name: "ext::block_read_answers_are_validated", run: block_read_answers_are_validated },
+    KernelTest { name: "ext::logdisk_same_placements_in_every_technology", run: logdisk_same_placements_in_every_technology },
+    KernelTest { name: "ext::block_write_answers_are_validated", run: block_write_answers_are_validated },
 ];
+
+/// The MD5 graft (the `graft-md5` workload: 1 MiB in 4 KiB blocks through
+/// `block.ReadFilter`) computes the kernel's reference digest built in, native, Wasm and as
+/// the C reference, consuming every byte, with no rejection.
+fn md5_same_digest_in_every_technology() -> TestResult {
+    use crate::bench::{Graft, stream};
+    use crate::events::block;
+    let expected = stream::expected();
+    let rejections = block::rejections();
+    for graft in Graft::ALL {
+        if cfg!(spindle_no_c_reference) && graft == Graft::CReference {
+            continue;
+        }
+        let outcome = stream::read_with(graft)?;
+        ensure!(outcome.bytes == block::FILE_BYTES as u64 && outcome.consumed == outcome.bytes, "{graft:?}: consumed {} of {} bytes", outcome.consumed, outcome.bytes);
+        ensure!(outcome.digest == Some(expected), "{graft:?}: digest {:?}, expected {}", outcome.digest.map(|digest| stream::hex(&digest)), stream::hex(&expected));
+    }
+    ensure!(block::rejections() == rejections, "the primary module rejected {} answers", block::rejections() - rejections);
+    // Without a filter nothing is consumed and there is no digest.
+    let outcome = block::read_through_filters(0, block::FILE_BYTES as u64);
+    ensure!(outcome.consumed == 0 && outcome.digest.is_none(), "unbound read: {outcome:?}");
+    Ok(())
+}
+
+/// `spindle_block_read` copies only from the active request and only inside it; a filter
+/// consuming more than its block and a digest for the wrong request or length are
+/// rejected (counted, default used).
+fn block_read_answers_are_validated() -> TestResult {
+    use spindle_abi::event::{BLOCK_READ_DONE, BLOCK_READ_FILTER, Digest, FilterVerdict, ReadBlock, ReadDone};
+    use spindle_dispatch::{BindingSpec, handler_fn};
+    use crate::events::block;
+    let mut buffer = [0u8; 64];
+    let request = block::begin_read(0, 4096);
+    ensure!(block::copy_block(request, 0, &mut buffer) == 64 && buffer[..] == block::file()[..64], "the active request was not copied");
+    ensure!(block::copy_block(request, 4096 - 32, &mut buffer) == 0, "a copy past the request's end was made");
+    ensure!(block::copy_block(request + 1, 0, &mut buffer) == 0, "an inactive request was copied");
+    ensure!(crate::ext::exports::spindle_block_read(request, 0, core::ptr::null_mut(), 64) == 0, "a null destination was accepted");
+    ensure!(crate::ext::exports::spindle_block_read(request, 0, buffer.as_mut_ptr(), 1 << 20) == 0, "an over-long copy was accepted");
+    block::end_read(request);
+    ensure!(block::copy_block(request, 0, &mut buffer) == 0, "an ended request was copied");
+
+    let dispatcher = crate::events::dispatcher();
+    let greedy = dispatcher
+        .install(&BLOCK_READ_FILTER, BindingSpec::new("test", handler_fn("test.greedy", |block: &ReadBlock| Ok(FilterVerdict { consumed: block.length + 1 }))))
+        .map_err(|error| alloc::format!("{error}"))?;
+    let liar = dispatcher
+        .install(&BLOCK_READ_DONE, BindingSpec::new("test", handler_fn("test.liar", |done: &ReadDone| Ok(Digest { request: done.request, bytes: done.length + 1, first: 1, second: 2 }))))
+        .map_err(|error| alloc::format!("{error}"))?;
+    let rejections = block::rejections();
+    let outcome = block::read_through_filters(0, 8192);
+    let _ = dispatcher.uninstall(greedy);
+    let _ = dispatcher.uninstall(liar);
+    ensure!(outcome.consumed == 0 && outcome.digest.is_none(), "rejected answers were used: {outcome:?}");
+    ensure!(block::rejections() - rejections == 3, "{} rejections counted (expected 2 blocks + 1 digest)", block::rejections() - rejections);
+    Ok(())
+}
+
+/// The logical-disk graft places the workload's first 4,096 writes at the log head and
+/// its map agrees with the kernel's shadow map, built in, native, Wasm and as the C
+/// reference, with no rejection.
+fn logdisk_same_placements_in_every_technology() -> TestResult {
+    use crate::bench::{Graft, blackbox};
+    use crate::events::block;
+    const WRITES: usize = 4096;
+    let rejections = block::rejections();
+    let mut mapped_counts = alloc::vec::Vec::new();
+    for graft in Graft::ALL {
+        if cfg!(spindle_no_c_reference) && graft == Graft::CReference {
+            continue;
+        }
+        let run = blackbox::run_with(graft, WRITES)?;
+        ensure!(run.writes == WRITES as u64 && run.problems == 0, "{graft:?}: {} of {} writes misplaced, rejected or refused", run.problems, run.writes);
+        let mapped = run.map.map_err(|mismatch| alloc::format!("{graft:?}: map differs: {mismatch:?}"))?;
+        mapped_counts.push(mapped);
+    }
+    ensure!(mapped_counts.windows(2).all(|pair| pair[0] == pair[1]) && mapped_counts[0] > 0, "mapped blocks differ: {mapped_counts:?}");
+    ensure!(block::rejections() == rejections, "the primary module rejected {} answers", block::rejections() - rejections);
+    Ok(())
+}
+
+/// A `block.Write` answer outside the disk or on another block's live data is rejected
+/// (counted) and the write goes in place; with no binding writes go in place.
+fn block_write_answers_are_validated() -> TestResult {
+    use spindle_abi::event::{BLOCK_WRITE, BlockWrite, Placement};
+    use spindle_dispatch::{BindingSpec, handler_fn};
+    use crate::events::block;
+    block::format();
+    let binding = crate::events::dispatcher()
+        .install(&BLOCK_WRITE, BindingSpec::new("test", handler_fn("test.stubborn", |write: &BlockWrite| {
+            Ok(Placement { physical: if write.logical == 7 { block::DISK_BLOCKS + 3 } else { 5 } })
+        })))
+        .map_err(|error| alloc::format!("{error}"))?;
+    let rejections = block::rejections();
+    let placed = [block::write(1), block::write(1), block::write(2), block::write(7), block::write(block::DISK_BLOCKS)];
+    let _ = crate::events::dispatcher().uninstall(binding);
+    let expected = [Ok(5), Ok(5), Ok(2), Ok(7), Err(block::WriteError::OutOfRange)];
+    ensure!(placed == expected, "placements {placed:?}, expected {expected:?}");
+    ensure!(block::rejections() - rejections == 2, "{} rejections counted (expected 2)", block::rejections() - rejections);
+    ensure!(block::write(3) == Ok(3), "unbound block.Write is not in place");
+    // Block 5 holds logical 1: writing logical 5 in place would destroy it.
+    ensure!(block::write(5) == Err(block::WriteError::NoSpace), "logical 5 overwrote logical 1's data");
+    block::format();
+    Ok(())
+}
 
 /// The hot-list graft (the `graft-hotlist` benchmark's workload) answers the same frames
 /// built in, native, Wasm and user-level, equal to the primary module's reference, with no rejection.

@@ -88,9 +88,17 @@ fn two_spinning_processes_are_preempted() -> TestResult {
     let second = start("spin 0 3000000")?;
     let mut previous = (first.system_calls(), second.system_calls());
     for window in 0..3 {
-        crate::sched::sleep_ticks(20);
+        // `sleep_ticks` returns early on an unblock (a stale wakeup left by an earlier
+        // handoff counts): sleep until the window has really passed.
+        let window_end = crate::time::ticks() + 20;
+        while !crate::sched::sleep_ticks(window_end.saturating_sub(crate::time::ticks())) {}
         let now = (first.system_calls(), second.system_calls());
-        ensure!(now.0 > previous.0 && now.1 > previous.1, "window {window}: progress {previous:?} -> {now:?} (both must advance)");
+        ensure!(
+            now.0 > previous.0 && now.1 > previous.1,
+            "window {window}: progress {previous:?} -> {now:?} (both must advance); processes: {:?}; ready strands: {}",
+            proc::list().iter().map(|process| (process.pid(), alloc::string::String::from(process.name()), process.system_calls(), process.exit_status())).collect::<alloc::vec::Vec<_>>(),
+            crate::sched::ready_count()
+        );
         previous = now;
     }
     ensure!(first.exit_status().is_none() && second.exit_status().is_none(), "a spinner ended on its own");

@@ -291,6 +291,25 @@ impl SpaceView {
     }
 }
 
+impl SpaceView {
+    /// Copies `bytes` into user memory at `address` after checking it is mapped writable
+    /// for the user. Errors: [`Error::BadAddress`].
+    ///
+    /// # Safety
+    /// As for [`SpaceView::read`]; also, no reference of the kernel's points into the
+    /// range (it is user memory, which the kernel never borrows).
+    pub unsafe fn write(&self, address: usize, bytes: &[u8]) -> Result<(), Error> {
+        check_in(self.root, address, bytes.len(), PageAccess::Write)?;
+        copy_in_pages(self.root, address, bytes.len(), |physical, offset, count| {
+            // The page is a valid user leaf of the pinned space, writable by the user, so it
+            // holds no kernel data (user leaves map only that space's region frames).
+            // SAFETY: as just said; the frame is identity-mapped for the kernel.
+            unsafe { core::ptr::copy_nonoverlapping(bytes[offset..].as_ptr(), physical as *mut u8, count) };
+        });
+        Ok(())
+    }
+}
+
 /// [`AddressSpace::check`] on the page table at `root`.
 fn check_in(root: PageTableRoot, address: usize, length: usize, access: PageAccess) -> Result<(), Error> {
     let Some(end) = address.checked_add(length) else { return Err(Error::BadLength) };
