@@ -76,8 +76,10 @@ enum Verb {
     },
     /// Measure instructions per operation under QEMU -icount (run twice, must match).
     ///
-    /// Prints tables and PASS / FALL SHORT lines for the goals, and writes
-    /// target/bench/results.json and target/bench/report.md. The extension-cost rows are
+    /// Prints tables (with modelled cycles and break-even points for the grafts) and
+    /// PASS / FALL SHORT lines for the goals, and writes target/bench/results.json,
+    /// target/bench/report.md and target/bench/graft-*.svg (docs/benchmark-report.md
+    /// explains the columns). The extension-cost and graft rows are
     /// measured again with a kernel built with +unaligned-scalar-mem (labelled), since
     /// that build changes what the Wasm interpreter costs.
     Bench,
@@ -190,6 +192,6 @@ fn run_bench() -> Result<ExitCode> {
     let image = kernel_build::build_image(kernel_build::Purpose::Run)?;
     let variant = &kernel_build::UNALIGNED_SCALAR_MEM;
     let unaligned = kernel_build::Image { kernel: kernel_build::build_kernel_variant(Some(variant))?, bundle: image.bundle.clone() };
-    bench::run(&image, Some((variant.name, &unaligned)))?;
+    bench::run(&image, Some((variant.name, variant.rustflags, &unaligned)))?;
     Ok(ExitCode::SUCCESS)
 }

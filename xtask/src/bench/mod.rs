@@ -1,0 +1,273 @@
+//! `cargo xtask bench`: boots the kernel under QEMU with `-icount shift=0,align=off,sleep=off`,
+//! where `rdinstret` is an exact, repeatable instruction count, and reports instructions
+//! per operation. Everything runs twice; a count that differs between the runs fails
+//! the benchmark. Goals are checked as ratios of rows measured in the same run and
+//! printed as `PASS` / `FALL SHORT` lines (they are not tests).
+//!
+//! The kernel prints two kinds of lines (`kernel/src/bench/`): `bench row <group> <name>
+//! <iterations> <instructions ×1000>` and, for rows that trap or switch address space,
+//! `bench hw <group> <name> <traps ×1000> <satp writes ×1000> <sfence.vma ×1000>` (per
+//! operation; a row without one caused none). [`report`] turns them into the terminal
+//! tables, `target/bench/results.json`, `target/bench/report.md` and the SVG charts of
+//! [`charts`]; [`model`] holds the cycle and disk models with their sources, [`grafts`]
+//! the per-graft contract, [`paper`] Small & Seltzer's tables.
+
+pub mod charts;
+pub mod grafts;
+pub mod model;
+pub mod paper;
+pub mod report;
+
+use std::time::Duration;
+
+use serde::Serialize;
+
+use crate::Result;
+use crate::kernel_build::Image;
+use crate::qemu::{Exit, Machine};
+use model::HardwareCounts;
+
+/// QEMU flags that make instruction counts exact: one instruction per virtual ns.
+pub const ICOUNT: &[&str] = &["-icount", "shift=0,align=off,sleep=off"];
+/// Host timeout for one benchmark boot.
+const BENCH_TIMEOUT: Duration = Duration::from_secs(600);
+/// How the rows are measured (printed in the report and results.json).
+pub const METHOD: &str = "rdinstret around a loop of N operations with interrupts off, minus the same loop with an empty body; QEMU -icount makes counts exact; run twice and compared";
+
+/// One measured row.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct Row {
+    /// Group (table) the row belongs to.
+    pub group: String,
+    /// Row name.
+    pub name: String,
+    /// Repetitions measured.
+    pub iterations: u64,
+    /// Instructions per operation (empty-loop baseline subtracted).
+    pub instructions: f64,
+}
+
+/// Hardware events of one row, per operation (a `bench hw` line).
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct HardwareLine {
+    /// Group of the row.
+    pub group: String,
+    /// Row name.
+    pub name: String,
+    /// The counts, per operation.
+    pub counts: HardwareCounts,
+}
+
+/// Parses `bench row <group> <name> <iterations> <milli-instructions>`.
+pub fn parse_row(line: &str) -> Option<Row> {
+    let mut words = line.trim().strip_prefix("bench row ")?.split_ascii_whitespace();
+    let group = words.next()?.to_string();
+    let name = words.next()?.to_string();
+    let iterations = words.next()?.parse().ok()?;
+    let milli: u64 = words.next()?.parse().ok()?;
+    if words.next().is_some() {
+        return None;
+    }
+    Some(Row { group, name, iterations, instructions: milli as f64 / 1000.0 })
+}
+
+/// Parses `bench hw <group> <name> <traps ×1000> <satp writes ×1000> <sfence.vma ×1000>`
+/// (all per operation).
+pub fn parse_hardware(line: &str) -> Option<HardwareLine> {
+    let mut words = line.trim().strip_prefix("bench hw ")?.split_ascii_whitespace();
+    let group = words.next()?.to_string();
+    let name = words.next()?.to_string();
+    let mut milli = || -> Option<f64> { words.next()?.parse::<u64>().ok().map(|value| value as f64 / 1000.0) };
+    let counts = HardwareCounts { traps: milli()?, satp_writes: milli()?, sfences: milli()? };
+    if words.next().is_some() {
+        return None;
+    }
+    Some(HardwareLine { group, name, counts })
+}
+
+/// Everything one benchmark kernel printed.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Measurements {
+    /// `bench row` lines.
+    pub rows: Vec<Row>,
+    /// `bench hw` lines.
+    pub hardware: Vec<HardwareLine>,
+}
+
+/// Collects the rows and hardware lines of a kernel's output.
+pub fn parse_output<S: AsRef<str>>(lines: &[S]) -> Measurements {
+    Measurements {
+        rows: lines.iter().filter_map(|line| parse_row(line.as_ref())).collect(),
+        hardware: lines.iter().filter_map(|line| parse_hardware(line.as_ref())).collect(),
+    }
+}
+
+fn run_once(kernel: &Image) -> Result<Measurements> {
+    let mut machine = Machine::for_image(kernel);
+    machine.append("spindle.mode=bench").extra(ICOUNT);
+    let (exit, lines) = machine.run_captured(BENCH_TIMEOUT, false)?;
+    if exit != Exit::Status(0) || !lines.iter().any(|line| line.trim() == "bench end") {
+        for line in lines.iter().rev().take(30).rev() {
+            println!("    | {line}");
+        }
+        return Err(format!("the benchmark kernel did not finish cleanly ({exit:?})"));
+    }
+    Ok(parse_output(&lines))
+}
+
+/// Runs `kernel`'s benchmarks twice and checks that the counts match.
+fn run_twice(kernel: &Image, label: &str) -> Result<Measurements> {
+    println!("== benchmark run 1 of 2{label}");
+    let first = run_once(kernel)?;
+    println!("== benchmark run 2 of 2{label}");
+    let second = run_once(kernel)?;
+    if first != second {
+        for (a, b) in first.rows.iter().zip(&second.rows) {
+            if a != b {
+                println!("  differs: {}/{}: {} vs {}", a.group, a.name, a.instructions, b.instructions);
+            }
+        }
+        for (a, b) in first.hardware.iter().zip(&second.hardware) {
+            if a != b {
+                println!("  differs: hw {}/{}: {:?} vs {:?}", a.group, a.name, a.counts, b.counts);
+            }
+        }
+        return Err("instruction counts differ between two identical runs: the measurement is not deterministic".into());
+    }
+    Ok(first)
+}
+
+/// The groups whose rows are also measured on a kernel variant (the Wasm interpreter's
+/// cost depends on the build).
+pub const VARIANT_GROUPS: &[&str] = &["extension-cost", "graft-hotlist", "graft-md5", "graft-logdisk"];
+
+/// One kernel build the benchmark ran, as the report describes it.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct BuildInfo {
+    /// `default` or `+<variant>`.
+    pub label: String,
+    /// Target triple.
+    pub target: String,
+    /// Extra `RUSTFLAGS` (empty for the default build).
+    pub rustflags: String,
+    /// The target features rustc enables for this build (`rustc --print cfg`).
+    pub target_features: Vec<String>,
+}
+
+/// The `target_feature` values of `rustc --print cfg` output.
+pub fn parse_target_features(cfg: &str) -> Vec<String> {
+    cfg.lines().filter_map(|line| line.trim().strip_prefix("target_feature=\"")?.strip_suffix('"').map(str::to_string)).collect()
+}
+
+/// Asks rustc (the workspace's toolchain) which target features a kernel build with
+/// `rustflags` enables.
+fn build_info(label: &str, rustflags: &str) -> BuildInfo {
+    let mut command = std::process::Command::new("rustc");
+    command.current_dir(crate::kernel_build::workspace_root()).args(["--print", "cfg", "--target", crate::kernel_build::KERNEL_TARGET]);
+    command.args(rustflags.split_ascii_whitespace());
+    let target_features = match command.output() {
+        Ok(output) if output.status.success() => parse_target_features(&String::from_utf8_lossy(&output.stdout)),
+        _ => Vec::new(),
+    };
+    BuildInfo { label: label.into(), target: crate::kernel_build::KERNEL_TARGET.into(), rustflags: rustflags.into(), target_features }
+}
+
+/// Everything the report is made from: the rows and hardware lines of every build (the
+/// variant's [`VARIANT_GROUPS`] relabelled `GROUP [+label]`) and the builds.
+#[derive(Clone, Debug, Default)]
+pub struct ResultsSet {
+    /// Rows, in the order measured.
+    pub rows: Vec<Row>,
+    /// Hardware lines.
+    pub hardware: Vec<HardwareLine>,
+    /// The builds measured (default first).
+    pub builds: Vec<BuildInfo>,
+    /// The variant's label (without `+`), if one was measured.
+    pub variant: Option<String>,
+}
+
+impl ResultsSet {
+    /// Adds a variant build's measurements: its [`VARIANT_GROUPS`] rows, relabelled.
+    pub fn add_variant(&mut self, label: &str, measured: Measurements) {
+        let relabel = |group: &str| format!("{group} [+{label}]");
+        self.rows.extend(
+            measured.rows.into_iter().filter(|row| VARIANT_GROUPS.contains(&row.group.as_str())).map(|row| Row { group: relabel(&row.group), ..row }),
+        );
+        self.hardware.extend(
+            measured
+                .hardware
+                .into_iter()
+                .filter(|line| VARIANT_GROUPS.contains(&line.group.as_str()))
+                .map(|line| HardwareLine { group: relabel(&line.group), ..line }),
+        );
+        self.variant = Some(label.into());
+    }
+}
+
+/// Runs the benchmarks twice, checks determinism, prints and writes the results; with a
+/// `variant` (label, RUSTFLAGS, image), also its [`VARIANT_GROUPS`] rows, in groups
+/// labelled `GROUP [+label]`.
+pub fn run(kernel: &Image, variant: Option<(&str, &str, &Image)>) -> Result<bool> {
+    let measured = run_twice(kernel, "")?;
+    let mut set = ResultsSet { rows: measured.rows, hardware: measured.hardware, builds: vec![build_info("default", "")], variant: None };
+    if let Some((label, rustflags, image)) = variant {
+        let rows = run_twice(image, &format!(" (kernel built with +{label})"))?;
+        set.add_variant(label, rows);
+        set.builds.push(build_info(&format!("+{label}"), rustflags));
+    }
+    let directory = crate::kernel_build::workspace_root().join("target").join("bench");
+    let written = report::write_all(&set, &directory)?;
+    print!("{}", written.terminal);
+    println!("\nwrote {}/results.json, report.md and {} chart(s)", directory.display(), written.charts.len());
+    Ok(true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_rows() {
+        let row = parse_row("bench row calls indirect-call 10000 10500").expect("row");
+        assert_eq!(row.group, "calls");
+        assert_eq!(row.name, "indirect-call");
+        assert_eq!(row.iterations, 10000);
+        assert!((row.instructions - 10.5).abs() < 1e-9);
+        assert!(parse_row("bench begin").is_none());
+        assert!(parse_row("bench row a b x 1").is_none());
+        assert!(parse_row("bench row a b 1").is_none());
+        assert!(parse_row("bench row a b 1 2 3").is_none());
+    }
+
+    #[test]
+    fn parses_hardware_lines() {
+        let line = parse_hardware("  bench hw graft-hotlist reclaim-user 1000 2000 500 ").expect("hw line");
+        assert_eq!(line.group, "graft-hotlist");
+        assert_eq!(line.name, "reclaim-user");
+        assert_eq!(line.counts, HardwareCounts { traps: 1.0, satp_writes: 2.0, sfences: 0.5 });
+        assert!(parse_hardware("bench hw g n 1 2").is_none(), "three counts required");
+        assert!(parse_hardware("bench hw g n 1 2 3 4").is_none());
+        assert!(parse_hardware("bench hw g n 1 -2 3").is_none(), "counts are unsigned");
+        assert!(parse_hardware("bench row g n 1 2").is_none());
+        assert!(parse_row("bench hw g n 1 2 3").is_none());
+    }
+
+    #[test]
+    fn parses_output_and_relabels_variant_groups() {
+        let lines = ["bench begin", "bench row graft-md5 md5-wasm 16 5000", "bench hw graft-md5 md5-wasm 0 0 0", "bench row calls direct-call 10000 11000", "bench end"];
+        let measured = parse_output(&lines);
+        assert_eq!(measured.rows.len(), 2);
+        assert_eq!(measured.hardware.len(), 1);
+        let mut set = ResultsSet::default();
+        set.add_variant("unaligned-scalar-mem", measured);
+        assert_eq!(set.rows.len(), 1, "only variant groups are kept");
+        assert_eq!(set.rows[0].group, "graft-md5 [+unaligned-scalar-mem]");
+        assert_eq!(set.hardware[0].group, "graft-md5 [+unaligned-scalar-mem]");
+    }
+
+    #[test]
+    fn parses_target_features() {
+        let cfg = "debug_assertions\npanic=\"abort\"\ntarget_feature=\"a\"\ntarget_feature=\"unaligned-scalar-mem\"\ntarget_arch=\"riscv64\"\n";
+        assert_eq!(parse_target_features(cfg), vec!["a", "unaligned-scalar-mem"]);
+    }
+}

@@ -1,0 +1,736 @@
+//! The benchmark's output side: terminal tables, `results.json`, `report.md` and the SVG
+//! charts, all made from one [`ResultsSet`] so they cannot disagree.
+//!
+//! Every number printed is a measured row or is derived from measured rows by a formula
+//! stated next to it (ratios, modelled cycles, break-even points); external constants
+//! come from [`super::model`] with their sources. Rows the contract expects but the run did
+//! not produce are printed as "not measured yet".
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::Path;
+
+use serde::Serialize;
+
+use super::grafts::{self, GraftTable};
+use super::model::{self, CYCLE_MODEL, CycleModel, DISK_MODEL, DiskModel, HardwareCounts};
+use super::paper::{self, PaperTable};
+use super::{BuildInfo, HardwareLine, ICOUNT, METHOD, ResultsSet, Row};
+use crate::Result;
+
+/// A goal: `numerator / denominator <= max_ratio` (rows `group/name`), or, without a
+/// maximum, a ratio that is only reported.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Goal {
+    /// What the goal says.
+    pub description: String,
+    /// Numerator row, `group/name`.
+    pub numerator: String,
+    /// Denominator row, `group/name`.
+    pub denominator: String,
+    /// The goal's bound; `None` = report the ratio only.
+    pub max_ratio: Option<f64>,
+}
+
+fn goal(description: String, numerator: String, denominator: String, max_ratio: Option<f64>) -> Goal {
+    Goal { description, numerator, denominator, max_ratio }
+}
+
+/// The goals (dispatcher: SPIN's "an event costs about a procedure call"; issue 7: the
+/// three grafts), for a run whose variant build is `variant` (label without `+`).
+pub fn goals(variant: Option<&str>) -> Vec<Goal> {
+    let mut goals = vec![
+        goal("1-binding raise <= 2x an indirect call".into(), "dispatch/raise-1-binding".into(), "calls/indirect-call".into(), Some(2.0)),
+        goal("64 declarative guards <= 2x one guard".into(), "dispatch/raise-64-declarative-one-true".into(), "dispatch/raise-1-declarative-true".into(), Some(2.0)),
+    ];
+    let variant_label = variant.unwrap_or("unaligned-scalar-mem");
+    for spec in grafts::GRAFTS {
+        let short = spec.group.trim_start_matches("graft-");
+        let (group, operation) = (spec.group, spec.operation);
+        let variant_group = format!("{group} [+{variant_label}]");
+        goals.push(goal(format!("{short}: native <= 1.10x built-in"), format!("{group}/{operation}-native"), format!("{group}/{operation}-builtin"), Some(1.10)));
+        goals.push(goal(
+            format!("{short}: Wasm (+{variant_label}) <= 12x built-in"),
+            format!("{variant_group}/{operation}-wasm"),
+            format!("{variant_group}/{operation}-builtin"),
+            Some(12.0),
+        ));
+        goals.push(goal(format!("{short}: Wasm (default build) vs built-in"), format!("{group}/{operation}-wasm"), format!("{group}/{operation}-builtin"), None));
+    }
+    goals.push(goal(
+        "hot list: dispatch <= 5% of the graft".into(),
+        "graft-hotlist/dispatch-1-bounded-binding".into(),
+        "graft-hotlist/reclaim-builtin".into(),
+        Some(0.05),
+    ));
+    goals
+}
+
+/// A goal's outcome (the `goals` array of results.json).
+#[derive(Clone, Debug, Serialize)]
+pub struct GoalResult {
+    /// What the goal says.
+    pub description: String,
+    /// The measured ratio, if both rows exist.
+    pub ratio: Option<f64>,
+    /// The bound.
+    pub max_ratio: f64,
+    /// Whether the ratio is within the bound.
+    pub pass: bool,
+}
+
+/// A ratio reported without a bound (`reported_ratios` in results.json).
+#[derive(Clone, Debug, Serialize)]
+pub struct ReportedRatio {
+    /// What the ratio is.
+    pub description: String,
+    /// Its value, if both rows exist.
+    pub ratio: Option<f64>,
+}
+
+/// Everything derived from a [`ResultsSet`].
+pub struct Analysis {
+    /// One table per graft.
+    pub grafts: Vec<GraftTable>,
+    /// Goals with a bound.
+    pub goals: Vec<GoalResult>,
+    /// Ratios reported only.
+    pub reported: Vec<ReportedRatio>,
+    /// The goal lines as printed.
+    pub goal_lines: Vec<String>,
+    /// Hardware counts keyed `group/name`.
+    pub hardware: BTreeMap<String, HardwareCounts>,
+}
+
+/// Derives tables, goals and ratios from `set` with the report's models.
+pub fn analyse(set: &ResultsSet) -> Analysis {
+    analyse_with(set, &CYCLE_MODEL, &DISK_MODEL)
+}
+
+fn analyse_with(set: &ResultsSet, cycles: &CycleModel, disk: &DiskModel) -> Analysis {
+    let hardware: BTreeMap<String, HardwareCounts> = set.hardware.iter().map(|line| (format!("{}/{}", line.group, line.name), line.counts)).collect();
+    let by_key: BTreeMap<String, f64> = set.rows.iter().map(|row| (format!("{}/{}", row.group, row.name), row.instructions)).collect();
+    let mut goal_results = Vec::new();
+    let mut reported = Vec::new();
+    let mut goal_lines = Vec::new();
+    for goal in goals(set.variant.as_deref()) {
+        let ratio = match (by_key.get(&goal.numerator), by_key.get(&goal.denominator)) {
+            (Some(&numerator), Some(&denominator)) if denominator > 0.0 => Some(numerator / denominator),
+            _ => None,
+        };
+        match goal.max_ratio {
+            Some(max_ratio) => {
+                let pass = ratio.is_some_and(|ratio| ratio <= max_ratio);
+                goal_lines.push(match ratio {
+                    Some(ratio) => format!("{} {}: {:.2}x (goal <= {:.2}x)", if pass { "PASS" } else { "FALL SHORT" }, goal.description, ratio, max_ratio),
+                    None => format!("FALL SHORT {}: not measured yet ({} / {})", goal.description, goal.numerator, goal.denominator),
+                });
+                goal_results.push(GoalResult { description: goal.description, ratio, max_ratio, pass });
+            }
+            None => {
+                goal_lines.push(match ratio {
+                    Some(ratio) => format!("REPORT {}: {:.2}x", goal.description, ratio),
+                    None => format!("REPORT {}: not measured yet ({} / {})", goal.description, goal.numerator, goal.denominator),
+                });
+                reported.push(ReportedRatio { description: goal.description, ratio });
+            }
+        }
+    }
+    Analysis { grafts: grafts::tables(&set.rows, &hardware, cycles, disk), goals: goal_results, reported, goal_lines, hardware }
+}
+
+/// A value with about three significant digits (ratios and break-evens span 0.005–10⁴).
+pub fn significant(value: f64) -> String {
+    let magnitude = value.abs();
+    if magnitude == 0.0 {
+        "0".to_string()
+    } else if magnitude >= 100.0 {
+        format!("{value:.0}")
+    } else if magnitude >= 10.0 {
+        format!("{value:.1}")
+    } else if magnitude >= 1.0 {
+        format!("{value:.2}")
+    } else if magnitude >= 0.01 {
+        format!("{value:.3}")
+    } else {
+        format!("{value:.2e}")
+    }
+}
+
+fn optional(value: Option<f64>) -> String {
+    value.map_or_else(|| "-".to_string(), significant)
+}
+
+/// Seconds as the most readable of s / ms / µs / ns.
+pub fn duration(seconds: f64) -> String {
+    if seconds >= 1.0 {
+        format!("{} s", significant(seconds))
+    } else if seconds >= 1e-3 {
+        format!("{} ms", significant(seconds * 1e3))
+    } else if seconds >= 1e-6 {
+        format!("{} µs", significant(seconds * 1e6))
+    } else {
+        format!("{} ns", significant(seconds * 1e9))
+    }
+}
+
+/// Groups in the order first measured.
+fn groups(rows: &[Row]) -> Vec<&str> {
+    let mut groups: Vec<&str> = Vec::new();
+    for row in rows {
+        if !groups.contains(&row.group.as_str()) {
+            groups.push(&row.group);
+        }
+    }
+    groups
+}
+
+/// The terminal tables: every group (graft groups with ratio, modelled-cycle and
+/// break-even columns, and their missing rows), the models' one-line summary, goals.
+pub fn terminal(set: &ResultsSet, analysis: &Analysis) -> String {
+    let mut text = String::new();
+    for group in groups(&set.rows) {
+        let graft = grafts::spec_for(group).and_then(|spec| analysis.grafts.iter().find(|table| table.group == spec.group));
+        let _ = write!(text, "\n{group}\n  {:<44} {:>14} {:>10}", "operation", "instructions", "iterations");
+        if graft.is_some() {
+            let _ = write!(text, " {:>10} {:>6} {:>14} {:>10}", "x built-in", "x C", "modelled cyc", "break-even");
+        }
+        let _ = writeln!(text);
+        for row in set.rows.iter().filter(|row| row.group == group) {
+            let _ = write!(text, "  {:<44} {:>14.3} {:>10}", row.name, row.instructions, row.iterations);
+            if let Some(table) = graft
+                && let Some(derived) = table.rows.iter().find(|derived| derived.group == row.group && derived.name == row.name)
+            {
+                let _ = write!(text, " {:>10} {:>6} {:>14.1} {:>10}", optional(derived.times_builtin), optional(derived.times_c), derived.modelled_cycles, optional(derived.break_even));
+            }
+            let _ = writeln!(text);
+        }
+        if let Some(table) = graft
+            && grafts::build_of(group).is_none()
+            && !table.missing.is_empty()
+        {
+            let _ = writeln!(text, "  not measured yet: {}", table.missing.join(", "));
+        }
+    }
+    for table in analysis.grafts.iter().filter(|table| table.rows.is_empty()) {
+        let _ = writeln!(text, "\n{} ({})\n  not measured yet: {}", table.group, table.unit, table.missing.join(", "));
+    }
+    let _ = writeln!(
+        text,
+        "\nmodelled cycles = instructions x {} + traps x {} + satp writes x {} + sfence.vma x {} (SiFive U54 figures and estimates; sources in report.md)",
+        CYCLE_MODEL.cycles_per_instruction, CYCLE_MODEL.trap_cycles, CYCLE_MODEL.satp_write_cycles, CYCLE_MODEL.sfence_cycles
+    );
+    for table in &analysis.grafts {
+        let _ = writeln!(text, "break-even, {}: {}", table.group, table.break_even_definition);
+    }
+    let _ = writeln!(text, "\ngoals (ratios of instruction counts within this run)");
+    for line in &analysis.goal_lines {
+        let _ = writeln!(text, "{line}");
+    }
+    text
+}
+
+/// One row of results.json's `rows` (the measured row plus its derived fields).
+#[derive(Serialize)]
+struct RowOut<'a> {
+    group: &'a str,
+    name: &'a str,
+    iterations: u64,
+    instructions: f64,
+    traps_per_op: f64,
+    satp_writes_per_op: f64,
+    sfences_per_op: f64,
+    modelled_cycles: f64,
+}
+
+/// The hot-list break-even in instructions (results.json's original `break_even`).
+#[derive(Serialize)]
+struct BreakEvenInstructions {
+    row: String,
+    graft_instructions: f64,
+    page_fault_instructions: Option<f64>,
+    break_even: Option<f64>,
+}
+
+#[derive(Serialize)]
+struct CycleModelOut {
+    formula: &'static str,
+    #[serde(flatten)]
+    model: CycleModel,
+    estimates: &'static [&'static str],
+    sources: &'static [model::Source],
+}
+
+#[derive(Serialize)]
+struct DiskModelOut {
+    #[serde(flatten)]
+    model: DiskModel,
+    rpm: f64,
+    read_1_mib_seconds: f64,
+    positioning_seconds: f64,
+}
+
+#[derive(Serialize)]
+struct Results<'a> {
+    method: &'static str,
+    qemu_flags: Vec<String>,
+    rows: Vec<RowOut<'a>>,
+    goals: &'a [GoalResult],
+    break_even: Vec<BreakEvenInstructions>,
+    reported_ratios: &'a [ReportedRatio],
+    builds: &'a [BuildInfo],
+    hardware: &'a [HardwareLine],
+    cycle_model: CycleModelOut,
+    disk_model: DiskModelOut,
+    grafts: &'a [GraftTable],
+    charts: &'a [String],
+}
+
+/// Which of the cycle model's constants are estimates rather than published figures.
+const ESTIMATES: &[&str] = &[
+    "cycles_per_instruction (reciprocal of a measured IPC range on a U54, other workload)",
+    "trap_cycles (a whole seL4 IPC call charged per trap: upper end)",
+    "satp_write_cycles and sfence_cycles (0: no published figure found)",
+];
+
+/// results.json.
+pub fn json(set: &ResultsSet, analysis: &Analysis, charts: &[String]) -> Result<String> {
+    let rows = set
+        .rows
+        .iter()
+        .map(|row| {
+            let counts = analysis.hardware.get(&format!("{}/{}", row.group, row.name)).copied().unwrap_or_default();
+            RowOut {
+                group: &row.group,
+                name: &row.name,
+                iterations: row.iterations,
+                instructions: row.instructions,
+                traps_per_op: counts.traps,
+                satp_writes_per_op: counts.satp_writes,
+                sfences_per_op: counts.sfences,
+                modelled_cycles: CYCLE_MODEL.cycles(row.instructions, counts),
+            }
+        })
+        .collect();
+    let mut break_even = Vec::new();
+    if let Some(spec) = grafts::GRAFTS.iter().find(|spec| matches!(spec.rule, model::BreakEvenRule::PageFault { .. })) {
+        let fault_row = match spec.rule {
+            model::BreakEvenRule::PageFault { row } => row,
+            _ => unreachable!("matched above"),
+        };
+        for row in set.rows.iter().filter(|row| grafts::base_group(&row.group) == spec.group && spec.is_graft(&row.name) && row.instructions > 0.0) {
+            let fault = set.rows.iter().find(|other| other.group == row.group && other.name == fault_row).map(|other| other.instructions);
+            break_even.push(BreakEvenInstructions {
+                row: format!("{}/{}", row.group, row.name),
+                graft_instructions: row.instructions,
+                page_fault_instructions: fault,
+                break_even: fault.map(|fault| fault / row.instructions),
+            });
+        }
+    }
+    let results = Results {
+        method: METHOD,
+        qemu_flags: ICOUNT.iter().map(|flag| flag.to_string()).collect(),
+        rows,
+        goals: &analysis.goals,
+        break_even,
+        reported_ratios: &analysis.reported,
+        builds: &set.builds,
+        hardware: &set.hardware,
+        cycle_model: CycleModelOut {
+            formula: "instructions * cycles_per_instruction + traps * trap_cycles + satp_writes * satp_write_cycles + sfences * sfence_cycles",
+            model: CYCLE_MODEL,
+            estimates: ESTIMATES,
+            sources: model::SOURCES,
+        },
+        disk_model: DiskModelOut {
+            model: DISK_MODEL,
+            rpm: model::DISK_RPM,
+            read_1_mib_seconds: DISK_MODEL.read_seconds(model::MD5_BYTES),
+            positioning_seconds: DISK_MODEL.positioning_seconds(),
+        },
+        grafts: &analysis.grafts,
+        charts,
+    };
+    serde_json::to_string_pretty(&results).map_err(|error| error.to_string())
+}
+
+fn markdown_method(text: &mut String, set: &ResultsSet) {
+    let _ = writeln!(text, "## Method\n");
+    let _ = writeln!(text, "- {METHOD}.");
+    let _ = writeln!(text, "- QEMU flags: `{}` (one guest instruction per virtual nanosecond; `rdinstret` is exact).", ICOUNT.join(" "));
+    let iterations: Vec<u64> = {
+        let mut all: Vec<u64> = set.rows.iter().map(|row| row.iterations).collect();
+        all.sort_unstable();
+        all.dedup();
+        all
+    };
+    let _ = writeln!(text, "- Repetitions per row: {} (per row in the tables below).", iterations.iter().map(u64::to_string).collect::<Vec<_>>().join(", "));
+    let _ = writeln!(text, "- Ratios (× built-in, × C) compare instruction counts of rows of the same kernel build, measured in the same run.");
+    let _ = writeln!(
+        text,
+        "- Blind spots of instruction counts: no caches, TLBs, branch mispredicts or memory latency; QEMU executes misaligned accesses for free. The *modelled cycles* column prices traps, `satp` writes and `sfence.vma` from published hardware figures (below); it is a model, not a measurement.\n"
+    );
+    let _ = writeln!(text, "### Builds\n");
+    let _ = writeln!(text, "| build | target | RUSTFLAGS | target features (`rustc --print cfg`) |\n|---|---|---|---|");
+    for build in &set.builds {
+        let features = if build.target_features.is_empty() { "(rustc not available)".to_string() } else { build.target_features.join(", ") };
+        let flags = if build.rustflags.is_empty() { "(none)".to_string() } else { format!("`{}`", build.rustflags) };
+        let _ = writeln!(text, "| {} | `{}` | {} | {} |", build.label, build.target, flags, features);
+    }
+    let _ = writeln!(text, "\nThe C references are compiled by `kernel/build.rs` with clang for the same target (see that file for their flags).\n");
+}
+
+fn markdown_models(text: &mut String) {
+    let model = CYCLE_MODEL;
+    let _ = writeln!(text, "## Cycle model\n");
+    let _ = writeln!(
+        text,
+        "Modelled cycles = instructions × CPI + traps × T + `satp` writes × S + `sfence.vma` × F; modelled time = modelled cycles ÷ clock. Traps, `satp` writes and `sfence.vma` per operation come from the kernel's `bench hw` lines (a row without one caused none).\n"
+    );
+    let _ = writeln!(text, "| constant | value | status | source |\n|---|---:|---|---|");
+    let _ = writeln!(text, "| CPI | {} | estimate | v8-u54: measured IPC 0.35–0.59 on a U54 (other workload) |", model.cycles_per_instruction);
+    let _ = writeln!(text, "| clock | {} GHz | published (board setting in that measurement) | v8-u54 |", model.clock_hz / 1e9);
+    let _ = writeln!(
+        text,
+        "| T, cycles per trap | {} | estimate, upper end | sel4-performance: one seL4 IPC call on a U54, hot cache (trap, fastpath, one address-space switch, return); the hardware part alone is 4 cycles (u54-interrupt-latency) |",
+        model.trap_cycles
+    );
+    let _ = writeln!(text, "| S, cycles per `satp` write | {} | no published figure found | — (the switch inside T's seL4 call is priced there) |", model.satp_write_cycles);
+    let _ = writeln!(text, "| F, cycles per `sfence.vma` | {} | no published figure found | — (its cost is mostly later TLB refills) |\n", model.sfence_cycles);
+    let _ = writeln!(text, "## Disk model\n");
+    let _ = writeln!(text, "| parameter | value | source |\n|---|---:|---|");
+    let _ = writeln!(text, "| average seek | {} | small96 §5.6: implied by \"10 µs ≈ 1 %\" / \"100 µs ≈ 10 %\" of a typical seek (no figure given) |", duration(DISK_MODEL.seek_seconds));
+    let _ = writeln!(
+        text,
+        "| average rotational delay | {} ({} RPM, half a revolution) | infokernel03 §5.1 (Small & Seltzer give none) |",
+        duration(DISK_MODEL.rotational_delay_seconds),
+        model::DISK_RPM
+    );
+    let _ = writeln!(text, "| transfer rate | {:.0} KiB/s | small96 §5.5, Table 4, Solaris (lmbench) |", DISK_MODEL.transfer_bytes_per_second / 1024.0);
+    let _ = writeln!(text, "| → reading 1 MiB | {} | transfer rate alone, as the paper's Table 4 |", duration(DISK_MODEL.read_seconds(model::MD5_BYTES)));
+    let _ = writeln!(text, "| → positioning a random write | {} | seek + rotational delay |\n", duration(DISK_MODEL.positioning_seconds()));
+    let _ = writeln!(text, "### Sources\n");
+    for source in model::SOURCES {
+        let _ = writeln!(text, "- **{}** — {}. {}. Used for: {}.", source.key, source.citation, source.location, source.used_for);
+    }
+    let _ = writeln!(text);
+}
+
+fn markdown_one_time(text: &mut String, set: &ResultsSet) {
+    let _ = writeln!(text, "## One-time costs (group `extension-cost`)\n");
+    let loads: Vec<&Row> = set.rows.iter().filter(|row| grafts::base_group(&row.group) == "extension-cost" && row.name.starts_with("load-")).collect();
+    if loads.is_empty() {
+        let _ = writeln!(text, "Not measured yet.\n");
+        return;
+    }
+    let _ = writeln!(text, "Loading the `faulty` extension (native: verify, link, map; Wasm: validate, compile, instantiate).\n");
+    let _ = writeln!(text, "| row | build | instructions | modelled time |\n|---|---|---:|---:|");
+    for row in loads {
+        let build = grafts::build_of(&row.group).unwrap_or("default");
+        let _ = writeln!(text, "| {} | {} | {:.0} | {} |", row.name, build, row.instructions, duration(CYCLE_MODEL.seconds(CYCLE_MODEL.cycles(row.instructions, HardwareCounts::default()))));
+    }
+    let _ = writeln!(text);
+}
+
+fn markdown_graft(text: &mut String, table: &GraftTable, chart: Option<&String>) {
+    let _ = writeln!(text, "### {} (`{}`)\n", table.title, table.group);
+    let _ = writeln!(text, "{}; {}.\n", table.unit, table.paper);
+    if table.rows.is_empty() {
+        let _ = writeln!(text, "Not measured yet (rows expected: {}).\n", table.missing.join(", "));
+        return;
+    }
+    if let Some(chart) = chart {
+        let _ = writeln!(text, "![{} ratios]({chart})\n", table.group);
+    }
+    let _ = writeln!(
+        text,
+        "| technology | row | instructions | × built-in | × C | traps | satp | sfence | modelled cycles | modelled time | break-even |\n|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+    );
+    // The default build's rows, then each variant's Wasm row (its other rows repeat the default's).
+    let shown = table.rows.iter().filter(|row| row.build == "default" || row.name.ends_with("-wasm"));
+    for row in shown {
+        let _ = writeln!(
+            text,
+            "| {} | `{}` | {:.1} | {} | {} | {} | {} | {} | {:.0} | {} | {} |",
+            row.label,
+            row.name,
+            row.instructions,
+            optional(row.times_builtin),
+            optional(row.times_c),
+            significant(row.hardware.traps),
+            significant(row.hardware.satp_writes),
+            significant(row.hardware.sfences),
+            row.modelled_cycles,
+            duration(row.modelled_seconds),
+            optional(row.break_even)
+        );
+    }
+    if !table.missing.is_empty() {
+        let _ = writeln!(text, "\nNot measured yet: {}.", table.missing.iter().map(|name| format!("`{name}`")).collect::<Vec<_>>().join(", "));
+    }
+    let _ = writeln!(text, "\nBreak-even: {}.\n", table.break_even_definition);
+}
+
+/// Spindle's counterpart of a paper column: (paper column, our row suffix, build).
+const COUNTERPARTS: &[(&str, &str, &str)] = &[
+    ("C (C reference)", "c-reference", "default"),
+    ("Java ≈ Wasm, interpreted (default build)", "wasm", "default"),
+    ("Java ≈ Wasm, interpreted (+unaligned-scalar-mem)", "wasm", "+unaligned-scalar-mem"),
+    ("Modula-3 ≈ native Rust (signed .kext)", "native", "default"),
+    ("built-in Rust", "builtin", "default"),
+    ("user-level (upcall)", "user", "default"),
+];
+
+fn markdown_paper(text: &mut String, paper_table: &PaperTable, table: Option<&GraftTable>) {
+    let _ = writeln!(text, "### Table {}: {}\n", paper_table.number, paper_table.title);
+    let _ = writeln!(text, "Paper (transcribed; raw in {}; third line: {}):\n", paper_table.raw_unit, paper_table.derived_label);
+    let _ = writeln!(text, "| platform | line | {} |\n|---|---|---:|---:|---:|---:|", paper::TECHNOLOGIES.join(" | "));
+    for platform in paper_table.platforms {
+        for (line, cells) in [("raw", &platform.raw), ("normalised to C", &platform.normalised), ("third line", &platform.derived)] {
+            let cells: Vec<&str> = cells.iter().map(|cell| cell.unwrap_or("N.A.")).collect();
+            let _ = writeln!(text, "| {} | {} | {} |", platform.name, line, cells.join(" | "));
+        }
+    }
+    let Some(table) = table.filter(|table| !table.rows.is_empty()) else {
+        let _ = writeln!(text, "\nSpindle: not measured yet.\n");
+        return;
+    };
+    let spec = grafts::spec_for(&table.group).expect("graft tables come from specs");
+    let c_row = table.row(&format!("{}-c-reference", spec.operation), "default");
+    let third = match paper_table.number {
+        2 => "break-even (modelled)",
+        5 => "MD5/disk (modelled time ÷ 1 MiB disk read)",
+        _ => "per write (modelled)",
+    };
+    let _ = writeln!(text, "\nSpindle, same normalisation (instructions per operation; C = the C reference through the dispatcher):\n");
+    let _ = writeln!(text, "| Spindle counterpart | instructions | normalised to C | {third} |\n|---|---:|---:|---:|");
+    for (label, suffix, build) in COUNTERPARTS {
+        let Some(row) = table.row(&format!("{}-{suffix}", spec.operation), build) else {
+            let _ = writeln!(text, "| {label} | not measured yet | | |");
+            continue;
+        };
+        let normalised = c_row.map(|c| row.instructions / c.instructions);
+        let derived = match paper_table.number {
+            2 => optional(row.break_even),
+            5 => row.break_even.map_or_else(|| "-".into(), |keeps_up| significant(1.0 / keeps_up)),
+            _ => duration(row.modelled_seconds),
+        };
+        let _ = writeln!(text, "| {label} | {:.1} | {} | {derived} |", row.instructions, optional(normalised));
+    }
+    let _ = writeln!(text, "\nOmniware (SFI) has no Spindle counterpart; the paper estimated user-level servers from signal-delivery times instead of measuring them.\n");
+}
+
+/// report.md; `charts` are file names (in the same directory) per graft group.
+pub fn markdown(set: &ResultsSet, analysis: &Analysis, charts: &BTreeMap<String, String>) -> String {
+    let mut text = String::from("# Spindle benchmark report\n\nWritten by `cargo xtask bench`; the same numbers are in `results.json`. Column definitions: docs/benchmark-report.md.\n\n");
+    markdown_method(&mut text, set);
+    markdown_models(&mut text);
+    markdown_one_time(&mut text, set);
+    let _ = writeln!(text, "## Extension-cost grafts (Small & Seltzer '96)\n");
+    for table in &analysis.grafts {
+        markdown_graft(&mut text, table, charts.get(&table.group));
+    }
+    let _ = writeln!(text, "## Small & Seltzer '96, Tables 2, 5 and 6, side by side\n");
+    let _ = writeln!(
+        text,
+        "The paper's times are wall-clock on 1995 workstations; Spindle's are instruction counts under QEMU (modelled time where a time is needed). Compare the normalised lines, as the paper does. The text copy of the paper prints µs as \"ms\"; units here follow the paper's own arithmetic (see xtask/src/bench/paper.rs).\n"
+    );
+    for paper_table in paper::TABLES {
+        markdown_paper(&mut text, paper_table, analysis.grafts.iter().find(|table| table.group == paper_table.group));
+    }
+    let _ = writeln!(text, "## Goals\n");
+    for line in &analysis.goal_lines {
+        let _ = writeln!(text, "- {line}");
+    }
+    let _ = writeln!(text, "\n## All rows\n\n```text{}```", terminal(set, analysis));
+    text
+}
+
+/// What [`write_all`] wrote.
+pub struct Written {
+    /// The terminal tables.
+    pub terminal: String,
+    /// Chart file names.
+    pub charts: Vec<String>,
+}
+
+/// Writes results.json, report.md and one SVG chart per measured graft into `directory`.
+pub fn write_all(set: &ResultsSet, directory: &Path) -> Result<Written> {
+    std::fs::create_dir_all(directory).map_err(|error| format!("cannot create {}: {error}", directory.display()))?;
+    let analysis = analyse(set);
+    let mut charts = BTreeMap::new();
+    for table in &analysis.grafts {
+        let name = format!("{}.svg", table.group);
+        if super::charts::graft_chart(table, &directory.join(&name))? {
+            charts.insert(table.group.clone(), name);
+        }
+    }
+    let chart_names: Vec<String> = charts.values().cloned().collect();
+    let write = |name: &str, contents: &str| std::fs::write(directory.join(name), contents).map_err(|error| format!("cannot write {name}: {error}"));
+    write("results.json", &json(set, &analysis, &chart_names)?)?;
+    write("report.md", &markdown(set, &analysis, &charts))?;
+    Ok(Written { terminal: terminal(set, &analysis), charts: chart_names })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bench::{BuildInfo, HardwareLine};
+
+    fn row(group: &str, name: &str, iterations: u64, instructions: f64) -> Row {
+        Row { group: group.into(), name: name.into(), iterations, instructions }
+    }
+
+    /// A results set shaped like a real run: the hot list complete (legacy direct-call
+    /// name included), MD5 absent, the logical disk partial, a user-level row with a
+    /// hardware line, both builds.
+    fn fixture() -> ResultsSet {
+        let variant = "graft-hotlist [+unaligned-scalar-mem]";
+        ResultsSet {
+            rows: vec![
+                row("calls", "indirect-call", 10000, 10.0),
+                row("dispatch", "raise-1-binding", 10000, 31.0),
+                row("extension-cost", "load-faulty-native", 20, 1_894_264.1),
+                row("graft-hotlist", "graft-direct-call", 4096, 818.25),
+                row("graft-hotlist", "reclaim-builtin", 4096, 1286.125),
+                row("graft-hotlist", "reclaim-native", 4096, 1452.0),
+                row("graft-hotlist", "reclaim-wasm", 4096, 41564.126),
+                row("graft-hotlist", "dispatch-1-bounded-binding", 4096, 471.0),
+                row("graft-hotlist", "reclaim-c-reference", 4096, 894.125),
+                row("graft-hotlist", "reclaim-user", 4096, 3000.0),
+                row("graft-hotlist", "page-fault-caught", 1000, 276.0),
+                row("graft-logdisk", "write-builtin", 4096, 120.0),
+                row("graft-logdisk", "write-wasm", 4096, 2400.0),
+                row(variant, "reclaim-builtin", 4096, 1286.125),
+                row(variant, "reclaim-wasm", 4096, 10926.364),
+            ],
+            hardware: vec![
+                HardwareLine { group: "graft-hotlist".into(), name: "reclaim-user".into(), counts: HardwareCounts { traps: 1.0, satp_writes: 2.0, sfences: 2.0 } },
+                HardwareLine { group: "graft-hotlist".into(), name: "page-fault-caught".into(), counts: HardwareCounts { traps: 1.0, ..Default::default() } },
+            ],
+            builds: vec![
+                BuildInfo { label: "default".into(), target: "riscv64gc-unknown-none-elf".into(), rustflags: String::new(), target_features: vec!["a".into(), "c".into()] },
+                BuildInfo {
+                    label: "+unaligned-scalar-mem".into(),
+                    target: "riscv64gc-unknown-none-elf".into(),
+                    rustflags: "-C target-feature=+unaligned-scalar-mem".into(),
+                    target_features: vec!["a".into(), "unaligned-scalar-mem".into()],
+                },
+            ],
+            variant: Some("unaligned-scalar-mem".into()),
+        }
+    }
+
+    #[test]
+    fn goals_cover_every_graft() {
+        let goals = goals(Some("unaligned-scalar-mem"));
+        for group in ["hotlist", "md5", "logdisk"] {
+            assert!(goals.iter().any(|goal| goal.description == format!("{group}: native <= 1.10x built-in")));
+            assert!(goals.iter().any(|goal| goal.numerator == format!("graft-{group} [+unaligned-scalar-mem]/{}-wasm", if group == "hotlist" { "reclaim" } else if group == "md5" { "md5" } else { "write" })));
+        }
+        assert!(goals.iter().any(|goal| goal.max_ratio == Some(0.05)));
+    }
+
+    #[test]
+    fn analysis_of_the_fixture() {
+        let analysis = analyse(&fixture());
+        let native = analysis.goals.iter().find(|goal| goal.description == "hotlist: native <= 1.10x built-in").expect("goal");
+        assert!(!native.pass);
+        assert!((native.ratio.expect("ratio") - 1452.0 / 1286.125).abs() < 1e-12);
+        let wasm = analysis.goals.iter().find(|goal| goal.description == "hotlist: Wasm (+unaligned-scalar-mem) <= 12x built-in").expect("goal");
+        assert!(wasm.pass);
+        let md5 = analysis.goals.iter().find(|goal| goal.description == "md5: native <= 1.10x built-in").expect("goal");
+        assert!(md5.ratio.is_none() && !md5.pass, "a missing row never passes");
+        assert!(analysis.goal_lines.iter().any(|line| line == "FALL SHORT md5: native <= 1.10x built-in: not measured yet (graft-md5/md5-native / graft-md5/md5-builtin)"));
+        let default_wasm = analysis.reported.iter().find(|ratio| ratio.description == "hotlist: Wasm (default build) vs built-in").expect("reported");
+        assert!((default_wasm.ratio.expect("ratio") - 41564.126 / 1286.125).abs() < 1e-9);
+        // The user-level row's modelled cycles include its trap.
+        let user = analysis.grafts[0].row("reclaim-user", "default").expect("user row");
+        assert_eq!(user.modelled_cycles, CYCLE_MODEL.cycles(3000.0, HardwareCounts { traps: 1.0, satp_writes: 2.0, sfences: 2.0 }));
+    }
+
+    #[test]
+    fn terminal_marks_missing_rows() {
+        let set = fixture();
+        let text = terminal(&set, &analyse(&set));
+        assert!(text.contains("graft-md5 (instructions per 1 MiB)\n  not measured yet: md5-builtin, md5-native, md5-wasm, md5-c-reference, md5-direct, md5-user, read-4k-copy"));
+        assert!(text.contains("not measured yet: write-native, write-c-reference, write-direct, write-user, dispatch-1-bounded-binding"));
+        assert!(!text.contains("reclaim-direct"), "the legacy direct-call row satisfies the contract");
+        assert!(text.contains("x built-in"));
+        assert!(text.contains("PASS hot list: dispatch <= 5% of the graft") || text.contains("FALL SHORT hot list: dispatch <= 5% of the graft"));
+    }
+
+    #[test]
+    fn markdown_has_every_section() {
+        let set = fixture();
+        let analysis = analyse(&set);
+        let mut charts = BTreeMap::new();
+        charts.insert("graft-hotlist".to_string(), "graft-hotlist.svg".to_string());
+        let text = markdown(&set, &analysis, &charts);
+        for needle in [
+            "## Method",
+            "| +unaligned-scalar-mem | `riscv64gc-unknown-none-elf` | `-C target-feature=+unaligned-scalar-mem` | a, unaligned-scalar-mem |",
+            "## Cycle model",
+            "sel4-performance",
+            "## Disk model",
+            "## One-time costs",
+            "load-faulty-native",
+            "![graft-hotlist ratios](graft-hotlist.svg)",
+            "Wasm (wasmi) [+unaligned-scalar-mem]",
+            "Wasm (wasmi), default build",
+            "### Table 2:",
+            "### Table 5:",
+            "### Table 6:",
+            "| Solaris | normalised to C | 1.0 | 31.3 | 1.4 | 1.4 |",
+            "Spindle: not measured yet.",
+            "| user-level (upcall) | not measured yet | | |",
+            "Not measured yet (rows expected: md5-builtin",
+            "## Goals",
+        ] {
+            assert!(text.contains(needle), "report.md lacks {needle:?}");
+        }
+    }
+
+    #[test]
+    fn json_keeps_the_old_fields_and_adds_the_new() {
+        let set = fixture();
+        let analysis = analyse(&set);
+        let json: serde_json::Value = serde_json::from_str(&json(&set, &analysis, &["graft-hotlist.svg".into()]).expect("json")).expect("valid");
+        for field in ["method", "qemu_flags", "rows", "goals", "break_even", "reported_ratios", "builds", "hardware", "cycle_model", "disk_model", "grafts", "charts"] {
+            assert!(json.get(field).is_some(), "results.json lacks {field}");
+        }
+        let first = &json["rows"][0];
+        for field in ["group", "name", "iterations", "instructions", "modelled_cycles", "traps_per_op"] {
+            assert!(first.get(field).is_some(), "row lacks {field}");
+        }
+        let break_even = json["break_even"].as_array().expect("array");
+        let builtin = break_even.iter().find(|entry| entry["row"] == "graft-hotlist/reclaim-builtin").expect("built-in break-even");
+        assert!((builtin["break_even"].as_f64().expect("number") - 276.0 / 1286.125).abs() < 1e-12);
+        assert_eq!(json["cycle_model"]["trap_cycles"].as_f64(), Some(model::TRAP_CYCLES));
+    }
+
+    #[test]
+    fn writes_every_file() {
+        let directory = std::env::temp_dir().join(format!("spindle-report-test-{}", std::process::id()));
+        let written = write_all(&fixture(), &directory).expect("written");
+        assert_eq!(written.charts, vec!["graft-hotlist.svg".to_string(), "graft-logdisk.svg".to_string()]);
+        for name in ["results.json", "report.md", "graft-hotlist.svg", "graft-logdisk.svg"] {
+            assert!(directory.join(name).exists(), "{name} missing");
+        }
+        assert!(!directory.join("graft-md5.svg").exists(), "no chart without rows");
+        let _ = std::fs::remove_dir_all(&directory);
+    }
+
+    #[test]
+    fn number_formats() {
+        assert_eq!(significant(1533.4), "1533");
+        assert_eq!(significant(31.32), "31.3");
+        assert_eq!(significant(1.128), "1.13");
+        assert_eq!(significant(0.2146), "0.215");
+        assert_eq!(significant(0.0066), "6.60e-3");
+        assert_eq!(significant(0.0), "0");
+        assert_eq!(duration(0.3276), "328 ms");
+        assert_eq!(duration(2.8e-6), "2.80 µs");
+    }
+}
