@@ -85,6 +85,21 @@ mod raw {
         unsafe { arch::call(Syscall::Protect, [address, length, access, 0, 0, 0]) }
     }
 
+    /// A call that reads only registers and must be refused in this state
+    /// (`upcall_return`, `kernel_function`, `service_return` outside a call).
+    pub fn refused_in_this_state(call: Syscall) -> Result<usize, Error> {
+        // SAFETY: outside an upcall or a service call these calls do nothing but answer
+        // `WrongState`; if one acted, the check fails and the program reports it.
+        unsafe { arch::call(call, [0; 6]) }
+    }
+
+    /// `upcall_serve(address, length)`.
+    pub fn upcall_serve(address: usize, length: usize) -> Result<usize, Error> {
+        // SAFETY: the kernel only reads the registration; this process is not a
+        // user-level extension, so the call must be refused without blocking.
+        unsafe { arch::call(Syscall::UpcallServe, [address, length, 0, 0, 0, 0]) }
+    }
+
     /// A call by raw number.
     pub fn number(number: usize) -> Result<usize, Error> {
         // SAFETY: called only with numbers no system call has, so nothing happens.
@@ -166,6 +181,85 @@ fn unprivileged(check: &mut Checker, arguments: &Arguments) {
     privileged_calls_refused(check);
     listing_calls(check, pid, code_address);
     protect_calls(check, code_address, stack_address);
+    upcall_calls(check, code_address);
+    service_calls(check, code_address);
+}
+
+/// Upcall calls from a process that is not a user-level extension.
+fn upcall_calls(check: &mut Checker, code_address: usize) {
+    use spindle_abi::syscall::UpcallRegistration;
+    for call in [Syscall::UpcallReturn, Syscall::KernelFunction, Syscall::ServiceReturn] {
+        check.expect("return call outside a call", raw::refused_in_this_state(call), Some(Error::WrongState));
+    }
+    check.expect("upcall_serve(null)", raw::upcall_serve(0, UpcallRegistration::SIZE), Some(Error::BadAddress));
+    check.expect("upcall_serve(short)", raw::upcall_serve(code_address, UpcallRegistration::SIZE - 1), Some(Error::BadLength));
+    let Ok(stack) = AnonymousRegion::map(PAGE_SIZE) else {
+        check.holds("map a page for the upcall checks", false);
+        return;
+    };
+    let stack_top = stack.address() + stack.len();
+    let manifest = "name = probe-user\nversion = 0.1.0\nentry = spindle_extension_binding_count\nevents = bench.Probe\ndomains = console\nbudget_us = 100\nmemory_bytes = 4096\n";
+    let infos = [spindle_abi::native::BindingInfo::default(); 1];
+    let good = UpcallRegistration {
+        manifest: manifest.as_ptr() as u64,
+        manifest_length: manifest.len() as u64,
+        bindings: infos.as_ptr() as u64,
+        binding_count: 1,
+        entry: code_address as u64,
+        stack_top: stack_top as u64,
+    };
+    let mut attempt = |what: &str, registration: UpcallRegistration, expected: Error| {
+        let pointer = &raw const registration as usize;
+        check.expect(what, raw::upcall_serve(pointer, UpcallRegistration::SIZE), Some(expected));
+    };
+    attempt("upcall_serve(manifest not mapped)", UpcallRegistration { manifest: UNMAPPED as u64, ..good }, Error::BadAddress);
+    attempt("upcall_serve(manifest too long)", UpcallRegistration { manifest_length: 1 << 20, ..good }, Error::BadLength);
+    attempt("upcall_serve(manifest not a manifest)", UpcallRegistration { manifest_length: 5, ..good }, Error::BadArgument);
+    attempt("upcall_serve(no bindings)", UpcallRegistration { binding_count: 0, ..good }, Error::BadArgument);
+    attempt("upcall_serve(too many bindings)", UpcallRegistration { binding_count: 17, ..good }, Error::BadArgument);
+    attempt("upcall_serve(bindings in kernel memory)", UpcallRegistration { bindings: KERNEL_TEXT as u64, ..good }, Error::BadAddress);
+    attempt("upcall_serve(entry unmapped)", UpcallRegistration { entry: UNMAPPED as u64, ..good }, Error::BadArgument);
+    attempt("upcall_serve(stack misaligned)", UpcallRegistration { stack_top: stack_top as u64 - 8, ..good }, Error::BadArgument);
+    attempt("upcall_serve(stack read-only)", UpcallRegistration { stack_top: code_address as u64 & !15, ..good }, Error::BadArgument);
+    attempt("upcall_serve(not started as an extension)", good, Error::NotPermitted);
+}
+
+/// The echo service of a `ubench serve` child.
+extern "C" fn never_called(_argument: usize) -> ! {
+    arch::exit(99)
+}
+
+/// Cross-address-space calls: bad names, a call to a real service, a taken name.
+fn service_calls(check: &mut Checker, code_address: usize) {
+    use spindle_abi::upcall::glue;
+    check.expect("service_call(\"\")", glue::service_call("", 0), Some(Error::BadLength));
+    check.expect("service_call(no such service)", glue::service_call("badcalls-none", 0), Some(Error::NotFound));
+    let long = [b'x'; MAX_NAME + 1];
+    let long = core::str::from_utf8(&long).unwrap_or("");
+    check.expect("service_call(name too long)", glue::service_call(long, 0), Some(Error::BadLength));
+    let Ok(stack) = AnonymousRegion::map(PAGE_SIZE) else {
+        check.holds("map a page for the service checks", false);
+        return;
+    };
+    let stack_top = stack.address() + stack.len();
+    check.expect("service_register(\"\")", Err::<(), _>(glue::service_register("", never_called, stack_top)), Some(Error::BadLength));
+    check.expect("service_register(stack misaligned)", Err::<(), _>(glue::service_register("badcalls-x", never_called, stack_top - 8)), Some(Error::BadArgument));
+    check.expect("service_register(stack read-only)", Err::<(), _>(glue::service_register("badcalls-x", never_called, code_address & !15)), Some(Error::BadArgument));
+    // A real service in a child: call it, then try to take its name.
+    let Some(server) = check.expect("spawn(ubench serve)", arch::spawn("ubench serve badcalls-echo"), None) else { return };
+    let mut answer = glue::service_call("badcalls-echo", 41);
+    for _ in 0..1000 {
+        if answer != Err(Error::NotFound) {
+            break;
+        }
+        arch::yield_now();
+        answer = glue::service_call("badcalls-echo", 41);
+    }
+    check.holds("service_call(badcalls-echo, 41) answers 42", answer == Ok(42));
+    check.expect("service_register(taken name)", Err::<(), _>(glue::service_register("badcalls-echo", never_called, stack_top)), Some(Error::Refused));
+    check.expect("kill(server)", arch::kill(server), None);
+    check.holds("the server ends when killed", arch::wait(server) == Ok(ExitStatus::Killed(KillCause::Request)));
+    check.expect("service_call(after its server was killed)", glue::service_call("badcalls-echo", 0), Some(Error::NotFound));
 }
 
 fn write_calls(check: &mut Checker, stack_address: usize) {

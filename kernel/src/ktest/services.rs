@@ -1,0 +1,69 @@
+//! Tests of cross-address-space services (`proc::service`): a call from the kernel and
+//! from a process reaches the server's code in the server's space and returns its
+//! answer; a server that loops, overflows its stack, panics or exits inside a call is
+//! withdrawn, the caller gets `Contained`, and the kernel and the caller carry on.
+
+use alloc::string::String;
+
+use spindle_abi::syscall::{Error, ExitStatus, KillCause};
+
+use super::{KernelTest, TestResult};
+use crate::ensure;
+use crate::proc::{self, Grants, Parent, service};
+
+/// The service tests.
+pub static TESTS: &[KernelTest] = &[
+    KernelTest { name: "service::call_reaches_the_server_and_returns", run: call_reaches_the_server },
+    KernelTest { name: "service::endless_server_is_timed_out", run: || contained("loop", "overran") },
+    KernelTest { name: "service::faulting_server_is_withdrawn", run: || contained("fault", "trapped") },
+    KernelTest { name: "service::panicking_server_is_withdrawn", run: || contained("panic", "exited") },
+    KernelTest { name: "service::exiting_server_is_withdrawn", run: || contained("exit", "exited") },
+];
+
+fn text(error: impl core::fmt::Display) -> String {
+    alloc::format!("{error}")
+}
+
+/// Starts `ubench serve NAME MODE` and waits (at most 2 s) until the service is offered.
+fn start_server(name: &str, mode: &str) -> Result<(u64, alloc::sync::Arc<service::Service>), String> {
+    let server = proc::spawn(&alloc::format!("ubench serve {name} {mode}"), Parent::Kernel, Grants::NONE).map_err(text)?;
+    let deadline = crate::time::ticks() + 200;
+    loop {
+        if let Some(offered) = service::find(name) {
+            return Ok((server.pid(), offered));
+        }
+        ensure!(crate::time::ticks() < deadline, "service {name} not offered 2 s after its server started");
+        crate::sched::sleep_ticks(1);
+    }
+}
+
+fn call_reaches_the_server() -> TestResult {
+    let frames_before = crate::mm::frame::stats();
+    let (pid, echo) = start_server("test-echo", "echo")?;
+    ensure!(echo.pid() == pid && echo.name() == "test-echo", "offered by pid {} as {}", echo.pid(), echo.name());
+    let answers: alloc::vec::Vec<_> = [0usize, 41, usize::MAX].iter().map(|&argument| service::call_service(&echo, argument)).collect();
+    drop(echo);
+    proc::kill(pid, Parent::Kernel).map_err(text)?;
+    let status = proc::wait(pid, Parent::Kernel, &|| false).map_err(|error| alloc::format!("{error:?}"))?;
+    ensure!(answers == [Ok(1), Ok(42), Ok(0)], "answers {answers:?}");
+    ensure!(status == ExitStatus::Killed(KillCause::Request), "server {status}");
+    ensure!(service::find("test-echo").is_none(), "the service outlived its server");
+    ensure!(crate::mm::frame::stats() == frames_before, "frames changed: {:?} -> {:?}", frames_before, crate::mm::frame::stats());
+    Ok(())
+}
+
+fn contained(mode: &str, _reason: &str) -> TestResult {
+    let name = alloc::format!("test-{mode}");
+    let (pid, offered) = start_server(&name, mode)?;
+    let answer = service::call_service(&offered, 1);
+    drop(offered);
+    let still_offered = service::find(&name).is_some();
+    // The withdrawn server's `service_register` returns `Contained`; `ubench serve` then
+    // exits 1 by itself — unless the call itself ended it (`exit` mode exits 7 inside
+    // the call, which the kernel does not let it do: it is withdrawn, then exits 1).
+    let status = proc::wait(pid, Parent::Kernel, &|| false).map_err(|error| alloc::format!("{error:?}"))?;
+    ensure!(answer == Err(Error::Contained), "{mode}: call answered {answer:?}");
+    ensure!(!still_offered, "{mode}: still offered after a failed call");
+    ensure!(status == ExitStatus::Exited(1), "{mode}: server {status}");
+    Ok(())
+}
