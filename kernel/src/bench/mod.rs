@@ -19,6 +19,7 @@ mod calls;
 mod dispatch;
 mod extensions;
 pub mod grafts;
+mod scheduling;
 
 use crate::arch::csr;
 
@@ -57,6 +58,7 @@ pub fn run() -> ! {
     crate::println!("bench begin");
     calls::run();
     dispatch::run();
+    scheduling::run();
     extensions::run();
     let grafts_clean = grafts::run();
     if !grafts_clean {
