@@ -7,7 +7,7 @@
 //! read-copy-update (made on every context switch and in the idle loop: raises run with
 //! preemption off, so neither point can be inside one).
 //!
-//! Core services register their events here ([`clock`], [`console`]) and raise them with
+//! Core services register their events here ([`clock`], [`console`], [`mm`], [`sched`]) and raise them with
 //! [`raise`], which is [`EventTable::raise`] inside a no-preemption section.
 
 pub mod builtin;
@@ -15,6 +15,7 @@ pub mod clock;
 pub mod console;
 pub mod mm;
 pub mod probe;
+pub mod sched;
 
 use alloc::sync::Arc;
 
@@ -90,6 +91,7 @@ pub fn init() {
     console::init();
     probe::init();
     mm::init();
+    sched::init();
 }
 
 /// The kernel dispatcher. Panics before [`init`] (a kernel bug).

@@ -227,6 +227,16 @@ impl<A: EventRecord, R: EventRecord> EventTable<A, R> {
         self.raise_slow(plan, args)
     }
 
+    /// Whether the current plan has any binding: lets a raiser that would only get the
+    /// default skip the raise (and building its arguments). One load and a length test;
+    /// a raise made right after may still see a binding installed meanwhile, or none.
+    #[inline]
+    pub fn has_bindings(&self) -> bool {
+        // The plan reference does not outlive this expression, so no quiescent state can
+        // be reported while it is held.
+        !self.plans.read().bindings.is_empty()
+    }
+
     /// Everything but the fast path: picks the path for the plan, so that each path's
     /// code is only as large as it needs (a raise with no binding is one counter and a
     /// tail call to the primary module, with no stack frame).
