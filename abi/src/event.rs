@@ -11,9 +11,10 @@
 //! disagree about a type.
 //!
 //! The kernel's own events are declared at the bottom of this module
-//! ([`CLOCK_TICK`], [`CONSOLE_LINE`], [`MM_RECLAIM`], [`MM_HOT_LIST_SET`], and the block
+//! ([`CLOCK_TICK`], [`CONSOLE_LINE`], [`MM_RECLAIM`], [`MM_HOT_LIST_SET`], the block
 //! path's [`BLOCK_READ_FILTER`], [`BLOCK_READ_DONE`], [`BLOCK_WRITE`], [`BLOCK_MAP_LOOKUP`],
-//! [`BLOCK_FORMAT`]) and listed in [`KERNEL_EVENTS`].
+//! [`BLOCK_FORMAT`], the scheduler's [`SCHED_BLOCK`], [`SCHED_UNBLOCK`],
+//! [`SCHED_CHECKPOINT`], [`SCHED_RESUME`]) and listed in [`KERNEL_EVENTS`].
 //!
 //! Limitations: fields are integers only (no pointers, slices or `bool`); signed fields are
 //! widened to `u64` by sign extension, so declarative range guards compare them as unsigned
@@ -707,6 +708,134 @@ declare_events! {
     /// The disk was formatted: a logical disk resets its map and log; handlers return
     /// nothing.
     pub event BLOCK_FORMAT = 9, "block.Format", fn(DiskFormat) -> ();
+
+    /// A strand is about to wait (SPIN's strand `Block`): raised by the global scheduler on
+    /// the strand itself, before it gives up the hart. An announcement: handlers return
+    /// nothing (a thread package notes which of its strands are waiting, and why).
+    pub event SCHED_BLOCK = 20, "sched.Block", fn(StrandBlock) -> ();
+
+    /// A blocked strand is made ready (SPIN's `Unblock`), raised by whoever wakes it, before
+    /// it is queued. A policy answers where to queue it and whether it should take the hart
+    /// at once ([`UnblockDecision`]; combiner: last valid answer). The scheduler validates
+    /// the answer: a priority outside `StrandUnblock::LOWEST..=HIGHEST` or a `preempt`
+    /// other than 0/1 is rejected (counted) and the default — the strand's own priority,
+    /// no preemption — is used.
+    pub event SCHED_UNBLOCK = 21, "sched.Unblock", fn(StrandUnblock) -> UnblockDecision;
+
+    /// A strand is giving up the hart (SPIN's `Checkpoint`: its state is about to be
+    /// saved): it yields, blocks, exits or makes way for a strand an `Unblock` answer
+    /// asked to preempt it. If it stays ready (yield, preempted), the answer says at which
+    /// priority it is queued again (validated like `Unblock`'s; default: its own).
+    pub event SCHED_CHECKPOINT = 22, "sched.Checkpoint", fn(StrandCheckpoint) -> Requeue;
+
+    /// A strand has the hart again (SPIN's `Resume`: its state was restored), raised on the
+    /// strand itself when it continues after a `Checkpoint` or starts for the first time.
+    /// An announcement: handlers return nothing.
+    pub event SCHED_RESUME = 23, "sched.Resume", fn(StrandResume) -> ();
+}
+
+declare_records! {
+    /// Arguments of `sched.Block`: the running strand is about to wait.
+    ///
+    /// Small fields are `u32` so that every scheduler record fits the 32 bytes the native,
+    /// Wasm and user-level technologies move per record.
+    pub struct StrandBlock {
+        /// The strand's id (unique since boot).
+        pub strand: u64,
+        /// Its own (base) priority, `StrandUnblock::LOWEST..=StrandUnblock::HIGHEST`.
+        pub priority: u32,
+        /// Why it waits: [`StrandBlock::WAIT`], [`StrandBlock::SLEEP`] or [`StrandBlock::JOIN`].
+        pub reason: u32,
+    }
+
+    /// Arguments of `sched.Unblock`: a blocked strand is about to be made ready.
+    pub struct StrandUnblock {
+        /// The strand's id.
+        pub strand: u64,
+        /// Timer ticks it spent blocked.
+        pub blocked_ticks: u64,
+        /// Its own (base) priority.
+        pub priority: u32,
+        /// Why it had blocked (`StrandBlock`'s reasons), so a policy can treat waits for
+        /// events differently from sleeps and joins.
+        pub reason: u32,
+        /// The priority the strand running on this hart (the waker) runs at now.
+        pub running_priority: u32,
+    }
+
+    /// Result of `sched.Unblock`: how the woken strand is scheduled.
+    pub struct UnblockDecision {
+        /// Priority level it is queued at and runs at until it next gives up the hart
+        /// (then it is back at its own); `StrandUnblock::LOWEST..=StrandUnblock::HIGHEST`.
+        pub priority: u32,
+        /// 1: if `priority` is above the running strand's, switch to it at once (when the
+        /// waker may be switched out: not in interrupt context, not in a no-preemption
+        /// section); 0: it waits for the next tick or for the running strand to give up
+        /// the hart (the default).
+        pub preempt: u32,
+    }
+
+    /// Arguments of `sched.Checkpoint`: the running strand is giving up the hart.
+    pub struct StrandCheckpoint {
+        /// The strand's id.
+        pub strand: u64,
+        /// Timer ticks it has used of its current time slice.
+        pub slice_ticks: u64,
+        /// Its own (base) priority.
+        pub priority: u32,
+        /// The priority it ran at (above `priority` after an `Unblock` boost).
+        pub running_priority: u32,
+        /// Why: [`StrandCheckpoint::YIELD`], [`StrandCheckpoint::BLOCK`],
+        /// [`StrandCheckpoint::EXIT`] or [`StrandCheckpoint::PREEMPTED`].
+        pub reason: u32,
+    }
+
+    /// Result of `sched.Checkpoint`: where a strand that stays ready is queued again.
+    pub struct Requeue {
+        /// Priority level, `StrandUnblock::LOWEST..=StrandUnblock::HIGHEST` (ignored when the
+        /// strand blocks or exits).
+        pub priority: u32,
+    }
+
+    /// Arguments of `sched.Resume`: a strand has the hart again.
+    pub struct StrandResume {
+        /// The strand's id.
+        pub strand: u64,
+        /// Id of the strand that had the hart before it on this hart.
+        pub previous: u64,
+        /// Its own (base) priority.
+        pub priority: u32,
+        /// The priority it runs at now.
+        pub running_priority: u32,
+    }
+}
+
+impl StrandBlock {
+    /// Waits for an explicit `unblock` (a lock, a reply, an I/O completion).
+    pub const WAIT: u32 = 1;
+    /// Sleeps for a number of timer ticks.
+    pub const SLEEP: u32 = 2;
+    /// Waits for another strand to finish.
+    pub const JOIN: u32 = 3;
+}
+
+impl StrandUnblock {
+    /// Lowest priority an answer may name (0 is reserved for the idle strands).
+    pub const LOWEST: u32 = 1;
+    /// Highest priority.
+    pub const HIGHEST: u32 = 7;
+}
+
+impl StrandCheckpoint {
+    /// The strand yields and stays ready.
+    pub const YIELD: u32 = 1;
+    /// The strand blocks (`sched.Block` was raised just before).
+    pub const BLOCK: u32 = 2;
+    /// The strand has finished.
+    pub const EXIT: u32 = 3;
+    /// The strand makes way for a strand an `Unblock` answer asked to preempt it, and
+    /// stays ready.
+    pub const PREEMPTED: u32 = 4;
 }
 
 declare_records! {
@@ -828,7 +957,7 @@ mod tests {
 
     #[test]
     fn kernel_events_are_declared() {
-        assert_eq!(KERNEL_EVENTS.len(), 9);
+        assert_eq!(KERNEL_EVENTS.len(), 13);
         assert_eq!(CLOCK_TICK.name(), "clock.Tick");
         assert_eq!(CONSOLE_LINE.id(), EventId(2));
         assert_eq!(MM_RECLAIM.descriptor().result.fields[0].name, "frame");

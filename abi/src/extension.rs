@@ -85,6 +85,18 @@ pub const fn record_size<R: EventRecord>() -> usize {
     core::mem::size_of::<R>()
 }
 
+/// A byte buffer for records, aligned for every record (8 bytes), so that [`encode`] and
+/// [`decode`] take their fastest path on it.
+#[repr(C, align(8))]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RecordBuffer<const N: usize>(pub [u8; N]);
+
+impl<const N: usize> Default for RecordBuffer<N> {
+    fn default() -> Self {
+        RecordBuffer([0; N])
+    }
+}
+
 /// Whether `R` has no padding: its fields' sizes add up to its size. Such a record's
 /// memory, on a little-endian target, is byte for byte what [`encode`] writes.
 const fn is_packed<R: EventRecord>() -> bool {
@@ -104,10 +116,18 @@ pub fn encode<R: EventRecord>(record: &R, bytes: &mut [u8]) -> Result<(), Marsha
     let available = bytes.len();
     let target = bytes.get_mut(..needed).ok_or(MarshalError::BufferTooSmall { needed, available })?;
     if cfg!(target_endian = "little") && const { is_packed::<R>() } {
-        // `R` is `#[repr(C)]` with integer fields only (EventRecord's contract) and no
-        // padding (checked), so all `needed` bytes of `record` are initialised, and on a
-        // little-endian target they are the field bytes the loop below would write.
-        // SAFETY: sound for the reasons given just above; the slice borrows `record`.
+        let pointer = target.as_mut_ptr();
+        if pointer.align_offset(core::mem::align_of::<R>()) == 0 {
+            // `R` is `#[repr(C)]` with integer fields only (EventRecord's contract) and no
+            // padding (checked): on a little-endian target its memory is exactly the field
+            // bytes the loop below would write, and `target` is `needed` bytes, aligned
+            // for `R` (checked), borrowed exclusively.
+            // SAFETY: sound for the reasons given just above.
+            unsafe { pointer.cast::<R>().write(*record) };
+            return Ok(());
+        }
+        // As above, without the alignment: the record's own bytes (all initialised).
+        // SAFETY: `record` is `needed` initialised bytes (no padding); the slice borrows it.
         let source = unsafe { core::slice::from_raw_parts((record as *const R).cast::<u8>(), needed) };
         target.copy_from_slice(source);
         return Ok(());
@@ -125,12 +145,17 @@ pub fn decode<R: EventRecord>(bytes: &[u8]) -> Result<R, MarshalError> {
     let needed = record_size::<R>();
     let source = bytes.get(..needed).ok_or(MarshalError::BufferTooSmall { needed, available: bytes.len() })?;
     if cfg!(target_endian = "little") && const { is_packed::<R>() } {
+        let pointer = source.as_ptr().cast::<R>();
         // `R` is `#[repr(C)]` with integer fields only (EventRecord's contract) and no
         // padding (checked): every `needed`-byte pattern is a valid `R`, with each field
         // the little-endian value at its offset — what the loop below would rebuild.
-        // SAFETY: sound for the reasons given just above; `source` has `needed` bytes and
-        // `read_unaligned` needs no alignment.
-        return Ok(unsafe { source.as_ptr().cast::<R>().read_unaligned() });
+        if pointer.align_offset(core::mem::align_of::<R>()) == 0 {
+            // SAFETY: sound for the reasons given just above; `source` has `needed` bytes,
+            // aligned for `R` (checked).
+            return Ok(unsafe { pointer.read() });
+        }
+        // SAFETY: as above; `read_unaligned` needs no alignment.
+        return Ok(unsafe { pointer.read_unaligned() });
     }
     if R::FIELDS.len() > MAX_FIELDS {
         return Err(MarshalError::BadValue);

@@ -24,7 +24,7 @@
 /// What the generated user-level glue calls (bare-metal RISC-V only).
 #[cfg(all(target_arch = "riscv64", target_os = "none"))]
 pub mod glue {
-    use crate::extension::ExtensionDecl;
+    use crate::extension::{ExtensionDecl, RecordBuffer};
     use crate::native::{BindingInfo, binding_info, invoke};
     use crate::syscall::user::call;
     use crate::syscall::{Error, MAX_UPCALL_BINDINGS, Syscall, UPCALL_RECORD_WORDS, UpcallRegistration};
@@ -65,17 +65,17 @@ pub mod glue {
     /// Runs one upcall: binding `index` of `declaration` on the argument words, then
     /// returns the result words (or the failure code) to the kernel.
     pub fn handle(declaration: &ExtensionDecl, index: usize, argument_size: usize, result_size: usize, words: [u64; UPCALL_RECORD_WORDS]) -> ! {
-        let mut arguments = [0u8; RECORD_BYTES];
-        for (chunk, word) in arguments.chunks_exact_mut(8).zip(words) {
+        let mut arguments = RecordBuffer::<RECORD_BYTES>::default();
+        for (chunk, word) in arguments.0.chunks_exact_mut(8).zip(words) {
             chunk.copy_from_slice(&word.to_le_bytes());
         }
-        let mut result = [0u8; RECORD_BYTES];
-        let code = match invoke(declaration, index, &arguments[..argument_size.min(RECORD_BYTES)], &mut result[..result_size.min(RECORD_BYTES)]) {
+        let mut result = RecordBuffer::<RECORD_BYTES>::default();
+        let code = match invoke(declaration, index, &arguments.0[..argument_size.min(RECORD_BYTES)], &mut result.0[..result_size.min(RECORD_BYTES)]) {
             Ok(()) => 0,
             Err(error) => error as i32 as isize as usize,
         };
         let mut out = [0u64; UPCALL_RECORD_WORDS];
-        for (word, chunk) in out.iter_mut().zip(result.chunks_exact(8)) {
+        for (word, chunk) in out.iter_mut().zip(result.0.chunks_exact(8)) {
             let mut bytes = [0u8; 8];
             bytes.copy_from_slice(chunk);
             *word = u64::from_le_bytes(bytes);

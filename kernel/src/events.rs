@@ -3,11 +3,12 @@
 //! One [`Dispatcher`] serves the whole kernel. This module supplies its platform hooks:
 //! `rdinstret` for the per-binding instruction counters, a bounded executor that runs a
 //! handler under a budget (timer deadline + recovery point, see
-//! [`crate::arch::recovery::run_bounded`]), and quiescent-state reports for its
+//! [`crate::arch::recovery::run_bounded`]), an async executor (a worker strand per async
+//! binding), and quiescent-state reports for its
 //! read-copy-update (made on every context switch and in the idle loop: raises run with
 //! preemption off, so neither point can be inside one).
 //!
-//! Core services register their events here ([`clock`], [`console`]) and raise them with
+//! Core services register their events here ([`clock`], [`console`], [`mm`], [`sched`]) and raise them with
 //! [`raise`], which is [`EventTable::raise`] inside a no-preemption section.
 
 pub mod block;
@@ -16,11 +17,12 @@ pub mod clock;
 pub mod console;
 pub mod mm;
 pub mod probe;
+pub mod sched;
 
 use alloc::sync::Arc;
 
 use spindle_abi::event::EventRecord;
-use spindle_dispatch::{BoundedExecutor, Dispatcher, EventTable, HandlerFault, Platform};
+use spindle_dispatch::{AsyncExecutor, AsyncWork, AsyncWorker, BoundedExecutor, Dispatcher, EventTable, HandlerFault, Platform};
 use spin::Once;
 
 use crate::arch::hart::{self, MAX_HARTS};
@@ -67,9 +69,62 @@ pub fn run_with_budget<R>(budget: u64, body: impl FnOnce() -> R) -> Result<R, Ha
     }
 }
 
+/// Runs async bindings: one worker strand per binding (priority
+/// [`ASYNC_WORKER_PRIORITY`]), blocked while its queue is empty, woken by each raise that
+/// queues work, ended when the binding is freed.
+struct KernelAsyncExecutor;
+
+/// Priority of async workers: that of ordinary kernel strands, so queued work runs when
+/// the raiser gives up the hart or its time slice ends, never inside the raise.
+pub const ASYNC_WORKER_PRIORITY: crate::sched::Priority = crate::sched::Priority::NORMAL;
+
+/// One async binding's worker strand.
+struct KernelAsyncWorker {
+    strand: Arc<crate::sched::Strand>,
+    stop: Arc<core::sync::atomic::AtomicBool>,
+}
+
+impl AsyncWorker for KernelAsyncWorker {
+    /// An unblock: never blocks; inside a raise it never switches (preemption is off).
+    fn notify(&self) {
+        crate::sched::unblock(&self.strand);
+    }
+    fn stop(&self) {
+        self.stop.store(true, core::sync::atomic::Ordering::Release);
+        crate::sched::unblock(&self.strand);
+    }
+    fn id(&self) -> u64 {
+        self.strand.id()
+    }
+}
+
+impl AsyncExecutor for KernelAsyncExecutor {
+    fn start(&self, work: Arc<dyn AsyncWork>) -> Option<alloc::boxed::Box<dyn AsyncWorker>> {
+        let stop = Arc::new(core::sync::atomic::AtomicBool::new(false));
+        let stopping = stop.clone();
+        let name = work.name();
+        let strand = crate::sched::spawn(&name, ASYNC_WORKER_PRIORITY, move || {
+            use core::sync::atomic::Ordering;
+            while !stopping.load(Ordering::Acquire) {
+                work.run_pending();
+                if stopping.load(Ordering::Acquire) {
+                    break;
+                }
+                // A raise that queued after the last pop has unblocked us already: the
+                // block then returns at once (no lost wake-up).
+                crate::sched::block_current();
+            }
+        })
+        .ok()?;
+        Some(alloc::boxed::Box::new(KernelAsyncWorker { strand, stop }))
+    }
+}
+
 /// The kernel's platform hooks (also used by benchmarks that build their own dispatcher).
 pub fn platform() -> Platform {
-    Platform::new(instruction_counter, MAX_HARTS).with_bounded_executor(Arc::new(KernelBoundedExecutor))
+    Platform::new(instruction_counter, MAX_HARTS)
+        .with_bounded_executor(Arc::new(KernelBoundedExecutor))
+        .with_async_executor(Arc::new(KernelAsyncExecutor))
 }
 
 /// Creates a dispatcher with the kernel's hooks in which only the calling hart is online.
@@ -92,6 +147,7 @@ pub fn init() {
     probe::init();
     mm::init();
     block::init();
+    sched::init();
 }
 
 /// The kernel dispatcher. Panics before [`init`] (a kernel bug).

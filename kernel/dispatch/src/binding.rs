@@ -24,6 +24,7 @@ use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 use spindle_abi::event::EventRecord;
 
+use crate::asynchronous::AsyncLane;
 use crate::guard::{DeclarativeGuard, PredicateGuard};
 use crate::handler::{BindingId, Handler, HandlerDescription, HandlerFault, Mode, Order};
 use crate::introspect::{BindingSnapshot, Counters, DisabledReason, Fault, GuardKind, GuardSnapshot};
@@ -180,6 +181,8 @@ pub(crate) struct Parts<A: EventRecord, R: EventRecord> {
     pub(crate) imposed_predicates: usize,
     /// Where the binding's counters go when it is removed (the event's removed totals).
     pub(crate) removed_totals: Arc<AtomicCounters>,
+    /// The queue and worker of an async binding.
+    pub(crate) async_lane: Option<AsyncLane<A>>,
 }
 
 /// An installed binding.
@@ -215,6 +218,8 @@ pub(crate) struct BindingCore<A: EventRecord, R: EventRecord> {
     /// The event's removed totals, and what this binding has already added to them.
     removed_totals: Arc<AtomicCounters>,
     folded: spin::Mutex<Option<CounterValues>>,
+    /// The queue and worker of an async binding (dropping it stops the worker).
+    pub(crate) async_lane: Option<AsyncLane<A>>,
 }
 
 impl<A: EventRecord, R: EventRecord> Drop for BindingCore<A, R> {
@@ -270,6 +275,7 @@ impl<A: EventRecord, R: EventRecord> BindingCore<A, R> {
             last_fault: spin::Mutex::new(None),
             removed_totals: parts.removed_totals,
             folded: spin::Mutex::new(None),
+            async_lane: parts.async_lane,
         }
     }
 
@@ -415,6 +421,7 @@ impl<A: EventRecord, R: EventRecord> BindingCore<A, R> {
             consecutive_faults: health & CONSECUTIVE_MASK,
             disabled,
             last_fault,
+            asynchronous: self.async_lane.as_ref().map(AsyncLane::snapshot),
         }
     }
 }

@@ -24,8 +24,11 @@ pub enum InstallError {
     },
     /// The event's primary module refused.
     Refused(Refusal),
-    /// `Mode::Async` was requested; strands do not exist yet.
+    /// `Mode::Async` was requested, but the platform has no async executor.
     AsyncUnsupported,
+    /// `Mode::Async` was requested, but the async executor could not start a worker
+    /// (e.g. no memory for a strand's stack).
+    AsyncWorkerUnavailable,
     /// `Mode::Bounded` was requested (or imposed) but the platform has no bounded executor.
     BoundedUnsupported,
     /// `Mode::Bounded` with a budget of zero instructions.
@@ -59,7 +62,8 @@ impl fmt::Display for InstallError {
                 registered.0, requested.0
             ),
             InstallError::Refused(refusal) => write!(formatter, "refused by primary module: {refusal}"),
-            InstallError::AsyncUnsupported => write!(formatter, "async bindings are not supported yet"),
+            InstallError::AsyncUnsupported => write!(formatter, "no async executor on this platform"),
+            InstallError::AsyncWorkerUnavailable => write!(formatter, "no worker could be started for the async binding"),
             InstallError::BoundedUnsupported => write!(formatter, "no bounded executor on this platform"),
             InstallError::ZeroBudget => write!(formatter, "bounded budget of zero"),
             InstallError::UnknownField { field, field_count } => {

@@ -131,8 +131,10 @@ where
 pub enum Mode {
     /// In the raiser's context, to completion.
     Sync,
-    /// In a strand of its own. Not supported yet (there are no strands): installing an
-    /// async binding fails with `InstallError::AsyncUnsupported`.
+    /// In a worker of its own (the kernel: a strand per binding): the raise queues a copy of
+    /// the arguments and returns at once; the handler contributes no result. Bounded by
+    /// [`BindingSpec::async_budget`] and the primary module's cap, if any. Needs the
+    /// platform's async executor (else `InstallError::AsyncUnsupported`).
     Async,
     /// In the raiser's context under the platform's bounded executor: a handler that runs
     /// past `budget` instructions is aborted and the event's default is used instead.
@@ -226,6 +228,9 @@ pub struct BindingSpec<A: EventRecord, R: EventRecord> {
     pub mode: Mode,
     /// Where it runs among the event's bindings.
     pub order: Order,
+    /// For an async binding: the budget (instructions) of each run on its worker, before
+    /// the primary module's cap; `None` with no cap runs it unbounded.
+    pub async_budget: Option<u64>,
 }
 
 impl<A: EventRecord, R: EventRecord> BindingSpec<A, R> {
@@ -244,6 +249,7 @@ impl<A: EventRecord, R: EventRecord> BindingSpec<A, R> {
             predicate_guards: Vec::new(),
             mode: Mode::Sync,
             order: Order::default(),
+            async_budget: None,
         }
     }
 
@@ -267,6 +273,13 @@ impl<A: EventRecord, R: EventRecord> BindingSpec<A, R> {
     /// Sets the mode.
     pub fn mode(mut self, mode: Mode) -> Self {
         self.mode = mode;
+        self
+    }
+
+    /// Sets the budget of an async binding's runs (ignored for other modes; use
+    /// `Mode::Bounded` there).
+    pub fn async_budget(mut self, budget: u64) -> Self {
+        self.async_budget = Some(budget);
         self
     }
 

@@ -105,6 +105,22 @@ pub struct GuardSnapshot {
     pub kind: GuardKind,
 }
 
+/// The queue of an async binding as seen by introspection (its handler's runs are the
+/// binding's invocations).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AsyncSnapshot {
+    /// Invocations raises queued.
+    pub queued: u64,
+    /// Invocations dropped: the queue was full, the binding was disabled, or it went away.
+    pub dropped: u64,
+    /// Invocations waiting for the worker now.
+    pub pending: u64,
+    /// The worker's identity (the kernel: its strand id).
+    pub worker: u64,
+    /// The handler's budget per invocation, if bounded.
+    pub budget: Option<u64>,
+}
+
 /// One binding as seen by introspection.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct BindingSnapshot {
@@ -130,6 +146,8 @@ pub struct BindingSnapshot {
     pub disabled: Option<DisabledReason>,
     /// Its most recent fault, if any.
     pub last_fault: Option<Fault>,
+    /// Its queue and worker, for an async binding.
+    pub asynchronous: Option<AsyncSnapshot>,
 }
 
 /// One event as seen by introspection.
@@ -212,6 +230,12 @@ impl fmt::Display for EventSnapshot {
                 counters.faults,
                 counters.overruns,
             )?;
+            if let Some(lane) = &binding.asynchronous {
+                write!(formatter, " queued={} dropped={} pending={} worker=#{}", lane.queued, lane.dropped, lane.pending, lane.worker)?;
+                if let Some(budget) = lane.budget {
+                    write!(formatter, " budget={budget}")?;
+                }
+            }
             if let Some(reason) = &binding.disabled {
                 write!(formatter, " DISABLED after {} faults: {}", reason.consecutive_faults, reason.fault)?;
             }

@@ -20,7 +20,10 @@
 //! - predicate guards in order, imposed guards first;
 //! - faults (panic, trap, overrun, malformed or rejected result) answered with the default
 //!   result, counted, and a circuit breaker that disables a binding after N in a row;
-//! - per-event and per-binding counters and text-ready snapshots for introspection.
+//! - per-event and per-binding counters and text-ready snapshots for introspection;
+//! - `async` bindings: the raise queues the invocation (bounded queue, drops counted) and
+//!   returns; a worker the platform starts (the kernel: a strand per binding) runs it,
+//!   bounded and contained like any handler (module `asynchronous`).
 //!
 //! Example: the console service owns `console.Line`; an extension claims the `hello`
 //! command with an indexed guard; the console raises; the shell lists the events.
@@ -53,8 +56,9 @@
 //! assert_eq!(console.snapshot().binding(id).unwrap().counters.invocations, 1);
 //! ```
 //!
-//! Limitations: async bindings are refused (no strands yet); platform hooks (instruction
-//! counter, bounded executor, hart count) come from the kernel, which must also report
+//! Limitations: async bindings need the platform's async executor (refused without one);
+//! platform hooks (instruction counter, bounded executor, async executor, hart count) come
+//! from the kernel, which must also report
 //! quiescent states or retired plans are never freed; installer identity is the caller's
 //! claim (the loader must vouch for it).
 
@@ -63,6 +67,7 @@
 
 extern crate alloc;
 
+mod asynchronous;
 mod binding;
 mod combiner;
 mod dispatcher;
@@ -75,6 +80,7 @@ mod primary;
 mod rcu;
 mod table;
 
+pub use asynchronous::{ASYNC_QUEUE_CAPACITY, AsyncExecutor, AsyncWork, AsyncWorker};
 pub use combiner::{Combiner, VOTE_CANDIDATES};
 pub use dispatcher::Dispatcher;
 pub use error::{InstallError, RegisterError, UnknownHart, UpdateError};
@@ -82,7 +88,7 @@ pub use guard::{DeclarativeGuard, FieldTest, Guard, MAX_BINDINGS_PER_EVENT, Pred
 pub use handler::{
     BindingId, BindingSpec, FnHandler, Handler, HandlerDescription, HandlerFault, Mode, Order, Technology, handler_fn,
 };
-pub use introspect::{BindingSnapshot, Counters, DisabledReason, EventSnapshot, Fault, GuardKind, GuardSnapshot};
+pub use introspect::{AsyncSnapshot, BindingSnapshot, Counters, DisabledReason, EventSnapshot, Fault, GuardKind, GuardSnapshot};
 pub use platform::{BoundedExecutor, Platform};
 pub use primary::{Authorization, DEFAULT_BREAKER_THRESHOLD, InstallRequest, PrimaryModule, Refusal, ResultRejection};
 pub use table::EventTable;

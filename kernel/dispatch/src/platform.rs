@@ -1,9 +1,10 @@
 //! Platform hooks: what the dispatcher needs from the machine, supplied at construction.
 //!
 //! The dispatcher has no globals and touches no hardware. The kernel passes an instruction
-//! counter (`rdinstret`) for the per-binding "instructions spent" counters and an executor
-//! for bounded bindings (it arms a budget timer and a recovery point around the handler).
-//! Host tests pass a fake counter and a fake executor.
+//! counter (`rdinstret`) for the per-binding "instructions spent" counters, an executor
+//! for bounded bindings (it arms a budget timer and a recovery point around the handler)
+//! and an executor for async bindings (it starts a worker strand per binding). Host tests
+//! pass a fake counter and fake executors.
 //!
 //! No hart-id hook is needed on the raise path: the kernel names the hart when it reports
 //! a quiescent state (see `rcu` and `Dispatcher::quiescent`). It says how many harts there
@@ -11,6 +12,7 @@
 
 use alloc::sync::Arc;
 
+use crate::asynchronous::AsyncExecutor;
 use crate::handler::HandlerFault;
 
 /// Runs a handler under a budget. The kernel's implementation arms a timer for `budget`
@@ -35,6 +37,9 @@ pub struct Platform {
     /// Runs bounded bindings; `None` makes installing a bounded binding fail with
     /// `InstallError::BoundedUnsupported`.
     pub bounded_executor: Option<Arc<dyn BoundedExecutor>>,
+    /// Starts the workers of async bindings; `None` makes installing an async binding
+    /// fail with `InstallError::AsyncUnsupported`.
+    pub async_executor: Option<Arc<dyn AsyncExecutor>>,
     /// Harts that may raise events, numbered `0..hart_count` (kernel: the hart ids).
     pub hart_count: usize,
 }
@@ -42,7 +47,13 @@ pub struct Platform {
 impl Platform {
     /// Hooks for `hart_count` harts with an instruction counter and no bounded executor.
     pub fn new(instruction_counter: fn() -> u64, hart_count: usize) -> Self {
-        Platform { instruction_counter, bounded_executor: None, hart_count }
+        Platform { instruction_counter, bounded_executor: None, async_executor: None, hart_count }
+    }
+
+    /// Adds an async executor (the workers of async bindings).
+    pub fn with_async_executor(mut self, executor: Arc<dyn AsyncExecutor>) -> Self {
+        self.async_executor = Some(executor);
+        self
     }
 
     /// Adds a bounded executor.

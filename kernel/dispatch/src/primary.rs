@@ -68,7 +68,8 @@ pub struct InstallRequest<'a, A> {
     pub owner: &'a str,
     /// The handler to install: its technology and name.
     pub handler: &'a HandlerDescription,
-    /// The requested mode (never `Async`: that is refused before the primary is asked).
+    /// The requested mode (an `Async` request reaches the primary module only when the
+    /// platform can run async bindings).
     pub mode: Mode,
     /// The requested order.
     pub order: Order,

@@ -22,6 +22,7 @@ use core::sync::atomic::{AtomicU64, Ordering};
 
 use spindle_abi::event::{Event, EventDescriptor, EventRecord};
 
+use crate::asynchronous::{AsyncLane, AsyncRunner, start_lane};
 use crate::binding::{AtomicCounters, BindingCore, DISABLED, Parts};
 use crate::combiner::{Accumulate, Combiner, PerAccumulator, Step};
 use crate::error::{InstallError, UpdateError};
@@ -134,6 +135,8 @@ struct Approved<A: EventRecord, R: EventRecord> {
     declarative: Vec<(DeclarativeGuard, bool)>,
     predicates: Vec<PredicateGuard<A>>,
     imposed_predicates: usize,
+    /// For an async binding: its started lane and the runner to point at the binding.
+    lane: Option<(AsyncLane<A>, Arc<AsyncRunner<A, R>>)>,
 }
 
 /// One event registered with the dispatcher: raise it here, bind to it here.
@@ -225,6 +228,16 @@ impl<A: EventRecord, R: EventRecord> EventTable<A, R> {
             return binding.handler.raise_fast(binding, self, args);
         }
         self.raise_slow(plan, args)
+    }
+
+    /// Whether the current plan has any binding: lets a raiser that would only get the
+    /// default skip the raise (and building its arguments). One load and a length test;
+    /// a raise made right after may still see a binding installed meanwhile, or none.
+    #[inline]
+    pub fn has_bindings(&self) -> bool {
+        // The plan reference does not outlive this expression, so no quiescent state can
+        // be reported while it is held.
+        !self.plans.read().bindings.is_empty()
     }
 
     /// Everything but the fast path: picks the path for the plan, so that each path's
@@ -332,6 +345,11 @@ impl<A: EventRecord, R: EventRecord> EventTable<A, R> {
                 binding.counters.guard_rejections.fetch_add(1, Ordering::Relaxed);
                 continue;
             }
+            if binding.mode == Mode::Async {
+                // Queued for the binding's worker; contributes no result.
+                Self::queue_async(binding, args);
+                continue;
+            }
             binding.counters.general_invocations.fetch_add(1, Ordering::Relaxed);
             let outcome = if plan.plain && binding.mode == Mode::Sync {
                 binding.handler.invoke(args)
@@ -358,6 +376,15 @@ impl<A: EventRecord, R: EventRecord> EventTable<A, R> {
         let raises = if accumulator.is_empty() { &self.defaulted } else { &self.general_raises };
         raises.fetch_add(1, Ordering::Relaxed);
         accumulator.finish(&mut default)
+    }
+
+    /// Queues an invocation of an async binding (out of line: rare, and it keeps the raise
+    /// loop small). Never blocks; a full queue drops the invocation and counts it.
+    #[inline(never)]
+    fn queue_async(binding: &BindingCore<A, R>, args: &A) {
+        if let Some(lane) = &binding.async_lane {
+            lane.enqueue(args);
+        }
     }
 
     /// A binding's contribution when its result must be validated or it faulted: the
@@ -430,7 +457,8 @@ impl<A: EventRecord, R: EventRecord> EventTable<A, R> {
 
     /// Installs a binding. Checks it, asks the primary module, then publishes a plan with it.
     ///
-    /// Errors: [`InstallError::AsyncUnsupported`], `BoundedUnsupported`, `ZeroBudget`,
+    /// Errors: [`InstallError::AsyncUnsupported`] (no async executor),
+    /// `AsyncWorkerUnavailable`, `BoundedUnsupported`, `ZeroBudget`,
     /// `UnknownField`, `EmptyRange` (bad request); `Refused` (primary module said no);
     /// `TooManyBindings`.
     pub fn install(&self, spec: BindingSpec<A, R>) -> Result<BindingId, InstallError> {
@@ -470,6 +498,8 @@ impl<A: EventRecord, R: EventRecord> EventTable<A, R> {
         let authorization = self.primary.authorize(&request).map_err(InstallError::Refused)?;
         check_guards::<A>(&authorization.imposed_declarative_guards)?;
         let mode = match (spec.mode, authorization.budget_cap) {
+            // An async binding stays async; the cap bounds each run on its worker.
+            (Mode::Async, _) => Mode::Async,
             (_, None) => spec.mode,
             (Mode::Bounded { budget }, Some(cap)) => Mode::Bounded { budget: budget.min(cap) },
             (_, Some(cap)) => Mode::Bounded { budget: cap },
@@ -484,14 +514,52 @@ impl<A: EventRecord, R: EventRecord> EventTable<A, R> {
         let imposed_predicates = authorization.imposed_predicate_guards.len();
         let mut predicates = authorization.imposed_predicate_guards;
         predicates.extend(spec.predicate_guards.iter().cloned());
-        Ok(Approved { spec, mode, declarative, predicates, imposed_predicates })
+        let lane = match mode {
+            Mode::Async => Some(self.start_async_lane(&spec, authorization.budget_cap, &description)?),
+            _ => None,
+        };
+        Ok(Approved { spec, mode, declarative, predicates, imposed_predicates, lane })
+    }
+
+    /// Starts the worker of a new async binding (before the writer lock is taken: the
+    /// platform may allocate a strand). Its budget is the smaller of the installer's and
+    /// the primary module's cap.
+    fn start_async_lane(
+        &self,
+        spec: &BindingSpec<A, R>,
+        cap: Option<u64>,
+        description: &crate::handler::HandlerDescription,
+    ) -> Result<(AsyncLane<A>, Arc<AsyncRunner<A, R>>), InstallError> {
+        let Some(executor) = &self.platform.async_executor else {
+            return Err(InstallError::AsyncUnsupported);
+        };
+        let budget = match (spec.async_budget, cap) {
+            (Some(requested), Some(cap)) => Some(requested.min(cap)),
+            (requested, cap) => requested.or(cap),
+        };
+        match budget {
+            Some(0) => return Err(InstallError::ZeroBudget),
+            Some(_) if self.platform.bounded_executor.is_none() => return Err(InstallError::BoundedUnsupported),
+            _ => {}
+        }
+        let name = alloc::format!("async {} {}", self.descriptor.name, description.name);
+        start_lane(
+            executor.as_ref(),
+            budget,
+            self.platform.bounded_executor.clone(),
+            self.platform.instruction_counter,
+            self.breaker_threshold,
+            name,
+        )
+        .ok_or(InstallError::AsyncWorkerUnavailable)
     }
 
     /// Whether this dispatcher can run a binding in `mode`.
     fn check_mode(&self, mode: Mode) -> Result<(), InstallError> {
         match mode {
             Mode::Sync => Ok(()),
-            Mode::Async => Err(InstallError::AsyncUnsupported),
+            Mode::Async if self.platform.async_executor.is_none() => Err(InstallError::AsyncUnsupported),
+            Mode::Async => Ok(()),
             Mode::Bounded { budget: 0 } => Err(InstallError::ZeroBudget),
             Mode::Bounded { .. } if self.platform.bounded_executor.is_none() => Err(InstallError::BoundedUnsupported),
             Mode::Bounded { .. } => Ok(()),
@@ -520,6 +588,10 @@ impl<A: EventRecord, R: EventRecord> EventTable<A, R> {
             return Err(InstallError::TooManyBindings);
         }
         let id = BindingId { event: self.descriptor.id, serial: state.next_serial };
+        let (async_lane, runner) = match approved.lane {
+            Some((lane, runner)) => (Some(lane), Some(runner)),
+            None => (None, None),
+        };
         let binding = Arc::new(BindingCore::new(Parts {
             id,
             sequence,
@@ -532,7 +604,11 @@ impl<A: EventRecord, R: EventRecord> EventTable<A, R> {
             predicates: approved.predicates,
             imposed_predicates: approved.imposed_predicates,
             removed_totals: self.removed_totals.clone(),
+            async_lane,
         }));
+        if let Some(runner) = runner {
+            runner.binding.call_once(|| Arc::downgrade(&binding));
+        }
         let key = binding.sort_key();
         let position = bindings.partition_point(|existing| existing.sort_key() <= key);
         bindings.insert(position, binding);

@@ -262,7 +262,7 @@ fn primary_module_refusal_carries_its_reason() {
 fn async_is_refused_and_bounded_needs_an_executor_and_a_budget() {
     let (_dispatcher, table) = packet_table(TestPrimary::new(Combiner::Last));
     let spec = |mode| BindingSpec::new("ext", answer(1)).mode(mode);
-    assert_eq!(table.install(spec(Mode::Async)), Err(InstallError::AsyncUnsupported));
+    assert_eq!(table.install(spec(Mode::Async)), Err(InstallError::AsyncUnsupported), "no async executor");
     assert_eq!(table.install(spec(Mode::Bounded { budget: 0 })), Err(InstallError::ZeroBudget));
 
     let no_executor = spindle_dispatch::Dispatcher::new(spindle_dispatch::Platform::new(fake_instruction_counter, 1));

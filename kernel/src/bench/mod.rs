@@ -23,6 +23,7 @@ mod extensions;
 mod user;
 pub mod grafts;
 pub mod stream;
+mod scheduling;
 
 use crate::arch::csr;
 
@@ -94,6 +95,7 @@ pub fn run() -> ! {
     crate::println!("bench begin");
     calls::run();
     dispatch::run();
+    scheduling::run();
     extensions::run();
     user::run();
     let mut grafts_clean = grafts::run();

@@ -76,6 +76,26 @@ macro_rules! with_event_types {
             type $result = ();
             let $event = &BLOCK_FORMAT;
             $body
+        } else if id == spindle_abi::event::SCHED_BLOCK.id() {
+            type $args = spindle_abi::event::StrandBlock;
+            type $result = ();
+            let $event = &spindle_abi::event::SCHED_BLOCK;
+            $body
+        } else if id == spindle_abi::event::SCHED_UNBLOCK.id() {
+            type $args = spindle_abi::event::StrandUnblock;
+            type $result = spindle_abi::event::UnblockDecision;
+            let $event = &spindle_abi::event::SCHED_UNBLOCK;
+            $body
+        } else if id == spindle_abi::event::SCHED_CHECKPOINT.id() {
+            type $args = spindle_abi::event::StrandCheckpoint;
+            type $result = spindle_abi::event::Requeue;
+            let $event = &spindle_abi::event::SCHED_CHECKPOINT;
+            $body
+        } else if id == spindle_abi::event::SCHED_RESUME.id() {
+            type $args = spindle_abi::event::StrandResume;
+            type $result = ();
+            let $event = &spindle_abi::event::SCHED_RESUME;
+            $body
         } else {
             $otherwise
         }

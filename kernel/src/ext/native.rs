@@ -34,7 +34,7 @@ use core::fmt;
 use core::marker::PhantomData;
 
 use spindle_abi::event::{Event, EventDescriptor, EventRecord};
-use spindle_abi::extension::{GuardDecl, decode, encode};
+use spindle_abi::extension::{GuardDecl, RecordBuffer, decode, encode};
 use spindle_abi::native::{BINDING_COUNT_SYMBOL, BINDING_INFO_SYMBOL, BindingInfo, INVOKE_SYMBOL, MAX_GUARDS};
 use spindle_dispatch::{BindingId, BindingSpec, DeclarativeGuard, Handler, HandlerDescription, HandlerFault, Mode, Technology as DispatchTechnology};
 use spindle_loader::{ContainerError, ElfError, ElfObject, Kind, LoadError, Permissions, Policy};
@@ -223,13 +223,14 @@ struct NativeHandler<A, R> {
 
 impl<A: EventRecord, R: EventRecord> Handler<A, R> for NativeHandler<A, R> {
     fn invoke(&self, args: &A) -> Result<R, HandlerFault> {
-        let mut arguments = [0u8; MAX_RECORD];
-        let mut result = [0u8; MAX_RECORD];
+        // Aligned buffers: records move as whole words on both sides of the call.
+        let mut arguments = RecordBuffer::<MAX_RECORD>::default();
+        let mut result = RecordBuffer::<MAX_RECORD>::default();
         let argument_size = core::mem::size_of::<A>();
         let result_size = core::mem::size_of::<R>();
-        encode(args, &mut arguments).map_err(|_| HandlerFault::MalformedResult)?;
+        encode(args, &mut arguments.0).map_err(|_| HandlerFault::MalformedResult)?;
         let (invoke, index) = (self.invoke, self.index);
-        let (argument_pointer, result_pointer) = (arguments.as_ptr(), result.as_mut_ptr());
+        let (argument_pointer, result_pointer) = (arguments.0.as_ptr(), result.0.as_mut_ptr());
         // The binding is bounded: the dispatcher's executor supplies the budget and the
         // recovery point (and restores the current arena if the call is aborted).
         let code = {
@@ -237,7 +238,7 @@ impl<A: EventRecord, R: EventRecord> Handler<A, R> for NativeHandler<A, R> {
             arena::with_current(&self.arena, || invoke(index, argument_pointer, argument_size, result_pointer, result_size))
         };
         match code {
-            0 => decode::<R>(&result[..result_size]).map_err(|_| HandlerFault::MalformedResult),
+            0 => decode::<R>(&result.0[..result_size]).map_err(|_| HandlerFault::MalformedResult),
             _ => Err(HandlerFault::MalformedResult),
         }
     }

@@ -44,7 +44,7 @@ use core::fmt;
 use core::marker::PhantomData;
 
 use spindle_abi::event::{Event, EventRecord};
-use spindle_abi::extension::{decode, encode};
+use spindle_abi::extension::{RecordBuffer, decode, encode};
 use spindle_abi::host::KERNEL_FUNCTIONS;
 use spindle_abi::native::BindingInfo;
 use spindle_abi::syscall::{Error, MAX_UPCALL_BINDINGS, MAX_UPCALL_MANIFEST, Syscall, UPCALL_RECORD_WORDS, UpcallRegistration};
@@ -349,20 +349,20 @@ struct UserHandler<A, R> {
 
 impl<A: EventRecord, R: EventRecord> Handler<A, R> for UserHandler<A, R> {
     fn invoke(&self, args: &A) -> Result<R, HandlerFault> {
-        let mut bytes = [0u8; RECORD_BYTES];
-        encode(args, &mut bytes).map_err(|_| HandlerFault::MalformedResult)?;
-        let words: [u64; UPCALL_RECORD_WORDS] = core::array::from_fn(|index| word_at(&bytes, index));
+        let mut bytes = RecordBuffer::<RECORD_BYTES>::default();
+        encode(args, &mut bytes.0).map_err(|_| HandlerFault::MalformedResult)?;
+        let words: [u64; UPCALL_RECORD_WORDS] = core::array::from_fn(|index| word_at(&bytes.0, index));
         let _no_preemption = sched::no_preemption();
         // Busy (a nested raise from this extension's own upcall) or no longer served.
         let mut serving = self.user.serving.try_lock().ok_or(HandlerFault::Unavailable)?;
         let serving = serving.as_mut().ok_or(HandlerFault::Unavailable)?;
         let sizes = (core::mem::size_of::<A>(), core::mem::size_of::<R>());
         let result = upcall(serving, &self.user, self.index, sizes, words)?;
-        let mut out = [0u8; RECORD_BYTES];
-        for (chunk, word) in out.chunks_exact_mut(8).zip(result) {
+        let mut out = RecordBuffer::<RECORD_BYTES>::default();
+        for (chunk, word) in out.0.chunks_exact_mut(8).zip(result) {
             chunk.copy_from_slice(&word.to_le_bytes());
         }
-        decode::<R>(&out[..sizes.1]).map_err(|_| HandlerFault::MalformedResult)
+        decode::<R>(&out.0[..sizes.1]).map_err(|_| HandlerFault::MalformedResult)
     }
 
     fn describe(&self) -> HandlerDescription {

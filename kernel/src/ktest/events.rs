@@ -1,11 +1,12 @@
 //! Tests of the kernel dispatcher in place: the console and clock events, guards,
-//! primary-module authorisation, bounded handlers stopped by the real timer, faults and
+//! primary-module authorisation, async bindings on their worker strands, bounded handlers
+//! stopped by the real timer, faults and
 //! the circuit breaker, replacement, and the built-in `ticker` extension.
 
 use alloc::sync::Arc;
 use core::sync::atomic::{AtomicU64, Ordering};
 
-use spindle_abi::event::{CLOCK_TICK, CONSOLE_LINE, ClockTick, ConsoleLine, ConsoleVerdict};
+use spindle_abi::event::{BENCH_PROBE, CLOCK_TICK, CONSOLE_LINE, ClockTick, ConsoleLine, ConsoleVerdict, Probe, ProbeResult};
 use spindle_abi::fingerprint_of;
 use spindle_dispatch::{BindingId, BindingSpec, DeclarativeGuard, InstallError, Mode, Refusal, handler_fn};
 
@@ -17,7 +18,8 @@ use crate::events::{self, console::COMMAND_FIELD};
 pub static TESTS: &[KernelTest] = &[
     KernelTest { name: "events::console_claim_install_raise_uninstall", run: console_claim_install_raise_uninstall },
     KernelTest { name: "events::console_refuses_unguarded_handler", run: console_refuses_unguarded_handler },
-    KernelTest { name: "events::async_is_refused", run: async_is_refused },
+    KernelTest { name: "events::async_binding_runs_on_its_own_strand", run: async_binding_runs_on_its_own_strand },
+    KernelTest { name: "events::async_overrun_is_contained", run: async_overrun_is_contained },
     KernelTest { name: "events::looping_handler_is_stopped_by_budget", run: looping_handler_is_stopped_by_budget },
     KernelTest { name: "events::faulting_handler_trips_breaker", run: faulting_handler_trips_breaker },
     KernelTest { name: "events::replace_switches_handlers", run: replace_switches_handlers },
@@ -63,16 +65,85 @@ fn console_refuses_unguarded_handler() -> TestResult {
     }
 }
 
-fn async_is_refused() -> TestResult {
-    let handler = handler_fn("test.async", |_: &ClockTick| Ok(()));
-    match events::dispatcher().install(&CLOCK_TICK, BindingSpec::new("ktest", handler).mode(Mode::Async)) {
-        Err(InstallError::AsyncUnsupported) => Ok(()),
-        Err(other) => Err(alloc::format!("wrong error: {other}")),
-        Ok(id) => {
-            let _ = events::dispatcher().uninstall(id);
-            Err("async binding accepted".into())
+/// Uninstalls an async binding and waits until its worker strand has ended and been
+/// reaped (so later tests that count frames see no stray stack being freed).
+fn retire_async(id: BindingId) {
+    let _ = events::dispatcher().uninstall(id);
+    // No raise is in progress on this strand and one hart runs: the retired plan (and so
+    // the binding, whose lane stops the worker) can be freed now.
+    events::quiescent();
+    events::reclaim();
+    crate::sched::sleep_ticks(3);
+}
+
+/// The snapshot of binding `id` of `bench.Probe`.
+fn probe_binding(id: BindingId) -> Option<spindle_dispatch::BindingSnapshot> {
+    events::dispatcher().snapshot().into_iter().find_map(|event| event.binding(id).cloned())
+}
+
+fn async_binding_runs_on_its_own_strand() -> TestResult {
+    static RAN_ON: AtomicU64 = AtomicU64::new(u64::MAX);
+    static SEEN_VALUE: AtomicU64 = AtomicU64::new(0);
+    RAN_ON.store(u64::MAX, Ordering::SeqCst);
+    let handler = handler_fn("test.async", |probe: &Probe| {
+        SEEN_VALUE.store(probe.value, Ordering::SeqCst);
+        RAN_ON.store(crate::sched::current().id(), Ordering::SeqCst);
+        Ok(ProbeResult { value: 99 })
+    });
+    let id = events::dispatcher()
+        .install(&BENCH_PROBE, BindingSpec::new("ktest", handler).mode(Mode::Async).when(DeclarativeGuard::equals(0, 0xa5)))
+        .map_err(|error| alloc::format!("install: {error}"))?;
+    let answer = events::probe::raise(0xa5, 41);
+    let ran_before_return = RAN_ON.load(Ordering::SeqCst) != u64::MAX;
+    for _ in 0..100 {
+        if RAN_ON.load(Ordering::SeqCst) != u64::MAX {
+            break;
         }
+        crate::sched::sleep_ticks(1);
     }
+    let binding = probe_binding(id);
+    let listing = crate::shell::events_listing();
+    retire_async(id);
+    let binding = binding.ok_or("binding missing")?;
+    let lane = binding.asynchronous.ok_or("no async lane in the snapshot")?;
+    let ran_on = RAN_ON.load(Ordering::SeqCst);
+    ensure!(answer == 0, "the raise returned {answer}: an async handler must not contribute a result");
+    ensure!(!ran_before_return, "the handler ran before the raise returned");
+    ensure!(ran_on != u64::MAX, "the handler never ran");
+    ensure!(ran_on != crate::sched::current().id(), "the handler ran on the raising strand");
+    ensure!(ran_on == lane.worker, "ran on strand {ran_on}, the binding's worker is {}", lane.worker);
+    ensure!(SEEN_VALUE.load(Ordering::SeqCst) == 41, "the handler saw value {}", SEEN_VALUE.load(Ordering::SeqCst));
+    ensure!(lane.queued == 1 && lane.dropped == 0 && binding.counters.invocations == 1, "lane {lane:?}, invocations {}", binding.counters.invocations);
+    ensure!(listing.contains("queued=1 dropped=0"), "the events listing does not show the async counters");
+    Ok(())
+}
+
+fn async_overrun_is_contained() -> TestResult {
+    let handler = handler_fn("test.async-spin", |_: &Probe| loop {
+        core::hint::spin_loop();
+    });
+    let budget = 200_000; // 2 ms at the nominal 1 GHz
+    let id = events::dispatcher()
+        .install(
+            &BENCH_PROBE,
+            BindingSpec::new("ktest", handler).mode(Mode::Async).async_budget(budget).when(DeclarativeGuard::equals(0, 0x5a)),
+        )
+        .map_err(|error| alloc::format!("install: {error}"))?;
+    let start = crate::time::ticks();
+    events::probe::raise(0x5a, 0);
+    let raise_ticks = crate::time::ticks() - start;
+    let mut overruns = 0;
+    for _ in 0..100 {
+        overruns = probe_binding(id).map_or(0, |binding| binding.counters.overruns);
+        if overruns != 0 {
+            break;
+        }
+        crate::sched::sleep_ticks(1);
+    }
+    retire_async(id);
+    ensure!(raise_ticks <= 1, "the raise took {raise_ticks} ticks");
+    ensure!(overruns == 1, "overruns {overruns}, expected the worker's run to be aborted once");
+    Ok(())
 }
 
 fn looping_handler_is_stopped_by_budget() -> TestResult {

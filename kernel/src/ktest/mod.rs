@@ -24,6 +24,7 @@ mod hotload;
 mod kernel_basics;
 mod processes;
 mod services;
+mod sched_events;
 mod strands;
 mod upcalls;
 mod wasm;
@@ -55,7 +56,7 @@ macro_rules! ensure {
 }
 
 /// Every regular test, in run order.
-pub static TESTS: &[&[KernelTest]] = &[kernel_basics::TESTS, strands::TESTS, events::TESTS, extensions::TESTS, wasm::TESTS, hotload::TESTS, processes::TESTS, upcalls::TESTS, services::TESTS];
+pub static TESTS: &[&[KernelTest]] = &[kernel_basics::TESTS, strands::TESTS, sched_events::TESTS, events::TESTS, extensions::TESTS, wasm::TESTS, hotload::TESTS, processes::TESTS, upcalls::TESTS, services::TESTS];
 
 /// Tests of the harness itself; each must be reported as a failure.
 pub static HARNESS_TESTS: &[KernelTest] = harness::TESTS;

@@ -19,8 +19,22 @@
 //! [`set_address_space`]): the process strands of `proc` run with their process's, every
 //! other strand with the kernel's. [`sleep_ticks`] blocks a strand until a timer tick.
 //!
-//! Limitations: priorities are static; the scheduler events
-//! (`Block`, `Unblock`, `Checkpoint`, `Resume`) are not raised through the dispatcher yet.
+//! Scheduler events (SPIN's strand interface; `docs/scheduling.md`): the scheduler raises
+//! `sched.Block` when a strand is about to wait, `sched.Unblock` before a blocked strand is
+//! queued (the answer picks its priority level and whether it takes the hart at once),
+//! `sched.Checkpoint` when a strand gives up the hart (the answer picks the level a
+//! yielding strand is queued at) and `sched.Resume` when it has the hart again. The
+//! scheduler is their primary module (`crate::events::sched`); its defaults are the
+//! behaviour without extensions. Raises happen only in thread context — with interrupts
+//! on at the call site, before any scheduler lock is taken (Block, Unblock, Checkpoint) or
+//! after the switch back with interrupts restored (Resume) — so handlers run bounded by
+//! their budget timer and may call back into the scheduler (such nested operations use
+//! the defaults). Switches made by the timer tick, and wake-ups made with interrupts off,
+//! raise nothing and use the defaults.
+//!
+//! Limitations: a strand's own priority is static (a policy changes the level it runs at
+//! until it next gives up the hart); tick preemption and interrupt-context wake-ups are
+//! invisible to policies.
 
 mod strand;
 
@@ -29,8 +43,13 @@ use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::sync::atomic::Ordering;
 
+use core::sync::atomic::AtomicU64;
+
+use spindle_abi::event::{StrandBlock, StrandCheckpoint, StrandResume, StrandUnblock};
+
 use crate::arch::csr;
 use crate::arch::hart::{self, MAX_HARTS};
+use crate::events::sched as sched_events;
 pub use strand::{Priority, Strand, StrandState};
 
 /// Number of priority levels; higher numbers run first.
@@ -48,7 +67,7 @@ impl ReadyQueues {
         (minimum..PRIORITY_LEVELS).any(|level| !self.queues[level].is_empty())
     }
     fn push(&mut self, strand: Arc<Strand>) {
-        let level = strand.priority().level();
+        let level = strand.running_priority().level();
         self.queues[level].push_back(strand);
     }
 }
@@ -58,6 +77,8 @@ static CURRENT: [spin::Mutex<Option<Arc<Strand>>>; MAX_HARTS] = [const { spin::M
 static IDLE: [spin::Once<Arc<Strand>>; MAX_HARTS] = [const { spin::Once::new() }; MAX_HARTS];
 /// Exited strands whose stacks are freed once they are fully switched out.
 static ZOMBIES: spin::Mutex<Vec<Arc<Strand>>> = spin::Mutex::new(Vec::new());
+/// Id of the strand that last gave up each hart (`sched.Resume`'s `previous`).
+static PREVIOUS: [AtomicU64; MAX_HARTS] = [const { AtomicU64::new(0) }; MAX_HARTS];
 /// Strands in [`sleep_ticks`], with the tick at which each is woken.
 static SLEEPERS: spin::Mutex<Vec<(u64, Arc<Strand>)>> = spin::Mutex::new(Vec::new());
 
@@ -101,12 +122,23 @@ fn make_ready(strand: Arc<Strand>) {
 /// What happens to the current strand when it gives up the hart.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Leaving {
-    /// Stays ready (yield, preemption).
-    Ready,
-    /// Waits for `unblock`.
-    Blocked,
+    /// Stays ready (yield, preemption); with the `StrandCheckpoint` reason, or 0 for the
+    /// timer tick's preemption (which raises nothing).
+    Ready(u32),
+    /// Waits for `unblock`, for a `StrandBlock` reason.
+    Blocked(u32),
     /// Has finished.
     Exited,
+}
+
+impl Leaving {
+    fn checkpoint_reason(self) -> u32 {
+        match self {
+            Leaving::Ready(reason) => reason,
+            Leaving::Blocked(_) => StrandCheckpoint::BLOCK,
+            Leaving::Exited => StrandCheckpoint::EXIT,
+        }
+    }
 }
 
 /// A section in which this hart's strand is not preempted (see [`no_preemption`]).
@@ -143,7 +175,7 @@ fn preemption_disabled() -> bool {
 /// Does nothing inside a [`no_preemption`] section.
 pub fn yield_now() {
     if !preemption_disabled() {
-        switch_away(Leaving::Ready);
+        switch_away(Leaving::Ready(StrandCheckpoint::YIELD));
     }
 }
 
@@ -153,21 +185,60 @@ pub fn yield_now() {
 /// Panics inside a [`no_preemption`] section (an event handler must not block: that is
 /// what `async` bindings are for).
 pub fn block_current() {
+    block_for(StrandBlock::WAIT);
+}
+
+/// [`block_current`] for a `StrandBlock` reason (what `sched.Block` and `sched.Unblock`
+/// tell policies).
+pub(crate) fn block_for(reason: u32) {
     assert!(!preemption_disabled(), "a strand blocked inside a no-preemption section (an event handler?)");
-    switch_away(Leaving::Blocked);
+    switch_away(Leaving::Blocked(reason));
 }
 
 /// Makes a blocked strand ready; if it is not blocked yet, its next block returns at once.
+///
+/// For a blocked strand, raises `sched.Unblock` first (in thread context, see the module
+/// docs); the answer is the level the strand is queued at and whether it takes the hart at
+/// once (if it outranks the running strand and the caller may be switched out).
 pub fn unblock(strand: &Arc<Strand>) {
-    csr::without_interrupts(|| {
+    let interrupts_on = csr::interrupts_enabled();
+    let own = strand.priority();
+    let (mut level, mut preempt) = (own, false);
+    // Decided before the lock (a handler may call into the scheduler); if the strand is
+    // no longer blocked when the lock is taken, the decision is dropped.
+    if strand.state() == StrandState::Blocked {
+        let decision = sched_events::unblock(
+            interrupts_on,
+            || StrandUnblock {
+                strand: strand.id(),
+                blocked_ticks: crate::time::ticks().saturating_sub(strand.blocked_at_tick.load(Ordering::Relaxed)),
+                priority: own.level() as u32,
+                reason: u32::from(strand.block_reason.load(Ordering::Relaxed)),
+                running_priority: current().running_priority().level() as u32,
+            },
+            own.level() as u32,
+        );
+        // The scheduler validated the answer (1..=7, preempt 0/1); `Priority::new` clamps
+        // anyway.
+        level = Priority::new(decision.priority as u8);
+        preempt = decision.preempt == 1;
+    }
+    let take_hart = csr::without_interrupts(|| {
         let mut ready = READY.lock();
         if strand.state() == StrandState::Blocked {
             strand.set_state(StrandState::Ready);
+            strand.set_running_priority(level);
             ready.push(strand.clone());
+            preempt
+                && CURRENT[hart::id()].lock().as_ref().is_some_and(|running| level > running.running_priority())
         } else {
             strand.wakeup_pending.store(true, Ordering::Release);
+            false
         }
     });
+    if take_hart && interrupts_on && !preemption_disabled() {
+        switch_away(Leaving::Ready(StrandCheckpoint::PREEMPTED));
+    }
 }
 
 /// Blocks the current strand until `ticks` timer ticks have passed or it is unblocked,
@@ -181,7 +252,7 @@ pub fn sleep_ticks(ticks: u64) -> bool {
     }
     let me = current();
     csr::without_interrupts(|| SLEEPERS.lock().push((wake_at, me.clone())));
-    block_current();
+    block_for(StrandBlock::SLEEP);
     // Woken early (unblocked) or by the tick: either way, leave the list.
     csr::without_interrupts(|| SLEEPERS.lock().retain(|(_, sleeper)| !Arc::ptr_eq(sleeper, &me)));
     crate::time::ticks() >= wake_at
@@ -228,14 +299,14 @@ pub fn on_tick() {
         return;
     }
     let is_idle = IDLE[hart_id].get().is_some_and(|idle| Arc::ptr_eq(idle, &current));
-    let level = if is_idle { 0 } else { current.priority().level() };
+    let level = if is_idle { 0 } else { current.running_priority().level() };
     let (higher, equal) = match READY.try_lock() {
         Some(ready) => (ready.has_at_least(level + 1), ready.has_at_least(level)),
         None => return,
     };
     // A higher priority preempts at once; an equal one when the time slice is over.
     if higher || (is_idle && equal) || (equal && used >= crate::param::TIME_SLICE_TICKS) {
-        switch_away(Leaving::Ready);
+        switch_away(Leaving::Ready(0));
     }
 }
 
@@ -255,40 +326,95 @@ fn wake_sleepers() {
     }
 }
 
+/// Raises `sched.Block` (for a block) and `sched.Checkpoint` for the running strand, which
+/// is about to give up the hart; returns the level it is queued at if it stays ready
+/// (`None`: the idle strand, or a block that will return at once). Thread context only:
+/// interrupts on, no scheduler lock held.
+fn announce_leaving(leaving: Leaving) -> Option<Priority> {
+    let current = current();
+    if is_idle(&current) {
+        return None;
+    }
+    let own = current.priority().level() as u32;
+    if let Leaving::Blocked(reason) = leaving {
+        if current.wakeup_pending.load(Ordering::Acquire) {
+            return None; // the block returns at once: nothing to announce
+        }
+        sched_events::block(true, || StrandBlock { strand: current.id(), priority: own, reason });
+    }
+    let requeue = sched_events::checkpoint(
+        true,
+        || StrandCheckpoint {
+            strand: current.id(),
+            slice_ticks: current.slice_ticks.load(Ordering::Relaxed),
+            priority: own,
+            running_priority: current.running_priority().level() as u32,
+            reason: leaving.checkpoint_reason(),
+        },
+        own,
+    );
+    Some(Priority::new(requeue.priority as u8))
+}
+
+fn is_idle(strand: &Arc<Strand>) -> bool {
+    IDLE[hart::id()].get().is_some_and(|idle| Arc::ptr_eq(idle, strand))
+}
+
 fn switch_away(leaving: Leaving) {
+    // Events first, in thread context (interrupts on, no lock held); the timer tick's
+    // preemption and callers with interrupts off skip them (the defaults apply).
+    let announced = if leaving != Leaving::Ready(0) && csr::interrupts_enabled() && sched_events::leaving_bound() {
+        announce_leaving(leaving)
+    } else {
+        None
+    };
     let were_enabled = csr::disable_interrupts();
     let hart_id = hart::id();
     let current = CURRENT[hart_id].lock().clone().expect("scheduler not initialised");
     let idle = IDLE[hart_id].get().cloned();
     let is_idle = idle.as_ref().is_some_and(|idle| Arc::ptr_eq(idle, &current));
+    // The level a strand that stays ready is queued at: the Checkpoint answer, else its own.
+    let requeue_level = announced.unwrap_or(current.priority());
     let next = {
         let mut ready = READY.lock();
-        if leaving == Leaving::Blocked && current.wakeup_pending.swap(false, Ordering::Acquire) {
+        if matches!(leaving, Leaving::Blocked(_)) && current.wakeup_pending.swap(false, Ordering::Acquire) {
             None // an unblock already arrived: keep running
         } else {
-            let minimum = if leaving == Leaving::Ready && !is_idle { current.priority().level() } else { 0 };
+            let staying = matches!(leaving, Leaving::Ready(_)) && !is_idle;
+            let minimum = if staying { requeue_level.level() } else { 0 };
             match ready.pop_at_least(minimum) {
                 Some(next) => {
-                    if leaving == Leaving::Ready && !is_idle {
+                    if staying {
+                        current.set_running_priority(requeue_level);
                         ready.push(current.clone());
                     }
                     Some(next)
                 }
-                None if leaving == Leaving::Ready => None,
+                None if matches!(leaving, Leaving::Ready(_)) => None,
                 None => idle.clone(),
             }
         }
     };
     let Some(next) = next else {
+        if matches!(leaving, Leaving::Ready(_)) && !is_idle {
+            current.set_running_priority(requeue_level);
+        }
         current.slice_ticks.store(0, Ordering::Relaxed);
+        PREVIOUS[hart_id].store(current.id(), Ordering::Relaxed);
         if were_enabled {
             csr::enable_interrupts();
+            announce_resume(&current, is_idle);
         }
         return;
     };
     match leaving {
-        Leaving::Ready => current.set_state(StrandState::Ready),
-        Leaving::Blocked => current.set_state(StrandState::Blocked),
+        Leaving::Ready(_) => current.set_state(StrandState::Ready),
+        Leaving::Blocked(reason) => {
+            current.set_running_priority(current.priority());
+            current.block_reason.store(reason as u8, Ordering::Relaxed);
+            current.blocked_at_tick.store(crate::time::ticks(), Ordering::Relaxed);
+            current.set_state(StrandState::Blocked);
+        }
         Leaving::Exited => {
             current.set_state(StrandState::Exited);
             ZOMBIES.lock().push(current.clone());
@@ -297,6 +423,7 @@ fn switch_away(leaving: Leaving) {
     next.set_state(StrandState::Running);
     next.slice_ticks.store(0, Ordering::Relaxed);
     *CURRENT[hart_id].lock() = Some(next.clone());
+    PREVIOUS[hart_id].store(current.id(), Ordering::Relaxed);
     current.save_hart_state();
     next.restore_hart_state();
     // `current` is not inside a raise (raises are never switched out): a quiescent state.
@@ -313,7 +440,22 @@ fn switch_away(leaving: Leaving) {
     crate::time::program_timer();
     if were_enabled {
         csr::enable_interrupts();
+        announce_resume(&current, is_idle);
     }
+}
+
+/// Raises `sched.Resume` for `strand`, which has the hart again (thread context,
+/// interrupts on); not for the idle strand.
+fn announce_resume(strand: &Arc<Strand>, is_idle: bool) {
+    if is_idle || !sched_events::resume_bound() {
+        return;
+    }
+    sched_events::resume(true, || StrandResume {
+        strand: strand.id(),
+        previous: PREVIOUS[hart::id()].load(Ordering::Relaxed),
+        priority: strand.priority().level() as u32,
+        running_priority: strand.running_priority().level() as u32,
+    });
 }
 
 /// Work every strand does right after it gains the hart: free exited strands' stacks.
@@ -337,6 +479,8 @@ extern "C" fn strand_entry(strand_pointer: usize) -> ! {
     let body = {
         let current = current();
         debug_assert_eq!(Arc::as_ptr(&current) as usize, strand_pointer);
+        let is_idle = is_idle(&current);
+        announce_resume(&current, is_idle);
         current.take_body()
     };
     if let Some(body) = body {

@@ -65,6 +65,12 @@ pub struct Strand {
     id: u64,
     name: String,
     priority: Priority,
+    /// The level it is queued at and runs at: its priority, or what a `sched.Unblock` or
+    /// `sched.Checkpoint` answer chose until it next gives up the hart.
+    running_level: AtomicU8,
+    /// Why it last blocked (a `StrandBlock` reason) and the tick at which it did.
+    pub(super) block_reason: AtomicU8,
+    pub(super) blocked_at_tick: AtomicU64,
     state: AtomicU8,
     /// Ticks used in the current time slice.
     pub(super) slice_ticks: AtomicU64,
@@ -97,6 +103,9 @@ impl Strand {
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
             name: name.into(),
             priority,
+            running_level: AtomicU8::new(priority.0),
+            block_reason: AtomicU8::new(0),
+            blocked_at_tick: AtomicU64::new(0),
             state: AtomicU8::new(StrandState::Ready as u8),
             slice_ticks: AtomicU64::new(0),
             wakeup_pending: AtomicBool::new(false),
@@ -122,6 +131,9 @@ impl Strand {
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
             name: name.into(),
             priority: Priority::NORMAL,
+            running_level: AtomicU8::new(Priority::NORMAL.0),
+            block_reason: AtomicU8::new(0),
+            blocked_at_tick: AtomicU64::new(0),
             state: AtomicU8::new(StrandState::Running as u8),
             slice_ticks: AtomicU64::new(0),
             wakeup_pending: AtomicBool::new(false),
@@ -147,6 +159,15 @@ impl Strand {
     /// Scheduling priority.
     pub fn priority(&self) -> Priority {
         self.priority
+    }
+    /// The priority it is queued at or runs at now: [`priority`](Self::priority) unless a
+    /// scheduling policy (a `sched.Unblock` or `sched.Checkpoint` answer) chose another
+    /// level until the strand next gives up the hart.
+    pub fn running_priority(&self) -> Priority {
+        Priority(self.running_level.load(Ordering::Relaxed))
+    }
+    pub(super) fn set_running_priority(&self, priority: Priority) {
+        self.running_level.store(priority.0, Ordering::Relaxed);
     }
     /// Current state.
     pub fn state(&self) -> StrandState {
@@ -207,7 +228,7 @@ impl Strand {
             if !registered {
                 return;
             }
-            super::block_current();
+            super::block_for(spindle_abi::event::StrandBlock::JOIN);
         }
     }
 

@@ -90,6 +90,13 @@ pub fn disable_interrupts() -> bool {
     previous & SSTATUS_SIE != 0
 }
 
+/// Whether supervisor interrupts are enabled on this hart (false in a trap handler and
+/// in sections run with interrupts off).
+#[inline(always)]
+pub fn interrupts_enabled() -> bool {
+    sstatus() & SSTATUS_SIE != 0
+}
+
 /// Runs `f` with interrupts disabled on this hart, restoring the previous state after.
 pub fn without_interrupts<R>(f: impl FnOnce() -> R) -> R {
     let were_enabled = disable_interrupts();
