@@ -107,14 +107,7 @@ signed_field_values!(i8, i16, i32, i64);
 /// Implemented by [`declare_records!`](crate::declare_records) (and by `()` for events that
 /// return nothing); do not implement it by hand. The supertraits let the dispatcher copy
 /// results, compare them with the default (first-non-default, vote) and order them (min/max).
-///
-/// # Safety
-/// The type is `#[repr(C)]`, its fields are exactly [`FIELDS`](Self::FIELDS) (offsets and
-/// sizes true) and every field is one of the integer types of [`FieldValue`]; so every
-/// bit pattern of its non-padding bytes is a valid value. The marshalling code
-/// ([`crate::extension::encode`] / [`decode`](crate::extension::decode)) relies on this
-/// to copy records without padding as bytes.
-pub unsafe trait EventRecord:
+pub trait EventRecord:
     Copy + Default + Eq + Ord + fmt::Debug + Send + Sync + 'static
 {
     /// The record's type name.
@@ -134,8 +127,7 @@ pub unsafe trait EventRecord:
     fn from_fields(values: &[u64]) -> Option<Self>;
 }
 
-// SAFETY: `()` has no fields and no bytes.
-unsafe impl EventRecord for () {
+impl EventRecord for () {
     const TYPE_NAME: &'static str = "()";
     const SIGNATURE: &'static str = "()";
     const FIELDS: &'static [FieldDesc] = &[];
@@ -386,9 +378,7 @@ macro_rules! declare_records {
             )*
         }
 
-        // SAFETY: the struct above is `#[repr(C)]`, FIELDS lists its fields with their
-        // true offsets and sizes, and `FieldValue` (sealed) admits only integer types.
-        unsafe impl $crate::event::EventRecord for $Record {
+        impl $crate::event::EventRecord for $Record {
             const TYPE_NAME: &'static str = ::core::stringify!($Record);
             const SIGNATURE: &'static str = ::core::concat!(
                 ::core::stringify!($Record), "{",

@@ -85,8 +85,7 @@ pub const fn record_size<R: EventRecord>() -> usize {
     core::mem::size_of::<R>()
 }
 
-/// A byte buffer for records, aligned for every record (8 bytes), so that [`encode`] and
-/// [`decode`] take their fastest path on it.
+/// A byte buffer for records, aligned for every record (8 bytes).
 #[repr(C, align(8))]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RecordBuffer<const N: usize>(pub [u8; N]);
@@ -97,41 +96,12 @@ impl<const N: usize> Default for RecordBuffer<N> {
     }
 }
 
-/// Whether `R` has no padding: its fields' sizes add up to its size. Such a record's
-/// memory, on a little-endian target, is byte for byte what [`encode`] writes.
-const fn is_packed<R: EventRecord>() -> bool {
-    let mut total = 0;
-    let mut index = 0;
-    while index < R::FIELDS.len() {
-        total += R::FIELDS[index].size;
-        index += 1;
-    }
-    total == core::mem::size_of::<R>()
-}
-
 /// Writes `record` into `bytes` with the `#[repr(C)]` layout (little-endian fields at
 /// their offsets, padding zeroed).
 pub fn encode<R: EventRecord>(record: &R, bytes: &mut [u8]) -> Result<(), MarshalError> {
     let needed = record_size::<R>();
     let available = bytes.len();
     let target = bytes.get_mut(..needed).ok_or(MarshalError::BufferTooSmall { needed, available })?;
-    if cfg!(target_endian = "little") && const { is_packed::<R>() } {
-        let pointer = target.as_mut_ptr();
-        if pointer.align_offset(core::mem::align_of::<R>()) == 0 {
-            // `R` is `#[repr(C)]` with integer fields only (EventRecord's contract) and no
-            // padding (checked): on a little-endian target its memory is exactly the field
-            // bytes the loop below would write, and `target` is `needed` bytes, aligned
-            // for `R` (checked), borrowed exclusively.
-            // SAFETY: sound for the reasons given just above.
-            unsafe { pointer.cast::<R>().write(*record) };
-            return Ok(());
-        }
-        // As above, without the alignment: the record's own bytes (all initialised).
-        // SAFETY: `record` is `needed` initialised bytes (no padding); the slice borrows it.
-        let source = unsafe { core::slice::from_raw_parts((record as *const R).cast::<u8>(), needed) };
-        target.copy_from_slice(source);
-        return Ok(());
-    }
     target.fill(0);
     for (index, field) in R::FIELDS.iter().enumerate() {
         let value = record.field(index).to_le_bytes();
@@ -144,19 +114,6 @@ pub fn encode<R: EventRecord>(record: &R, bytes: &mut [u8]) -> Result<(), Marsha
 pub fn decode<R: EventRecord>(bytes: &[u8]) -> Result<R, MarshalError> {
     let needed = record_size::<R>();
     let source = bytes.get(..needed).ok_or(MarshalError::BufferTooSmall { needed, available: bytes.len() })?;
-    if cfg!(target_endian = "little") && const { is_packed::<R>() } {
-        let pointer = source.as_ptr().cast::<R>();
-        // `R` is `#[repr(C)]` with integer fields only (EventRecord's contract) and no
-        // padding (checked): every `needed`-byte pattern is a valid `R`, with each field
-        // the little-endian value at its offset — what the loop below would rebuild.
-        if pointer.align_offset(core::mem::align_of::<R>()) == 0 {
-            // SAFETY: sound for the reasons given just above; `source` has `needed` bytes,
-            // aligned for `R` (checked).
-            return Ok(unsafe { pointer.read() });
-        }
-        // SAFETY: as above; `read_unaligned` needs no alignment.
-        return Ok(unsafe { pointer.read_unaligned() });
-    }
     if R::FIELDS.len() > MAX_FIELDS {
         return Err(MarshalError::BadValue);
     }
@@ -419,13 +376,12 @@ mod tests {
         let mut bytes = [0xffu8; 16];
         encode(&value, &mut bytes).unwrap();
         assert_eq!(decode::<Mixed>(&bytes).unwrap(), value);
-        // Padding (bytes 1..4) is zeroed on the field-by-field path.
-        assert!(!is_packed::<Mixed>());
+        // Padding (bytes 1..4) is zeroed.
         assert_eq!(bytes[..8], [7, 0, 0, 0, 0xfb, 0xff, 0xff, 0xff]);
     }
 
     #[test]
-    fn packed_records_copy_as_their_field_bytes() {
+    fn records_encode_as_their_field_bytes() {
         crate::declare_records! {
             /// No padding, mixed widths.
             struct Packed {
@@ -437,7 +393,6 @@ mod tests {
                 half: u32,
             }
         }
-        assert!(is_packed::<Packed>() && is_packed::<()>());
         let value = Packed { word: 0x0102_0304_0506_0708, signed: -2, half: 9 };
         let mut bytes = [0xaau8; 20];
         encode(&value, &mut bytes).unwrap();
@@ -445,7 +400,7 @@ mod tests {
         expected[..8].copy_from_slice(&value.word.to_le_bytes());
         expected[8..12].copy_from_slice(&value.signed.to_le_bytes());
         expected[12..16].copy_from_slice(&value.half.to_le_bytes());
-        assert_eq!(bytes, expected, "the fast path writes exactly the field bytes, nothing past the record");
+        assert_eq!(bytes, expected, "exactly the field bytes, nothing past the record");
         assert_eq!(decode::<Packed>(&bytes).unwrap(), value);
         assert_eq!(decode::<Packed>(&bytes[..15]), Err(MarshalError::BufferTooSmall { needed: 16, available: 15 }));
     }
