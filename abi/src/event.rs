@@ -48,6 +48,8 @@ pub struct FieldDesc {
     pub offset: usize,
     /// Size of the field in bytes.
     pub size: usize,
+    /// Whether the field's type is signed (`i8`..`i64`): decoding sign-extends it.
+    pub signed: bool,
     /// The field's documentation, one entry per `///` line.
     pub doc: &'static [&'static str],
 }
@@ -62,6 +64,8 @@ mod sealed {
 pub trait FieldValue: Copy + sealed::Sealed {
     /// The type's name, used in signatures and introspection.
     const TYPE_NAME: &'static str;
+    /// Whether the type is signed.
+    const SIGNED: bool;
     /// Widens the value to `u64` (sign-extending signed types).
     fn to_u64(self) -> u64;
     /// Narrows a `u64` back; `None` if the value does not fit (for signed types the value
@@ -74,6 +78,7 @@ macro_rules! unsigned_field_values {
         impl sealed::Sealed for $type {}
         impl FieldValue for $type {
             const TYPE_NAME: &'static str = stringify!($type);
+            const SIGNED: bool = false;
             fn to_u64(self) -> u64 {
                 self as u64
             }
@@ -89,6 +94,7 @@ macro_rules! signed_field_values {
         impl sealed::Sealed for $type {}
         impl FieldValue for $type {
             const TYPE_NAME: &'static str = stringify!($type);
+            const SIGNED: bool = true;
             fn to_u64(self) -> u64 {
                 self as i64 as u64
             }
@@ -391,6 +397,7 @@ macro_rules! declare_records {
                     type_name: <$FieldType as $crate::event::FieldValue>::TYPE_NAME,
                     offset: ::core::mem::offset_of!($Record, $field),
                     size: ::core::mem::size_of::<$FieldType>(),
+                    signed: <$FieldType as $crate::event::FieldValue>::SIGNED,
                     doc: &[$($field_doc),*],
                 },
             )*];

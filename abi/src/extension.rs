@@ -96,13 +96,27 @@ impl<const N: usize> Default for RecordBuffer<N> {
     }
 }
 
+/// Whether the fields of `R` cover all its bytes.
+const fn has_no_padding<R: EventRecord>() -> bool {
+    let mut total = 0;
+    let mut index = 0;
+    while index < R::FIELDS.len() {
+        total += R::FIELDS[index].size;
+        index += 1;
+    }
+    total == core::mem::size_of::<R>()
+}
+
 /// Writes `record` into `bytes` with the `#[repr(C)]` layout (little-endian fields at
 /// their offsets, padding zeroed).
 pub fn encode<R: EventRecord>(record: &R, bytes: &mut [u8]) -> Result<(), MarshalError> {
     let needed = record_size::<R>();
     let available = bytes.len();
     let target = bytes.get_mut(..needed).ok_or(MarshalError::BufferTooSmall { needed, available })?;
-    target.fill(0);
+    // Only padding needs zeroing; most records have none (a compile-time constant).
+    if const { !has_no_padding::<R>() } {
+        target.fill(0);
+    }
     for (index, field) in R::FIELDS.iter().enumerate() {
         let value = record.field(index).to_le_bytes();
         target[field.offset..field.offset + field.size].copy_from_slice(&value[..field.size]);
@@ -123,7 +137,7 @@ pub fn decode<R: EventRecord>(bytes: &[u8]) -> Result<R, MarshalError> {
         raw[..field.size].copy_from_slice(&source[field.offset..field.offset + field.size]);
         let unsigned = u64::from_le_bytes(raw);
         // Sign-extend signed fields so `from_fields` sees the value `field()` would give.
-        values[index] = if field.type_name.starts_with('i') && field.size < 8 {
+        values[index] = if field.signed && field.size < 8 {
             let shift = 64 - 8 * field.size as u32;
             (((unsigned << shift) as i64) >> shift) as u64
         } else {
