@@ -302,11 +302,12 @@ fn ext(arguments: &[&str]) -> Result<(), CommandError> {
                 crate::println!("  {:<16} {:<8} {:<9} {} binding(s)  {memory}  {state}", extension.name, extension.version,
                     alloc::format!("{}", extension.technology), extension.bindings.lock().len());
             }
-            crate::println!("available (in the boot bundle: NAME native, NAME.wasm Wasm — `ext load NAME wasm`):");
+            crate::println!("available (in the boot bundle: NAME native, NAME.wasm Wasm — `ext load NAME wasm`, bin/ext-NAME user-level — `ext load NAME user`):");
             match crate::ext::bundle::get() {
                 Some(bundle) => {
-                    // Entries under `bin/` are user programs (`run NAME`), not extensions.
-                    for entry in bundle.entries.iter().filter(|entry| !entry.name.starts_with("bin/")) {
+                    // Other entries under `bin/` are user programs (`run NAME`), not extensions.
+                    let user_prefix = alloc::format!("{}{}", crate::proc::PROGRAM_PREFIX, crate::ext::user::PROGRAM_PREFIX);
+                    for entry in bundle.entries.iter().filter(|entry| !entry.name.starts_with("bin/") || entry.name.starts_with(&user_prefix)) {
                         crate::println!("  {:<16} {} bytes{}", entry.name, entry.payload.len(),
                             if bundle.boot.contains(&entry.name) { ", loaded at boot" } else { "" });
                     }

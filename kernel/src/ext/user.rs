@@ -170,9 +170,14 @@ impl UserExtension {
             true
         });
         if first {
-            // An upcall holds `serving` only with preemption off on this hart, so this
-            // strand cannot be interrupting one: the lock is free or briefly contended.
-            csr::without_interrupts(|| self.serving.lock().take());
+            // An upcall holds `serving` only with preemption off on this hart, so this strand
+            // cannot be interrupting one: the lock is free — unless an aborted call leaked
+            // its guard, which keeps every later upcall out just as well (never spin here).
+            csr::without_interrupts(|| {
+                if let Some(mut serving) = self.serving.try_lock() {
+                    serving.take();
+                }
+            });
             sched::unblock(&self.server);
         }
     }
