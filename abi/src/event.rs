@@ -783,7 +783,8 @@ declare_records! {
         /// The priority it ran at (above `priority` after an `Unblock` boost).
         pub running_priority: u32,
         /// Why: [`StrandCheckpoint::YIELD`], [`StrandCheckpoint::BLOCK`],
-        /// [`StrandCheckpoint::EXIT`] or [`StrandCheckpoint::PREEMPTED`].
+        /// [`StrandCheckpoint::EXIT`], [`StrandCheckpoint::PREEMPTED`] or
+        /// [`StrandCheckpoint::TIME_SLICE`].
         pub reason: u32,
     }
 
@@ -833,6 +834,10 @@ impl StrandCheckpoint {
     /// The strand makes way for a strand an `Unblock` answer asked to preempt it, and
     /// stays ready.
     pub const PREEMPTED: u32 = 4;
+    /// A user process's time slice is over (or a higher priority is ready): the timer
+    /// stopped its U-mode code and its strand gives up the hart, staying ready. (Kernel
+    /// strands preempted inside the timer interrupt raise nothing.)
+    pub const TIME_SLICE: u32 = 5;
 }
 
 declare_records! {

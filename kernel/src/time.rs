@@ -49,6 +49,21 @@ pub fn program_timer() {
 
 /// Called from the trap handler on each timer interrupt (tick or budget deadline).
 pub fn on_timer_interrupt() {
+    if tick() {
+        crate::sched::on_tick();
+    }
+}
+
+/// Called by a process's strand after a timer interrupt stopped its U-mode code: the same
+/// tick as [`on_timer_interrupt`], but the scheduler only says whether it wants the hart
+/// back, so that the strand gives it up in thread context — where `sched.Checkpoint` can
+/// be raised ([`crate::sched::preempt_for_time_slice`]).
+pub fn on_user_timer_interrupt() -> bool {
+    tick() && crate::sched::on_tick_deferring_preemption()
+}
+
+/// The tick's own work; true if a periodic tick was due (false: a budget deadline only).
+fn tick() -> bool {
     let now = csr::time() as u64;
     let next_tick = NEXT_TICK.load(Ordering::Relaxed);
     if now >= next_tick {
@@ -60,10 +75,10 @@ pub fn on_timer_interrupt() {
         crate::ktest::on_tick(tick);
         crate::events::clock::on_tick();
         program_timer();
-        crate::sched::on_tick();
-        return;
+        return true;
     }
     program_timer();
+    false
 }
 
 /// Converts microseconds to `time` CSR units.

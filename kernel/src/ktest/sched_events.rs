@@ -25,7 +25,46 @@ pub static TESTS: &[KernelTest] = &[
     KernelTest { name: "sched_events::bad_unblock_answer_is_rejected", run: bad_unblock_answer_is_rejected },
     KernelTest { name: "sched_events::handler_calling_scheduler_does_not_recurse", run: handler_calling_scheduler_does_not_recurse },
     KernelTest { name: "sched_events::boost_extension_changes_order", run: boost_extension_changes_order },
+    KernelTest { name: "sched_events::process_time_slice_raises_checkpoint", run: process_time_slice_raises_checkpoint },
 ];
+
+/// Two user processes that never yield share the hart by the timer alone: each
+/// preemption of one of them is raised as `sched.Checkpoint` with reason `TIME_SLICE`, on
+/// the preempted process's strand, and the policy's answer is used (here: its own level).
+fn process_time_slice_raises_checkpoint() -> TestResult {
+    use crate::proc::{self, Grants, Parent};
+    static SLICES: AtomicU64 = AtomicU64::new(0);
+    static STRANDS: AtomicU64 = AtomicU64::new(0);
+    SLICES.store(0, Ordering::SeqCst);
+    STRANDS.store(0, Ordering::SeqCst);
+    let on_checkpoint = handler_fn("test.time-slice", |args: &StrandCheckpoint| {
+        SLICES.fetch_add(1, Ordering::SeqCst);
+        STRANDS.fetch_or(1 << (args.strand % 64), Ordering::SeqCst);
+        Ok(Requeue { priority: args.priority })
+    });
+    let reason = field_index(StrandCheckpoint::FIELDS, "reason").unwrap_or(usize::MAX);
+    let id = events::dispatcher()
+        .install(
+            &SCHED_CHECKPOINT,
+            spindle_dispatch::BindingSpec::new("ktest", on_checkpoint).when(DeclarativeGuard::equals(reason, u64::from(StrandCheckpoint::TIME_SLICE))),
+        )
+        .map_err(|error| alloc::format!("install: {error}"))?;
+    let spawned: Vec<_> = (0..2).map(|_| proc::spawn("spin 0 3000000", Parent::Kernel, Grants::NONE)).collect();
+    let window_end = crate::time::ticks() + 30;
+    while !sched::sleep_ticks(window_end.saturating_sub(crate::time::ticks())) {}
+    let (slices, strands) = (SLICES.load(Ordering::SeqCst), STRANDS.load(Ordering::SeqCst));
+    for process in spawned.iter().flatten() {
+        let _ = proc::kill(process.pid(), Parent::Kernel);
+        let _ = proc::wait(process.pid(), Parent::Kernel, &|| false);
+    }
+    uninstall(&[id]);
+    for process in spawned {
+        process.map_err(|error| alloc::format!("spawn spin: {error}"))?;
+    }
+    ensure!(slices >= 2, "sched.Checkpoint(TIME_SLICE) raised {slices} times in 30 ticks of two spinning processes");
+    ensure!(strands.count_ones() == 2, "raised for {} strand(s), expected both spinners", strands.count_ones());
+    Ok(())
+}
 
 /// Index of the `strand` field, the first of every scheduler argument record.
 fn strand_field<A: EventRecord>() -> usize {

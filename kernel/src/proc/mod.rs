@@ -288,7 +288,14 @@ fn process_main(process: Arc<Process>, space: AddressSpace, entry: usize) {
         match context.cause() {
             // Interrupts are off here, as in the kernel's trap handler; the tick may
             // preempt this strand, which then resumes here.
-            TrapCause::TimerInterrupt => crate::time::on_timer_interrupt(),
+            TrapCause::TimerInterrupt => {
+                // The switch, if due, happens here in thread context, so policies see it
+                // as `sched.Checkpoint` (reason TIME_SLICE).
+                if crate::time::on_user_timer_interrupt() {
+                    csr::enable_interrupts();
+                    sched::preempt_for_time_slice();
+                }
+            }
             TrapCause::Exception(Exception::UserEnvironmentCall) => {
                 context.skip_ecall();
                 csr::enable_interrupts();

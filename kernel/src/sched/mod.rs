@@ -291,23 +291,46 @@ pub fn exit_current() -> ! {
 /// Timer-tick hook (interrupt context): preempts the current strand for a ready strand
 /// of higher priority at once, or of equal priority when its time slice is over.
 pub fn on_tick() {
+    if tick_wants_the_hart() {
+        switch_away(Leaving::Ready(0));
+    }
+}
+
+/// [`on_tick`] for a process's strand stopped in U-mode: the same bookkeeping, but the
+/// switch is left to the caller, which makes it in thread context with
+/// [`preempt_for_time_slice`] (so `sched.Checkpoint` is raised). Returns whether the
+/// scheduler wants the hart.
+pub fn on_tick_deferring_preemption() -> bool {
+    tick_wants_the_hart()
+}
+
+/// Gives up the hart because the time slice is over (or a higher priority is ready),
+/// raising `sched.Checkpoint` with reason `TIME_SLICE`: for a process's strand after
+/// [`on_tick_deferring_preemption`] said so. Thread context, interrupts on.
+pub fn preempt_for_time_slice() {
+    if !preemption_disabled() {
+        switch_away(Leaving::Ready(StrandCheckpoint::TIME_SLICE));
+    }
+}
+
+/// The tick's scheduling work (sleepers, time slice); true if the running strand should
+/// give up the hart.
+fn tick_wants_the_hart() -> bool {
     wake_sleepers();
     let hart_id = hart::id();
-    let Some(current) = CURRENT[hart_id].try_lock().and_then(|slot| slot.clone()) else { return };
+    let Some(current) = CURRENT[hart_id].try_lock().and_then(|slot| slot.clone()) else { return false };
     let used = current.slice_ticks.fetch_add(1, Ordering::Relaxed) + 1;
     if preemption_disabled() {
-        return;
+        return false;
     }
     let is_idle = IDLE[hart_id].get().is_some_and(|idle| Arc::ptr_eq(idle, &current));
     let level = if is_idle { 0 } else { current.running_priority().level() };
     let (higher, equal) = match READY.try_lock() {
         Some(ready) => (ready.has_at_least(level + 1), ready.has_at_least(level)),
-        None => return,
+        None => return false,
     };
     // A higher priority preempts at once; an equal one when the time slice is over.
-    if higher || (is_idle && equal) || (equal && used >= crate::param::TIME_SLICE_TICKS) {
-        switch_away(Leaving::Ready(0));
-    }
+    higher || (is_idle && equal) || (equal && used >= crate::param::TIME_SLICE_TICKS)
 }
 
 /// Unblocks the sleepers whose tick has come (interrupt context; never allocates).
