@@ -149,15 +149,7 @@ pub fn build_wasm(crate_name: &str) -> Result<PathBuf> {
 
     let shown = kext_path.strip_prefix(workspace_root()).unwrap_or(&kext_path);
     println!("ext build --wasm: {} ({} bytes, signed, {:.1} s)", shown.display(), kext.len(), started.elapsed().as_secs_f64());
-    println!(
-        "  manifest:    {} {}, events [{}], domains [{}], budget {} us, quota {} bytes",
-        manifest.name,
-        manifest.version,
-        manifest.events.join(", "),
-        manifest.domains.join(", "),
-        manifest.budget_microseconds,
-        manifest.memory_quota_bytes
-    );
+    print_manifest(&manifest);
     let imports: Vec<String> = report.imports.iter().map(|(symbol, domain)| format!("{symbol} ({domain})")).collect();
     println!("  imports:     {}", if imports.is_empty() { "none".to_string() } else { imports.join(", ") });
     println!("  module:      {} bytes, initial memory {} bytes, {} binding(s) described", module.len(), report.initial_memory, report.bindings);
@@ -185,15 +177,7 @@ pub fn build_user(crate_name: &str) -> Result<PathBuf> {
     spindle_process::Executable::parse(&bytes).map_err(|error| format!("the kernel would refuse {}: {error}", path.display()))?;
     let shown = path.strip_prefix(&root).unwrap_or(&path);
     println!("ext build --user: {} ({} bytes, {:.1} s)", shown.display(), bytes.len(), started.elapsed().as_secs_f64());
-    println!(
-        "  manifest:    {} {}, events [{}], domains [{}], budget {} us, quota {} bytes",
-        manifest.name,
-        manifest.version,
-        manifest.events.join(", "),
-        manifest.domains.join(", "),
-        manifest.budget_microseconds,
-        manifest.memory_quota_bytes
-    );
+    print_manifest(&manifest);
     Ok(path)
 }
 
@@ -228,9 +212,8 @@ fn verify_as_the_kernel_would(kext: &[u8], kind: Kind, verifying_key_hex: &str, 
     Ok(())
 }
 
-fn print_summary(path: &Path, size: usize, manifest: &Manifest, report: &artifact::Report, verifying_key_hex: &str, started: Instant) {
-    let shown = path.strip_prefix(workspace_root()).unwrap_or(path);
-    println!("ext build: {} ({size} bytes, signed, {:.1} s)", shown.display(), started.elapsed().as_secs_f64());
+/// Prints the one-line manifest summary every `ext build` shows.
+fn print_manifest(manifest: &Manifest) {
     println!(
         "  manifest:    {} {}, events [{}], domains [{}], budget {} us, quota {} bytes",
         manifest.name,
@@ -240,6 +223,12 @@ fn print_summary(path: &Path, size: usize, manifest: &Manifest, report: &artifac
         manifest.budget_microseconds,
         manifest.memory_quota_bytes
     );
+}
+
+fn print_summary(path: &Path, size: usize, manifest: &Manifest, report: &artifact::Report, verifying_key_hex: &str, started: Instant) {
+    let shown = path.strip_prefix(workspace_root()).unwrap_or(path);
+    println!("ext build: {} ({size} bytes, signed, {:.1} s)", shown.display(), started.elapsed().as_secs_f64());
+    print_manifest(&manifest);
     println!("  exports:     {}", report.exports.join(", "));
     let imports: Vec<String> = report.imports.iter().map(|(symbol, domain)| format!("{symbol} ({domain})")).collect();
     println!("  imports:     {}", if imports.is_empty() { "none".to_string() } else { imports.join(", ") });
