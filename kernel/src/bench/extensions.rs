@@ -39,33 +39,15 @@ fn measure_load(preference: Preference) -> Option<u64> {
             return None;
         }
         total += cost as u64;
-        let server = serving_pid();
+        let server = ext::user::serving_pid("faulty");
         let _ = ext::unload("faulty");
         crate::events::quiescent();
         crate::events::reclaim();
         if let Some(pid) = server {
-            wait_until_reaped(pid);
+            crate::proc::wait_until_reaped(pid, 200);
         }
     }
     Some(total * 1000 / LOAD_ITERATIONS)
-}
-
-/// The serving process of a user-level `faulty`, if that is what is loaded.
-fn serving_pid() -> Option<u64> {
-    let extension = ext::find("faulty")?;
-    let image = extension.image.lock();
-    match image.as_ref()? {
-        ext::ExtensionImage::User(image) => Some(image.extension().pid()),
-        _ => None,
-    }
-}
-
-/// Sleeps until process `pid` is gone (at most 2 s).
-fn wait_until_reaped(pid: u64) {
-    let deadline = crate::time::ticks() + 200;
-    while crate::proc::find(pid).is_some() && crate::time::ticks() < deadline {
-        crate::sched::sleep_ticks(1);
-    }
 }
 
 /// Runs the extension-cost rows.
@@ -91,10 +73,10 @@ pub fn run() {
         });
         let row = alloc::format!("probe-answer-{name}");
         super::HardwareEvents::report_since(hardware, group, &row, iterations);
-        let server = serving_pid();
+        let server = ext::user::serving_pid("faulty");
         let _ = ext::unload("faulty");
         if let Some(pid) = server {
-            wait_until_reaped(pid);
+            crate::proc::wait_until_reaped(pid, 200);
         }
         if wrong > 0 {
             crate::println!("bench: faulty ({name}) answered {wrong} of {iterations} probes wrongly; row withheld");

@@ -50,7 +50,7 @@ use spindle_abi::native::BindingInfo;
 use spindle_abi::syscall::{Error, MAX_UPCALL_BINDINGS, MAX_UPCALL_MANIFEST, Syscall, UPCALL_RECORD_WORDS, UpcallRegistration};
 use spindle_dispatch::{BindingId, BindingSpec, Handler, HandlerDescription, HandlerFault, Mode, Technology as DispatchTechnology};
 use spindle_loader::Manifest;
-use spindle_process::{PageAccess, user_range};
+use spindle_process::user_range;
 
 use super::{ExtensionError, ExtensionState, LoadedExtension, Technology};
 use crate::arch::csr;
@@ -198,6 +198,16 @@ impl UserImage {
 impl Drop for UserImage {
     fn drop(&mut self) {
         self.extension.end(Ending::Unloaded);
+    }
+}
+
+/// The serving process of the loaded extension `name`, if it is user-level.
+pub fn serving_pid(name: &str) -> Option<u64> {
+    let extension = super::find(name)?;
+    let image = extension.image.lock();
+    match image.as_ref()? {
+        super::ExtensionImage::User(image) => Some(image.extension().pid()),
+        _ => None,
     }
 }
 
@@ -537,13 +547,6 @@ fn read_registration(space: &AddressSpace, pointer: usize, length: usize) -> Res
     space.read(bindings_range.start, &mut described)?;
     let bindings = described.chunks_exact(BindingInfo::SIZE).filter_map(BindingInfo::from_bytes).collect();
     let (entry, stack_top) = (raw.entry as usize, raw.stack_top as usize);
-    // The entry must be user memory the process can read (its text is r-x); the stack's
-    // last 16 bytes writable and the top 16-byte aligned, as the calling convention needs.
-    user_range(entry, 4, 4)?;
-    space.check(entry, 4, PageAccess::Read).map_err(|_| Error::BadArgument)?;
-    if stack_top % 16 != 0 || stack_top < 16 {
-        return Err(Error::BadArgument);
-    }
-    space.check(stack_top - 16, 16, PageAccess::Write).map_err(|_| Error::BadArgument)?;
+    migrate::check_target(space, entry, stack_top)?;
     Ok(Registration { manifest, bindings, view: space.view(), entry, stack_top })
 }

@@ -5,12 +5,11 @@
 //! process ends), and unloading or killing the process leaves no frame behind.
 
 use alloc::string::String;
-use alloc::vec::Vec;
 
 use super::extensions::check_contained;
 use super::{KernelTest, TestResult};
 use crate::ensure;
-use crate::ext::{self, ExtensionImage, ExtensionState};
+use crate::ext::{self, ExtensionState};
 use crate::proc::{self, Parent};
 
 /// The user-level tests.
@@ -30,31 +29,22 @@ fn text(error: impl core::fmt::Display) -> String {
 
 /// The serving process of the loaded user-level extension `name`.
 fn serving_pid(name: &str) -> Option<u64> {
-    let extension = ext::find(name)?;
-    let image = extension.image.lock();
-    match image.as_ref()? {
-        ExtensionImage::User(image) => Some(image.extension().pid()),
-        _ => None,
-    }
+    ext::user::serving_pid(name)
 }
 
-/// Waits until process `pid` has ended and been reaped (serving processes are
-/// detached), or 2 s have passed.
+/// Waits (at most 2 s) until process `pid` has ended and been reaped (serving processes
+/// are detached).
 fn wait_until_gone(pid: u64) -> TestResult {
-    let deadline = crate::time::ticks() + 200;
-    while let Some(process) = proc::find(pid) {
-        ensure!(
-            crate::time::ticks() < deadline,
-            "serving process {pid} still exists 2 s after serving ended (status {:?}, {} system calls, parent {})",
-            process.exit_status(),
-            process.system_calls(),
-            process.parent()
-        );
-        drop(process);
-        // Blocked, not spinning: the process may run at a lower priority than tests.
-        crate::sched::sleep_ticks(1);
+    if proc::wait_until_reaped(pid, 200) {
+        return Ok(());
     }
-    Ok(())
+    let process = proc::find(pid).ok_or("vanished")?;
+    Err(alloc::format!(
+        "serving process {pid} still exists 2 s after serving ended (status {:?}, {} system calls, parent {})",
+        process.exit_status(),
+        process.system_calls(),
+        process.parent()
+    ))
 }
 
 /// Loads and unloads `name`'s user-level build once: the first load grows tables that
@@ -86,32 +76,10 @@ fn load_raise_unload() -> TestResult {
     Ok(())
 }
 
-/// `faulty`'s answers over a sequence of probes (the Wasm tests' sequence: answers and
-/// heap allocations, and a key nobody binds).
-fn answers_of(preference: ext::Preference) -> Result<Vec<u64>, String> {
-    let extension = ext::load("faulty", preference).map_err(text)?;
-    drop(extension);
-    let mut answers = Vec::new();
-    for value in [0u64, 1, 21, 1 << 40, u64::MAX / 2] {
-        answers.push(crate::events::probe::raise(faulty::KEY_ANSWER, value));
-    }
-    for value in [0u64, 1, 7, 100, 1000] {
-        answers.push(crate::events::probe::raise(faulty::KEY_ALLOCATE, value));
-    }
-    answers.push(crate::events::probe::raise(42, 42));
-    let state = ext::find("faulty").map(|extension| extension.state.lock().clone());
-    let pid = serving_pid("faulty");
-    ext::unload("faulty").map_err(text)?;
-    if let Some(pid) = pid {
-        wait_until_gone(pid)?;
-    }
-    ensure!(state == Some(ExtensionState::Running), "{preference:?}: state {state:?}");
-    Ok(answers)
-}
-
 fn builds_agree() -> TestResult {
-    let native = answers_of(ext::Preference::Native)?;
-    let user = answers_of(ext::Preference::User)?;
+    // The Wasm tests' probe sequence (answers, heap allocations, a key nobody binds).
+    let native = super::wasm::answers_of(ext::Preference::Native)?;
+    let user = super::wasm::answers_of(ext::Preference::User)?;
     ensure!(user == native, "user-level {user:?} vs native {native:?}");
     ensure!(user[2] == 42 && user[8] == 5050 && user[10] == 0, "answers {user:?}");
     Ok(())

@@ -165,13 +165,19 @@ fn sequence() -> Vec<u64> {
     answers
 }
 
-fn answers_of(preference: ext::Preference) -> Result<Vec<u64>, String> {
+/// `faulty`'s answers to [`sequence`] as `preference` (also used by the user-level tests;
+/// a user-level build's serving process is waited for after the unload).
+pub(super) fn answers_of(preference: ext::Preference) -> Result<Vec<u64>, String> {
     let extension = ext::load("faulty", preference).map_err(text)?;
     let technology = extension.technology;
     drop(extension);
     let answers = sequence();
     let state = ext::find("faulty").map(|extension| extension.state.lock().clone());
+    let server = ext::user::serving_pid("faulty");
     ext::unload("faulty").map_err(text)?;
+    if let Some(pid) = server {
+        ensure!(crate::proc::wait_until_reaped(pid, 200), "serving process {pid} did not end after the unload");
+    }
     ensure!(state == Some(ExtensionState::Running), "{technology}: state {state:?}");
     Ok(answers)
 }

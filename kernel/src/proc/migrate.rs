@@ -32,6 +32,16 @@ use crate::sched;
 /// Longest text the target may write to the console in one call.
 pub const WRITE_MAX: usize = 4096;
 
+/// Checks a migrating call's target as a process registers it: `entry` is user memory the
+/// process can read (its text is r-x), and `stack_top` is 16-byte aligned with the 16
+/// bytes below it writable, as the calling convention needs. Errors: `BadArgument`.
+pub fn check_target(space: &super::AddressSpace, entry: usize, stack_top: usize) -> Result<(), Error> {
+    use spindle_process::PageAccess;
+    let entry_readable = user_range(entry, 4, 4).is_ok() && space.check(entry, 4, PageAccess::Read).is_ok();
+    let stack_usable = stack_top % 16 == 0 && stack_top >= 16 && space.check(stack_top - 16, 16, PageAccess::Write).is_ok();
+    if entry_readable && stack_usable { Ok(()) } else { Err(Error::BadArgument) }
+}
+
 /// Why a migrating call did not return normally.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum CallFault {

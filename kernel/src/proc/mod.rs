@@ -433,6 +433,20 @@ pub fn kill(pid: u64, requester: Parent) -> Result<(), Error> {
     Ok(())
 }
 
+/// Sleeps until process `pid` is no longer in the table (ended and reaped — detached
+/// processes are reaped as they end) or `ticks` timer ticks have passed; true if it is gone.
+pub fn wait_until_reaped(pid: u64, ticks: u64) -> bool {
+    let deadline = crate::time::ticks() + ticks;
+    while find(pid).is_some() {
+        if crate::time::ticks() >= deadline {
+            return false;
+        }
+        // Blocked, not spinning: the process may run at a lower priority than the caller.
+        sched::sleep_ticks(1);
+    }
+    true
+}
+
 /// The process with id `pid`, if it exists (running or not yet reaped).
 pub fn find(pid: u64) -> Option<Arc<Process>> {
     with_table(|table| table.get(&pid).cloned())

@@ -21,7 +21,7 @@ use alloc::vec::Vec;
 use core::sync::atomic::{AtomicBool, Ordering};
 
 use spindle_abi::syscall::{Error, MAX_NAME, Syscall};
-use spindle_process::{PageAccess, user_range};
+use spindle_process::user_range;
 
 use super::migrate::{self, CallFault};
 use super::{AddressSpace, Process, SpaceView};
@@ -91,11 +91,7 @@ fn read_name(space: &AddressSpace, pointer: usize, length: usize) -> Result<Stri
 /// withdrawn after a faulty call (`Err(Some(Contained))`). Errors as documented.
 pub fn register(process: &Arc<Process>, space: &AddressSpace, [pointer, length, entry, stack_top, ..]: [usize; 6]) -> Result<usize, Option<Error>> {
     let name = read_name(space, pointer, length).map_err(Some)?;
-    user_range(entry, 4, 4).map_err(|_| Some(Error::BadArgument))?;
-    space.check(entry, 4, PageAccess::Read).map_err(|_| Some(Error::BadArgument))?;
-    if stack_top % 16 != 0 || stack_top < 16 || space.check(stack_top - 16, 16, PageAccess::Write).is_err() {
-        return Err(Some(Error::BadArgument));
-    }
+    migrate::check_target(space, entry, stack_top).map_err(Some)?;
     let service = Arc::new(Service {
         name,
         pid: process.pid(),
