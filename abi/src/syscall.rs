@@ -511,6 +511,12 @@ declare_syscalls! {
     /// `service_return(value) -> !`: ends the running service call with `value`.
     /// Errors: `WrongState` (no service call is running).
     ServiceReturn = 26, "service_return", (value) -> "does not return";
+    /// `ext_stats(pointer, length) -> total`: every loaded (or killed) extension's full
+    /// record as one JSON document (`{"clock":…,"extensions":[…]}`: technology, version,
+    /// state and reason, artifact size, SHA-256 and signer, load time and cost, budget,
+    /// memory, bindings with guards and counters — what `ext show` prints); copy
+    /// semantics as [`Syscall::ExtList`]. Errors: `BadLength`, `BadAddress`.
+    ExtStats = 27, "ext_stats", (pointer, length) -> "length of the document";
 }
 
 impl fmt::Display for Syscall {
@@ -676,7 +682,7 @@ pub mod user {
     fn buffer_call(syscall: Syscall, first: Option<usize>, buffer: &mut [u8]) -> Result<usize, Error> {
         debug_assert!(matches!(
             syscall,
-            Syscall::Read | Syscall::ExtList | Syscall::Events | Syscall::Processes | Syscall::LastError
+            Syscall::Read | Syscall::ExtList | Syscall::Events | Syscall::Processes | Syscall::LastError | Syscall::ExtStats
         ));
         let (address, length) = (buffer.as_mut_ptr() as usize, buffer.len());
         let arguments = match first {
@@ -721,6 +727,12 @@ pub mod user {
     /// Errors as for [`Syscall::ExtList`].
     pub fn ext_list(buffer: &mut [u8]) -> Result<usize, Error> {
         buffer_call(Syscall::ExtList, None, buffer)
+    }
+
+    /// Copies every extension's JSON record into `buffer`; returns the document's full
+    /// length. Errors as for [`Syscall::ExtStats`].
+    pub fn ext_stats(buffer: &mut [u8]) -> Result<usize, Error> {
+        buffer_call(Syscall::ExtStats, None, buffer)
     }
 
     /// Copies the dispatcher's event listing into `buffer`; returns its full length.

@@ -11,6 +11,7 @@
 //! | `spindle.test.watchdog=S` | fail a test after S seconds (default `param::TEST_WATCHDOG_SECONDS`) |
 //! | `spindle.script=L1,L2,…` | run these console lines in order, then exit; each line is percent-encoded |
 //! | `spindle.shell=kernel` | skip the user shell (`spsh`): the kernel console runs the script, or interactively |
+//! | `spindle.clock=exact\|host` | how budgets are enforced (`crate::time::ClockMode`); default: measured at boot |
 
 /// What the kernel does after booting.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -69,6 +70,16 @@ pub fn parse(command_line: &str) -> Mode<'_> {
 /// (`spindle.shell=kernel`).
 pub fn kernel_console_requested(command_line: &str) -> bool {
     command_line.split_ascii_whitespace().any(|word| word == "spindle.shell=kernel")
+}
+
+/// The clock mode the command line forces (`spindle.clock=exact` or `host`), if any; an
+/// unknown value is ignored (the kernel then measures the clock).
+pub fn clock_mode(command_line: &str) -> Option<crate::time::ClockMode> {
+    command_line.split_ascii_whitespace().find_map(|word| match word.strip_prefix("spindle.clock=")? {
+        "exact" => Some(crate::time::ClockMode::Exact),
+        "host" => Some(crate::time::ClockMode::Host),
+        _ => None,
+    })
 }
 
 /// Why a percent-encoded script line could not be decoded.

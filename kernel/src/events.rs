@@ -28,10 +28,6 @@ use spin::Once;
 use crate::arch::hart::{self, MAX_HARTS};
 use crate::arch::recovery::{Abort, run_bounded};
 
-/// Instructions per tick of the 10 MHz timebase at the nominal 1 GHz clock that budgets
-/// are stated in (exact under QEMU `-icount shift=0`).
-pub const INSTRUCTIONS_PER_TIMEBASE_TICK: u64 = 100;
-
 static DISPATCHER: Once<Dispatcher> = Once::new();
 
 fn instruction_counter() -> u64 {
@@ -47,12 +43,12 @@ impl BoundedExecutor for KernelBoundedExecutor {
     }
 }
 
-/// Runs `body` with a budget of `budget` instructions (converted to a timer deadline at
-/// the nominal 1 GHz), turning an overrun, a trap or an extension panic into the
-/// matching [`HandlerFault`]. Nests (see [`run_bounded`]).
+/// Runs `body` with a budget of `budget` nanoseconds of guest time (instructions under
+/// `-icount shift=0`; converted to a timer deadline by [`crate::time::budget_deadline`],
+/// which stretches it on a host clock), turning an overrun, a trap or an extension panic
+/// into the matching [`HandlerFault`]. Nests (see [`run_bounded`]).
 pub fn run_with_budget<R>(budget: u64, body: impl FnOnce() -> R) -> Result<R, HandlerFault> {
-    let ticks = (budget / INSTRUCTIONS_PER_TIMEBASE_TICK).max(1);
-    let deadline = crate::time::now() + ticks;
+    let deadline = crate::time::budget_deadline(budget);
     // An aborted call does not unwind through the code that set the calling extension's
     // arena as current: restore what was current here, whatever happens inside.
     let current_arena = &hart::current().current_extension_arena;
@@ -123,6 +119,7 @@ impl AsyncExecutor for KernelAsyncExecutor {
 /// The kernel's platform hooks (also used by benchmarks that build their own dispatcher).
 pub fn platform() -> Platform {
     Platform::new(instruction_counter, MAX_HARTS)
+        .with_counter_unit(crate::time::clock_mode().counter_unit())
         .with_bounded_executor(Arc::new(KernelBoundedExecutor))
         .with_async_executor(Arc::new(KernelAsyncExecutor))
 }

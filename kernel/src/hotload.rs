@@ -14,7 +14,8 @@
 //! |---|---|
 //! | `LOAD <length>\n` then exactly `<length>` bytes of a `.kext` | `OK loaded <name> <version> (<technology>), <n> binding(s)` |
 //! | `UNLOAD <name>\n` | `OK unloaded <name>` |
-//! | `LIST\n` | `OK <name>:<state>,…` (`OK` alone when nothing is loaded) |
+//! | `LIST\n` | `OK <name>:<state>,…` (`OK` alone when nothing is loaded; state `running`, `degraded` or `killed`) |
+//! | `STATS\n` | `OK <json>`: every extension's record, as the `ext_stats` system call returns it |
 //! | anything refused | `ERR <specific message>` |
 //!
 //! Every request gets exactly one answer line. A request line is at most
@@ -59,8 +60,9 @@ pub const STALL_TIMEOUT_SECONDS: u64 = 5;
 pub const RESYNC_QUIET_MILLISECONDS: u64 = 100;
 /// How long `hotload wait` waits when no time is given.
 pub const DEFAULT_WAIT_SECONDS: u64 = 30;
-/// Longest answer line sent (loader messages are short; this bounds a runaway one).
-const ANSWER_MAX: usize = 1024;
+/// Longest answer line sent (loader messages are short; a `STATS` document of every
+/// loaded extension is a few KiB; this bounds a runaway one).
+pub const ANSWER_MAX: usize = 64 * 1024;
 /// After bytes arrive, keep polling without waiting for the timer this many ticks: the
 /// host usually has more queued, and QEMU refills the receive buffer within microseconds.
 const BUSY_POLL_TICKS: u64 = 2;
@@ -76,6 +78,8 @@ pub enum Request {
     Unload(String),
     /// List the loaded extensions.
     List,
+    /// Every extension's full record as JSON.
+    Stats,
 }
 
 /// A parsed request line.
@@ -93,6 +97,8 @@ pub enum Header {
     },
     /// `LIST`.
     List,
+    /// `STATS`.
+    Stats,
 }
 
 /// Why a request was refused before it reached the extension loader.
@@ -152,7 +158,7 @@ impl fmt::Display for RequestError {
         match self {
             RequestError::LineTooLong => write!(formatter, "request line longer than {REQUEST_LINE_MAX} bytes"),
             RequestError::NotText => formatter.write_str("request line is not UTF-8 text"),
-            RequestError::UnknownVerb(verb) => write!(formatter, "unknown request {verb:?} (expected LOAD, UNLOAD or LIST)"),
+            RequestError::UnknownVerb(verb) => write!(formatter, "unknown request {verb:?} (expected LOAD, UNLOAD, LIST or STATS)"),
             RequestError::MissingArgument { verb, argument } => write!(formatter, "{verb} needs {argument}"),
             RequestError::ExtraArgument { verb, word } => write!(formatter, "{verb} takes no more arguments (got {word:?})"),
             RequestError::BadLength(text) => write!(formatter, "LOAD length {text:?} is not a decimal byte count"),
@@ -192,6 +198,7 @@ pub fn parse_header(line: &[u8]) -> Result<Option<Header>, RequestError> {
             ("UNLOAD", Header::Unload { name: name.to_string() })
         }
         "LIST" => ("LIST", Header::List),
+        "STATS" => ("STATS", Header::Stats),
         other => return Err(RequestError::UnknownVerb(other.to_string())),
     };
     match words.next() {
@@ -285,6 +292,7 @@ impl RequestReader {
         match parse_header(line) {
             Ok(None) => None,
             Ok(Some(Header::List)) => Some(Ok(Request::List)),
+            Ok(Some(Header::Stats)) => Some(Ok(Request::Stats)),
             Ok(Some(Header::Unload { name })) => Some(Ok(Request::Unload(name))),
             Ok(Some(Header::Load { length })) => {
                 let mut bytes = Vec::new();
@@ -350,25 +358,20 @@ pub fn parse_request(bytes: &[u8]) -> Result<Request, RequestError> {
 /// Carries out a request and returns its answer line (without the `\n`).
 pub fn execute(request: &Request) -> String {
     match request {
-        Request::Load(bytes) => match crate::ext::load_kext_bytes(bytes) {
-            Ok(extension) => alloc::format!("OK loaded {} {} ({}), {} binding(s)", extension.name, extension.version,
-                extension.technology, extension.bindings.lock().len()),
+        Request::Load(bytes) => match crate::ext::load_kext_bytes(bytes).map(|extension| crate::ext::loaded_summary(&extension)) {
+            Ok(Ok(summary)) => alloc::format!("OK loaded {}", summary.replace('`', "")),
+            Ok(Err(why)) => alloc::format!("ERR {why}"),
             Err(error) => alloc::format!("ERR {error}"),
         },
         Request::Unload(name) => match crate::ext::unload(name) {
             Ok(()) => alloc::format!("OK unloaded {name}"),
             Err(error) => alloc::format!("ERR {error}"),
         },
+        Request::Stats => alloc::format!("OK {}", crate::ext::introspect::all_json()),
         Request::List => {
             let entries: Vec<String> = crate::ext::list()
                 .iter()
-                .map(|extension| {
-                    let state = match &*extension.state.lock() {
-                        crate::ext::ExtensionState::Running => "running",
-                        crate::ext::ExtensionState::Killed(_) => "killed",
-                    };
-                    alloc::format!("{}:{state}", extension.name)
-                })
+                .map(|extension| alloc::format!("{}:{}", extension.name, crate::ext::introspect::report(extension).status.word()))
                 .collect();
             if entries.is_empty() { "OK".to_string() } else { alloc::format!("OK {}", entries.join(",")) }
         }
@@ -394,6 +397,7 @@ fn describe(request: &Request) -> String {
         Request::Load(bytes) => alloc::format!("LOAD ({} bytes)", bytes.len()),
         Request::Unload(name) => alloc::format!("UNLOAD {name}"),
         Request::List => "LIST".to_string(),
+        Request::Stats => "STATS".to_string(),
     }
 }
 

@@ -77,8 +77,8 @@ pub extern "C" fn kernel_main(hart_id: usize, device_tree_address: usize) -> ! {
         exit(ExitStatus::FatalFault);
     }
     arch::csr::enable_interrupts();
-    println!("[boot] timer at {} Hz (timebase {} Hz, {})", param::TICKS_PER_SECOND, time::timebase_hz(),
-        if time::uses_sstc() { "stimecmp" } else { "SBI set_timer" });
+    println!("[boot] timer at {} Hz (timebase {} Hz, {}); clock {}: {}", param::TICKS_PER_SECOND, time::timebase_hz(),
+        if time::uses_sstc() { "stimecmp" } else { "SBI set_timer" }, time::clock_mode().name(), time::clock_mode().budget_meaning());
     events::init();
     ext::bundle::init();
     proc::init();

@@ -63,7 +63,7 @@ pub static COMMANDS: &[Command] = &[
     Command { name: "mem", usage: "mem", help: "memory map, frames and heap usage", run: mem },
     Command { name: "uptime", usage: "uptime", help: "time since boot and timer ticks", run: uptime },
     Command { name: "devices", usage: "devices", help: "devices from the device tree", run: devices },
-    Command { name: "events", usage: "events", help: "events, their bindings, guards and counters", run: events },
+    Command { name: "events", usage: "events [NAME]", help: "events (all, one, or one service's: `events clock`), their bindings, guards and counters", run: events },
     Command { name: "ext", usage: "ext list|load|replace NAME [builtin|wasm|user]|unload NAME", help: "list, load and unload extensions", run: ext },
     Command { name: "hotload", usage: "hotload wait [SECONDS]", help: "wait for one `cargo xtask load` request (default 30 s); fails if it was refused", run: hotload },
     Command { name: "probe", usage: "probe KEY VALUE", help: "raise bench.Probe and print the combined result", run: probe },
@@ -86,7 +86,42 @@ pub fn run_line(line: &str) -> Result<(), CommandError> {
     if !line.trim().is_empty() && crate::events::console::offer_line(line) {
         return Ok(());
     }
-    run_builtin(line)
+    match run_builtin(line) {
+        Err(CommandError::UnknownCommand) => Err(killed_provider(line).unwrap_or(CommandError::UnknownCommand)),
+        outcome => outcome,
+    }
+}
+
+/// The text of the indexed guard with which an extension claims console command `word`
+/// (as the dispatcher describes it).
+fn command_guard_text(word: &str) -> String {
+    alloc::format!("command_fingerprint == {:#x}", spindle_abi::fingerprint_of(word).0)
+}
+
+/// Which loaded extensions have a `console.Line` binding claiming `word`: installed
+/// (`true`) or removed by a kill (`false`).
+fn command_providers(word: &str) -> impl Iterator<Item = (crate::ext::introspect::ExtensionReport, bool)> {
+    let guard = command_guard_text(word);
+    crate::ext::introspect::reports().into_iter().filter_map(move |report| {
+        let binding = report.bindings.iter().find(|binding| {
+            binding.event == spindle_abi::event::CONSOLE_LINE.name() && binding.snapshot.guards.iter().any(|candidate| candidate.text == guard)
+        })?;
+        let installed = binding.installed;
+        Some((report, installed))
+    })
+}
+
+/// For a line no one claimed: if its command belonged to an extension that was killed,
+/// an error saying so (instead of "unknown command").
+fn killed_provider(line: &str) -> Option<CommandError> {
+    let word = line.split_ascii_whitespace().next()?;
+    let (report, _) = command_providers(word).find(|(_, installed)| !installed)?;
+    Some(CommandError::Failed(alloc::format!(
+        "`{word}` is a command of extension `{}`, which is not serving: {} (`ext unload {}` and load it again to restart it)",
+        report.name,
+        report.status.describe(),
+        report.name
+    )))
 }
 
 /// Runs one line with the built-in commands only.
@@ -212,6 +247,19 @@ fn help(_: &[&str]) -> Result<(), CommandError> {
     for command in COMMANDS {
         crate::println!("  {:<16} {}", command.usage, command.help);
     }
+    // Extensions claim commands by the fingerprint of the command word; an extension's
+    // own name is the word it usually claims, so that is the name tried here.
+    let mut first = true;
+    for report in crate::ext::introspect::reports() {
+        if let Some((_, installed)) = command_providers(&report.name).find(|(provider, _)| provider.name == report.name) {
+            if first {
+                crate::println!("commands provided by loaded extensions:");
+                first = false;
+            }
+            let state = if installed { String::new() } else { alloc::format!(" ({})", report.status.describe()) };
+            crate::println!("  {:<16} from extension `{}` ({}){state}", report.name, report.name, report.technology);
+        }
+    }
     Ok(())
 }
 
@@ -262,20 +310,42 @@ fn devices(_: &[&str]) -> Result<(), CommandError> {
 /// What `events` prints (and the `events` system call returns): every event with its
 /// bindings, guards and counters.
 pub fn events_listing() -> String {
-    let mut text = String::new();
-    for event in crate::events::dispatcher().snapshot() {
+    events_matching(None)
+}
+
+/// The `events` listing of the events whose name is `filter` or starts with `filter.`
+/// (`events clock`, `events clock.Tick`); every event for `None`. The first line says what
+/// budgets and counters mean in this clock mode.
+pub fn events_matching(filter: Option<&str>) -> String {
+    let clock = crate::time::clock_mode();
+    let mut text = alloc::format!("clock {}: {}\n", clock.name(), clock.budget_meaning());
+    let selected = |name: &str| match filter {
+        None => true,
+        Some(filter) => name == filter || name.strip_prefix(filter).is_some_and(|rest| rest.starts_with('.')),
+    };
+    for event in crate::events::dispatcher().snapshot().into_iter().filter(|event| selected(event.name)) {
         let _ = write!(text, "{event}");
     }
     text
 }
 
-fn events(_: &[&str]) -> Result<(), CommandError> {
-    crate::print!("{}", events_listing());
+fn events(arguments: &[&str]) -> Result<(), CommandError> {
+    match arguments {
+        [] => crate::print!("{}", events_listing()),
+        [name] => {
+            let text = events_matching(Some(name));
+            if text.lines().count() <= 1 {
+                return Err(CommandError::Failed(alloc::format!("events {name}: no event is called `{name}` or `{name}.*` (`events` lists them all)")));
+            }
+            crate::print!("{text}");
+        }
+        _ => return Err(CommandError::Usage("events [NAME | SERVICE]")),
+    }
     Ok(())
 }
 
 fn ext(arguments: &[&str]) -> Result<(), CommandError> {
-    const USAGE: &str = "ext list | ext load NAME [builtin|wasm|user] | ext replace NAME [builtin|wasm|user] | ext unload NAME";
+    const USAGE: &str = "ext list [--json] | ext show NAME [--json] | ext load NAME [builtin|wasm|user] | ext replace NAME [builtin|wasm|user] | ext unload NAME";
     let preference = |words: &[&str]| match words {
         [.., "builtin"] => crate::ext::Preference::BuiltIn,
         [.., "wasm"] => crate::ext::Preference::Wasm,
@@ -283,24 +353,29 @@ fn ext(arguments: &[&str]) -> Result<(), CommandError> {
         _ => crate::ext::Preference::Native,
     };
     match arguments {
+        ["list", "--json"] => {
+            crate::println!("{}", crate::ext::introspect::all_json());
+            Ok(())
+        }
+        ["show", name] | ["show", name, "--json"] => {
+            let extension = crate::ext::find(name)
+                .ok_or_else(|| CommandError::Failed(alloc::format!("ext show {name}: extension `{name}` is not loaded (`ext list` shows what is)")))?;
+            let report = crate::ext::introspect::report(&extension);
+            if arguments.len() == 3 {
+                crate::println!("{}", crate::ext::introspect::to_json(&report));
+            } else {
+                crate::print!("{}", crate::ext::introspect::show_text(&report));
+            }
+            Ok(())
+        }
         ["list"] => {
-            let loaded = crate::ext::list();
+            let reports = crate::ext::introspect::reports();
             crate::println!("loaded:");
-            if loaded.is_empty() {
+            if reports.is_empty() {
                 crate::println!("  (none)");
             }
-            for extension in &loaded {
-                let state = match &*extension.state.lock() {
-                    crate::ext::ExtensionState::Running => alloc::string::String::from("running"),
-                    crate::ext::ExtensionState::Killed(reason) => alloc::format!("KILLED: {reason}"),
-                };
-                let memory = match (extension.technology, extension.memory_usage()) {
-                    (_, Some(usage)) => alloc::format!("memory {}/{} bytes", usage.used_bytes, usage.quota_bytes),
-                    (crate::ext::Technology::BuiltIn, None) => alloc::string::String::from("memory: kernel heap, no quota"),
-                    (_, None) => alloc::string::String::from("memory ?"),
-                };
-                crate::println!("  {:<16} {:<8} {:<9} {} binding(s)  {memory}  {state}", extension.name, extension.version,
-                    alloc::format!("{}", extension.technology), extension.bindings.lock().len());
+            for report in &reports {
+                crate::println!("  {}", crate::ext::introspect::list_line(report));
             }
             crate::println!("available (in the boot bundle: NAME native, NAME.wasm Wasm — `ext load NAME wasm`, bin/ext-NAME user-level — `ext load NAME user`):");
             match crate::ext::bundle::get() {
@@ -325,17 +400,13 @@ fn ext(arguments: &[&str]) -> Result<(), CommandError> {
         ["load", name] | ["load", name, "builtin" | "wasm" | "user"] => {
             let preference = preference(arguments);
             let extension = crate::ext::load(name, preference).map_err(|error| CommandError::Failed(alloc::format!("ext load {name}: {error}")))?;
-            crate::println!("loaded `{}` {} ({}), {} binding(s)", extension.name, extension.version, extension.technology,
-                extension.bindings.lock().len());
-            Ok(())
+            loaded_message("loaded", &extension).map_err(|error| CommandError::Failed(alloc::format!("ext load {name}: {error}")))
         }
         ["replace", name] | ["replace", name, "builtin" | "wasm" | "user"] => {
             let preference = preference(arguments);
             let extension = crate::ext::replace(name, preference)
                 .map_err(|error| CommandError::Failed(alloc::format!("ext replace {name}: {error}")))?;
-            crate::println!("replaced `{}` by {} ({}), {} binding(s)", extension.name, extension.version, extension.technology,
-                extension.bindings.lock().len());
-            Ok(())
+            loaded_message("replaced by", &extension).map_err(|error| CommandError::Failed(alloc::format!("ext replace {name}: {error}")))
         }
         ["unload", name] => {
             crate::ext::unload(name).map_err(|error| CommandError::Failed(alloc::format!("ext unload {name}: {error}")))?;
@@ -344,6 +415,12 @@ fn ext(arguments: &[&str]) -> Result<(), CommandError> {
         }
         _ => Err(CommandError::Usage(USAGE)),
     }
+}
+
+/// Prints what a load did (`loaded `NAME` VERSION (TECHNOLOGY), N binding(s)` and any
+/// budget the events' owners capped), or fails if the extension did not survive its load.
+fn loaded_message(verb: &str, extension: &crate::ext::LoadedExtension) -> Result<(), alloc::string::String> {
+    crate::ext::loaded_summary(extension).map(|summary| crate::println!("{verb} {summary}"))
 }
 
 fn hotload(arguments: &[&str]) -> Result<(), CommandError> {

@@ -1,4 +1,20 @@
-//! Time: the periodic timer tick (SBI timer) and uptime.
+//! Time: the periodic timer tick (SBI timer), uptime, and what a budget means.
+//!
+//! **Budgets.** Every handler budget in the kernel is a span of guest time in nanoseconds
+//! (a manifest's `budget_microseconds` × 1,000), enforced by a timer deadline
+//! ([`budget_deadline`], the one place the unit is converted). How that span relates to
+//! the work a handler does depends on the guest clock ([`ClockMode`]):
+//! - **exact** (`-icount shift=0`, what `cargo xtask qemu`, `test` and `bench` use): QEMU
+//!   advances guest time by one nanosecond per instruction executed, so a budget is an
+//!   exact instruction count and `rdinstret` counts instructions; nothing on the host can
+//!   make a handler overrun.
+//! - **host** (QEMU without `-icount`, `cargo xtask qemu --host-clock`): guest time is the
+//!   host's time, which also runs while QEMU translates code or the host deschedules it,
+//!   and `rdinstret` reads the host's cycle counter. A deadline of the declared budget
+//!   would kill healthy handlers, so the kill deadline is stretched to
+//!   [`HOST_CLOCK_SLACK`] × the budget, and never less than [`HOST_CLOCK_FLOOR_MICROS`]:
+//!   a runaway handler is still stopped, a healthy one is never killed by host noise.
+//!   Counters are then labelled `host-ticks`, not instructions.
 
 use core::sync::atomic::{AtomicU64, Ordering};
 
@@ -7,6 +23,117 @@ use crate::param::TICKS_PER_SECOND;
 
 /// QEMU virt's timebase, used if the device tree does not say.
 const DEFAULT_TIMEBASE_HZ: u64 = 10_000_000;
+
+/// How guest time relates to executed instructions (see the module documentation).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ClockMode {
+    /// One nanosecond of guest time per instruction (`-icount shift=0`): budgets are
+    /// instruction counts and `rdinstret` is exact.
+    Exact,
+    /// Guest time is host time and `rdinstret` counts host cycles: budgets are stretched
+    /// time limits and counters are not instructions.
+    Host,
+}
+
+impl ClockMode {
+    /// The word for the clock in listings (`exact` or `host`).
+    pub fn name(self) -> &'static str {
+        match self {
+            ClockMode::Exact => "exact",
+            ClockMode::Host => "host",
+        }
+    }
+
+    /// One line saying what a budget and the counters mean in this mode (boot log,
+    /// `events`, `ext show`).
+    pub fn budget_meaning(self) -> alloc::string::String {
+        match self {
+            ClockMode::Exact => alloc::string::String::from(
+                "budgets are guest time, 1 us = 1,000 instructions exactly (-icount); counters in instructions",
+            ),
+            ClockMode::Host => alloc::format!(
+                "guest time is host time (no -icount): a handler is killed only past {HOST_CLOCK_SLACK} x its budget and at least {} ms; counters in host-ticks, not instructions",
+                HOST_CLOCK_FLOOR_MICROS / 1_000
+            ),
+        }
+    }
+
+    /// The unit of the per-binding counter read with `rdinstret` (`instructions` or
+    /// `host-ticks`): an inexact count is never called instructions.
+    pub fn counter_unit(self) -> &'static str {
+        match self {
+            ClockMode::Exact => "instructions",
+            ClockMode::Host => "host-ticks",
+        }
+    }
+}
+
+/// Host clock: the kill deadline is this many times the declared budget …
+pub const HOST_CLOCK_SLACK: u64 = 20;
+/// … and never less than this many microseconds (QEMU's translation of a large handler
+/// such as the Wasm interpreter, or the host descheduling QEMU, takes milliseconds).
+pub const HOST_CLOCK_FLOOR_MICROS: u64 = 250_000;
+
+/// Guest-time nanoseconds per instruction under `-icount shift=0`: the nominal 1 GHz
+/// clock budgets are stated in.
+pub const NANOSECONDS_PER_INSTRUCTION: u64 = 1;
+
+/// Whether [`CLOCK_MODE`] is [`ClockMode::Host`] (false: exact, the default until
+/// [`init`] has measured).
+static HOST_CLOCK: core::sync::atomic::AtomicBool = core::sync::atomic::AtomicBool::new(false);
+
+/// The guest clock found at boot (or forced with `spindle.clock=exact|host`).
+pub fn clock_mode() -> ClockMode {
+    if HOST_CLOCK.load(Ordering::Relaxed) { ClockMode::Host } else { ClockMode::Exact }
+}
+
+/// Forces the clock mode (tests of both modes' arithmetic, and the boot argument).
+pub fn set_clock_mode(mode: ClockMode) {
+    HOST_CLOCK.store(mode == ClockMode::Host, Ordering::Relaxed);
+}
+
+/// The timer deadline (a `time` value) for a handler call that starts now with a budget
+/// of `budget_nanoseconds` of guest time, in the current [`ClockMode`]. The one place a
+/// budget is turned into time.
+pub fn budget_deadline(budget_nanoseconds: u64) -> u64 {
+    now().saturating_add(budget_timebase_ticks(budget_nanoseconds, clock_mode(), timebase_hz()))
+}
+
+/// Timebase ticks a budget of `budget_nanoseconds` allows in `mode` at `timebase_hz`
+/// (at least one tick).
+pub fn budget_timebase_ticks(budget_nanoseconds: u64, mode: ClockMode, timebase_hz: u64) -> u64 {
+    let nanoseconds = match mode {
+        ClockMode::Exact => budget_nanoseconds,
+        ClockMode::Host => budget_nanoseconds.saturating_mul(HOST_CLOCK_SLACK).max(HOST_CLOCK_FLOOR_MICROS * 1_000),
+    };
+    // nanoseconds × Hz / 10^9, without overflow for any budget a manifest can state.
+    ((u128::from(nanoseconds) * u128::from(timebase_hz) / 1_000_000_000).min(u128::from(u64::MAX)) as u64).max(1)
+}
+
+/// Measures which clock QEMU gives the guest: under `-icount shift=0` the instruction
+/// counter advances exactly 10^9 / timebase_hz per timebase tick; without it, it reads the
+/// host's cycle counter, which runs at an unrelated rate. Spins for about 100 µs.
+fn measure_clock_mode(timebase_hz: u64) -> ClockMode {
+    let span = (timebase_hz / 10_000).max(1); // 100 µs of timebase ticks
+    let start_time = csr::time() as u64;
+    // Start on a tick edge so both counters cover the same interval.
+    while csr::time() as u64 == start_time {}
+    let (time_0, instructions_0) = (csr::time() as u64, csr::instret() as u64);
+    while (csr::time() as u64) < time_0 + span {}
+    let (time_1, instructions_1) = (csr::time() as u64, csr::instret() as u64);
+    let expected = (time_1 - time_0) * 1_000_000_000 / timebase_hz / NANOSECONDS_PER_INSTRUCTION;
+    let measured = instructions_1.wrapping_sub(instructions_0);
+    // Two timebase ticks of slack for where in a tick each read fell.
+    let slack = 2 * 1_000_000_000 / timebase_hz;
+    if measured.abs_diff(expected) <= slack { ClockMode::Exact } else { ClockMode::Host }
+}
+
+/// Applies `spindle.clock=exact|host` from the command line, or measures the clock.
+fn choose_clock_mode(timebase_hz: u64) {
+    let forced = crate::bootargs::clock_mode(crate::devicetree::bootargs());
+    let mode = forced.unwrap_or_else(|| measure_clock_mode(timebase_hz));
+    set_clock_mode(mode);
+}
 
 static SSTC: core::sync::atomic::AtomicBool = core::sync::atomic::AtomicBool::new(false);
 
@@ -32,6 +159,7 @@ pub fn init(timebase_hz: u64) {
         TIMEBASE_HZ.store(timebase_hz, Ordering::Relaxed);
     }
     SSTC.store(sbi::enable_sstc(crate::devicetree::isa()), Ordering::Relaxed);
+    choose_clock_mode(TIMEBASE_HZ.load(Ordering::Relaxed));
     let now = csr::time() as u64;
     BOOT_TIME.store(now, Ordering::Relaxed);
     NEXT_TICK.store(now + tick_interval(), Ordering::Relaxed);

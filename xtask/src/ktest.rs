@@ -22,7 +22,7 @@ const HARNESS_WATCHDOG_SECONDS: u64 = 2;
 
 /// QEMU flags for deterministic guest time (one instruction per virtual nanosecond;
 /// idle time is skipped instead of slept).
-const ICOUNT: &[&str] = &["-icount", "shift=0,align=off,sleep=off"];
+const ICOUNT: &[&str] = crate::qemu::Clock::ExactDeterministic.arguments();
 
 /// Kernel exit statuses (kernel/src/power.rs).
 const EXIT_FAILURE: i32 = 1;
@@ -123,6 +123,8 @@ pub fn run_all(kernel: &Image, verbose: bool, tally: &mut Tally) -> Result<()> {
     run_harness_self_tests(kernel, verbose, tally)?;
     println!("== console system tests (`cargo xtask qemu -- …`)");
     run_console_tests(kernel, verbose, tally)?;
+    println!("== host-clock system tests (no -icount, as `cargo xtask qemu --host-clock`; the host kept busy)");
+    run_host_clock_tests(kernel, verbose, tally)?;
     println!("== MD5 graft against the host's md5sum");
     run_md5sum_test(kernel, verbose, tally)?;
     println!("== hot-load system tests (`cargo xtask load` into a running kernel)");
@@ -261,16 +263,23 @@ struct ConsoleTest {
     boot: &'static [&'static str],
     /// Run the lines on the raw kernel console (`spindle.shell=kernel`) instead of spsh.
     kernel_console: bool,
+    /// Extra boot-bundle entries `(new name, existing entry)`: the existing entry's bytes
+    /// under another name (an artifact whose manifest names something else).
+    aliases: &'static [(&'static str, &'static str)],
 }
+
+/// Boot-bundle aliases: `hello`'s three builds under the name `impostor`.
+const IMPOSTOR: &[(&str, &str)] = &[("impostor", "hello"), ("impostor.wasm", "hello.wasm"), ("bin/ext-impostor", "bin/ext-hello")];
 
 const CONSOLE_TESTS: &[ConsoleTest] = &[
     ConsoleTest {
         name: "mem-halt",
         lines: &["mem", "halt"],
         expected_exit: 0,
-        log_contains: &["RAM (device tree):", "frames:", "heap:", "halting"],
+        log_contains: &["clock exact: budgets are guest time", "RAM (device tree):", "frames:", "heap:", "halting"],
         boot: &[],
         kernel_console: false,
+        aliases: &[],
     },
     ConsoleTest {
         name: "lines-run-in-order-with-spaces",
@@ -279,6 +288,7 @@ const CONSOLE_TESTS: &[ConsoleTest] = &[
         log_contains: &["first, with a comma", "ticks at", "second"],
         boot: &[],
         kernel_console: false,
+        aliases: &[],
     },
     ConsoleTest {
         name: "unknown-command-fails-the-script",
@@ -287,6 +297,7 @@ const CONSOLE_TESTS: &[ConsoleTest] = &[
         log_contains: &["spsh: no-such-command: unknown command", "the script stops"],
         boot: &[],
         kernel_console: false,
+        aliases: &[],
     },
     ConsoleTest {
         name: "fault-is-reported-with-cause-and-address",
@@ -295,6 +306,7 @@ const CONSOLE_TESTS: &[ConsoleTest] = &[
         log_contains: &["caught: load page fault (scause=0xd) at pc=", "stval=0x10 (address)"],
         boot: &[],
         kernel_console: false,
+        aliases: &[],
     },
     ConsoleTest {
         name: "native-extension-demo",
@@ -303,6 +315,7 @@ const CONSOLE_TESTS: &[ConsoleTest] = &[
         log_contains: &["loaded `hello` 0.1.0 (native)", "hello from the `hello` extension", "Native:hello#0", "unloaded `hello`", "halting"],
         boot: &[],
         kernel_console: false,
+        aliases: &[],
     },
     ConsoleTest {
         name: "native-containment-demo",
@@ -311,6 +324,7 @@ const CONSOLE_TESTS: &[ConsoleTest] = &[
         log_contains: &["(key=1, value=21) -> 42", "`faulty` killed: faulty#1 panicked", "KILLED", "(key=1, value=21) -> 0"],
         boot: &[],
         kernel_console: false,
+        aliases: &[],
     },
     ConsoleTest {
         name: "wasm-extension-demo",
@@ -327,6 +341,7 @@ const CONSOLE_TESTS: &[ConsoleTest] = &[
         ],
         boot: &[],
         kernel_console: false,
+        aliases: &[],
     },
     ConsoleTest {
         name: "hotlist-graft-from-the-console",
@@ -352,6 +367,7 @@ const CONSOLE_TESTS: &[ConsoleTest] = &[
         ],
         boot: &[],
         kernel_console: false,
+        aliases: &[],
     },
     ConsoleTest {
         name: "boot-list-loads-a-c-wasm-extension",
@@ -360,6 +376,7 @@ const CONSOLE_TESTS: &[ConsoleTest] = &[
         log_contains: &["[ext] boot: loaded `hello-c` (wasm), 2 binding(s)", "hello from C: greeting #1", "(key=8, value=14) -> 42"],
         boot: &["hello-c.wasm"],
         kernel_console: false,
+        aliases: &[],
     },
     ConsoleTest {
         name: "user-programs-run",
@@ -368,6 +385,7 @@ const CONSOLE_TESTS: &[ConsoleTest] = &[
         log_contains: &["hello from user space: pid 2", "checks, 0 failed", "(badcalls) exited with status 0", "PARENT", "spsh -s"],
         boot: &[],
         kernel_console: false,
+        aliases: &[],
     },
     ConsoleTest {
         name: "user-fault-kills-only-the-process",
@@ -376,6 +394,7 @@ const CONSOLE_TESTS: &[ConsoleTest] = &[
         log_contains: &["killed: load page fault at 0x80200000"],
         boot: &[],
         kernel_console: false,
+        aliases: &[],
     },
     ConsoleTest {
         name: "boot-list-loads-extensions",
@@ -384,6 +403,7 @@ const CONSOLE_TESTS: &[ConsoleTest] = &[
         log_contains: &["[ext] boot: loaded `hello` (native)", "hello            native", "hello from the `hello` extension"],
         boot: &["hello"],
         kernel_console: false,
+        aliases: &[],
     },
     ConsoleTest {
         name: "spsh-runs-programs-and-lists",
@@ -392,6 +412,7 @@ const CONSOLE_TESTS: &[ConsoleTest] = &[
         log_contains: &["spsh> run hello 0", "[spsh] pid 2 (hello) exited with status 0", "PARENT", "spsh -s", "clock.Tick", "spsh> echo done", "[shell] spsh exited with status 0"],
         boot: &[],
         kernel_console: false,
+        aliases: &[],
     },
     ConsoleTest {
         name: "spsh-loads-lists-and-unloads-extensions",
@@ -407,6 +428,7 @@ const CONSOLE_TESTS: &[ConsoleTest] = &[
         ],
         boot: &[],
         kernel_console: false,
+        aliases: &[],
     },
     ConsoleTest {
         name: "spsh-shows-the-kernels-reason",
@@ -415,6 +437,7 @@ const CONSOLE_TESTS: &[ConsoleTest] = &[
         log_contains: &["spsh: ext load hello: extension `hello` is already loaded"],
         boot: &[],
         kernel_console: false,
+        aliases: &[],
     },
     ConsoleTest {
         name: "spsh-passes-capabilities-only-when-asked",
@@ -423,6 +446,7 @@ const CONSOLE_TESTS: &[ConsoleTest] = &[
         log_contains: &["(badcalls) exited with status 0", "badcalls: through the kernel console"],
         boot: &[],
         kernel_console: false,
+        aliases: &[],
     },
     ConsoleTest {
         name: "spsh-failing-line-stops-the-script",
@@ -431,6 +455,34 @@ const CONSOLE_TESTS: &[ConsoleTest] = &[
         log_contains: &["spsh> echo before", "[spsh] pid 2 (hello) exited with status 3", "the script stops", "[shell] spsh exited with status 1"],
         boot: &[],
         kernel_console: false,
+        aliases: &[],
+    },
+    ConsoleTest {
+        name: "ext-load-refuses-an-artifact-declaring-another-name-native",
+        lines: &["ext load impostor", "echo never"],
+        expected_exit: EXIT_FAILURE,
+        log_contains: &["ext load impostor: the build found for `impostor` declares the name `hello`: refused"],
+        boot: &[],
+        kernel_console: false,
+        aliases: IMPOSTOR,
+    },
+    ConsoleTest {
+        name: "ext-load-refuses-an-artifact-declaring-another-name-wasm",
+        lines: &["ext load impostor wasm", "echo never"],
+        expected_exit: EXIT_FAILURE,
+        log_contains: &["ext load impostor: the build found for `impostor` declares the name `hello`: refused"],
+        boot: &[],
+        kernel_console: false,
+        aliases: IMPOSTOR,
+    },
+    ConsoleTest {
+        name: "ext-load-refuses-an-artifact-declaring-another-name-user",
+        lines: &["ext load impostor user", "echo never"],
+        expected_exit: EXIT_FAILURE,
+        log_contains: &["ext load impostor: the build found for `impostor` declares the name `hello`: refused"],
+        boot: &[],
+        kernel_console: false,
+        aliases: IMPOSTOR,
     },
     ConsoleTest {
         name: "raw-kernel-console-runs-scripts",
@@ -439,15 +491,23 @@ const CONSOLE_TESTS: &[ConsoleTest] = &[
         log_contains: &["spindle> echo raw", "(hello) exited with status 0", "error: unknown command"],
         boot: &[],
         kernel_console: true,
+        aliases: &[],
     },
 ];
 
-/// A copy of the image's boot bundle whose boot list is `boot`.
-fn bundle_with_boot_list(image: &Image, boot: &[&str]) -> Result<std::path::PathBuf> {
+/// A copy of the image's boot bundle whose boot list is `boot`, with `aliases` added
+/// (`(new name, existing entry)`: the existing entry's bytes under a new name).
+fn bundle_with(image: &Image, boot: &[&str], aliases: &[(&str, &str)]) -> Result<std::path::PathBuf> {
     let bytes = std::fs::read(&image.bundle).map_err(|error| format!("cannot read {}: {error}", image.bundle.display()))?;
     let bundle = spindle_loader::bundle::parse(&bytes).map_err(|error| format!("{}: {error}", image.bundle.display()))?;
-    let entries: Vec<(&str, &[u8])> = bundle.entries.iter().map(|entry| (entry.name, entry.payload)).collect();
-    let path = image.bundle.with_file_name(format!("boot-{}.bundle", boot.join("-")));
+    let mut entries: Vec<(&str, &[u8])> = bundle.entries.iter().map(|entry| (entry.name, entry.payload)).collect();
+    for (alias, existing) in aliases {
+        let payload = bundle.entries.iter().find(|entry| entry.name == *existing).ok_or_else(|| format!("the boot bundle has no entry {existing}"))?.payload;
+        entries.push((alias, payload));
+    }
+    let aliased: Vec<&str> = aliases.iter().map(|(alias, _)| *alias).collect();
+    let name = format!("boot-{}-{}.bundle", boot.join("-"), aliased.join("-")).replace('/', "_");
+    let path = image.bundle.with_file_name(name);
     std::fs::write(&path, spindle_loader::bundle::build(&entries, boot)).map_err(|error| format!("cannot write {}: {error}", path.display()))?;
     Ok(path)
 }
@@ -456,8 +516,8 @@ fn run_console_tests(kernel: &Image, verbose: bool, tally: &mut Tally) -> Result
     for test in CONSOLE_TESTS {
         let lines: Vec<String> = test.lines.iter().map(|line| line.to_string()).collect();
         let mut machine = Machine::for_image(kernel);
-        if !test.boot.is_empty() {
-            machine.set_initrd(&bundle_with_boot_list(kernel, test.boot)?);
+        if !test.boot.is_empty() || !test.aliases.is_empty() {
+            machine.set_initrd(&bundle_with(kernel, test.boot, test.aliases)?);
         }
         // Deterministic guest time, as for the kernel tests (budgets cannot flake).
         machine.extra(ICOUNT);
@@ -483,6 +543,144 @@ fn run_console_tests(kernel: &Image, verbose: bool, tally: &mut Tally) -> Result
             show_tail(&log);
         }
         tally.record(&format!("console::{}", test.name), &outcome);
+    }
+    Ok(())
+}
+
+/// Host timeout for one host-clock test (the guest runs at the host's pace, slowed by the
+/// busy threads).
+const HOST_CLOCK_TIMEOUT: Duration = Duration::from_secs(240);
+
+/// A script run without `-icount` while every host core is kept busy, with texts the log
+/// must and must not contain and, per technology, the least number of ticks `heartbeat`
+/// must report.
+struct HostClockTest {
+    name: &'static str,
+    lines: &'static [&'static str],
+    log_contains: &'static [&'static str],
+    log_lacks: &'static [&'static str],
+    /// `heartbeat: N ticks seen` lines that must appear, in order, each with N at least this.
+    heartbeat_reports: usize,
+}
+
+/// Ticks of guest time each `heartbeat` report must have counted at least (about 3 s at
+/// 100 Hz; `run spin` keeps the machine busy for longer).
+const HEARTBEAT_MIN_TICKS: u64 = 200;
+
+const HOST_CLOCK_TESTS: &[HostClockTest] = &[
+    HostClockTest {
+        name: "healthy-extensions-are-never-killed",
+        lines: &[
+            "ext load heartbeat",
+            "run spin 1000",
+            "heartbeat",
+            "ext unload heartbeat",
+            "ext load heartbeat wasm",
+            "run spin 1000",
+            "heartbeat",
+            "ext unload heartbeat",
+            "ext load heartbeat user",
+            "run spin 1000",
+            "heartbeat",
+            "events",
+            "ext list",
+        ],
+        log_contains: &[
+            "clock host: guest time is host time",
+            "loaded `heartbeat` 0.1.0 (native)",
+            "loaded `heartbeat` 0.1.0 (wasm)",
+            "loaded `heartbeat` 0.1.0 (user-level)",
+            "host-ticks=",
+        ],
+        log_lacks: &["killed:", "KILLED", "DEGRADED", "DISABLED", "instructions="],
+        heartbeat_reports: 3,
+    },
+    HostClockTest {
+        name: "runaway-handler-is-still-killed",
+        lines: &["ext load faulty", "probe 3 0", "ext list", "probe 1 21"],
+        log_contains: &["`faulty` killed: faulty#2 overran budget of 10000 us", "KILLED", "(key=1, value=21) -> 0"],
+        log_lacks: &[],
+        heartbeat_reports: 0,
+    },
+];
+
+/// Keeps every host core busy until dropped (the "host is busy" of the host-clock tests).
+struct BusyHost {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    threads: Vec<std::thread::JoinHandle<()>>,
+}
+
+impl BusyHost {
+    fn start() -> BusyHost {
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let cores = std::thread::available_parallelism().map_or(2, usize::from);
+        let threads = (0..cores)
+            .map(|_| {
+                let stop = stop.clone();
+                std::thread::spawn(move || {
+                    let mut spin = 0u64;
+                    while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                        spin = std::hint::black_box(spin.wrapping_mul(6364136223846793005).wrapping_add(1));
+                    }
+                })
+            })
+            .collect();
+        BusyHost { stop, threads }
+    }
+}
+
+impl Drop for BusyHost {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        for thread in self.threads.drain(..) {
+            let _ = thread.join();
+        }
+    }
+}
+
+/// Tick counts of the `heartbeat: N ticks seen` lines of a log, in order.
+fn heartbeat_counts(log: &[String]) -> Vec<u64> {
+    log.iter()
+        .filter_map(|line| line.split_once("heartbeat: ")?.1.split_whitespace().next()?.parse().ok())
+        .collect()
+}
+
+fn run_host_clock_tests(kernel: &Image, verbose: bool, tally: &mut Tally) -> Result<()> {
+    for test in HOST_CLOCK_TESTS {
+        let lines: Vec<String> = test.lines.iter().map(|line| line.to_string()).collect();
+        let mut machine = Machine::for_image(kernel);
+        // No -icount and no `spindle.clock=`: the kernel must find out by itself.
+        machine.extra(crate::qemu::Clock::Host.arguments());
+        machine.append(&format!("spindle.script={}", crate::encode::encode_script(&lines)));
+        let busy = BusyHost::start();
+        let (exit, log) = machine.run_captured(HOST_CLOCK_TIMEOUT, verbose)?;
+        drop(busy);
+        let mut problems = Vec::new();
+        if exit != Exit::Status(0) {
+            problems.push(format!("expected exit 0, got {}", describe_exit(exit)));
+        }
+        for text in test.log_contains {
+            if !log.iter().any(|line| line.contains(text)) {
+                problems.push(format!("output lacks {text:?}"));
+            }
+        }
+        for text in test.log_lacks {
+            if let Some(line) = log.iter().find(|line| line.contains(text)) {
+                problems.push(format!("output has {text:?}: {line:?}"));
+            }
+        }
+        let counts = heartbeat_counts(&log);
+        if counts.len() != test.heartbeat_reports {
+            problems.push(format!("{} heartbeat reports, expected {}", counts.len(), test.heartbeat_reports));
+        }
+        if let Some(count) = counts.iter().find(|&&count| count < HEARTBEAT_MIN_TICKS) {
+            problems.push(format!("heartbeat saw only {count} ticks (at least {HEARTBEAT_MIN_TICKS} expected): {counts:?}"));
+        }
+        let outcome = if problems.is_empty() { Ok(()) } else { Err(problems.join("; ")) };
+        if outcome.is_err() && !verbose {
+            show_tail(&log);
+        }
+        tally.record(&format!("host-clock::{}", test.name), &outcome);
     }
     Ok(())
 }

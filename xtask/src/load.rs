@@ -18,7 +18,7 @@ use crate::Result;
 /// Largest `.kext` the kernel accepts (`hotload::PAYLOAD_LIMIT` in the kernel).
 pub const PAYLOAD_LIMIT: usize = 4 * 1024 * 1024;
 /// Longest answer line read from the kernel (it sends at most 1 KiB).
-const ANSWER_MAX: usize = 4096;
+const ANSWER_MAX: usize = 64 * 1024;
 /// Pause between connection attempts while waiting for QEMU to listen.
 const CONNECT_RETRY: Duration = Duration::from_millis(50);
 
@@ -27,14 +27,19 @@ const CONNECT_RETRY: Duration = Duration::from_millis(50);
 pub struct LoadArgs {
     /// The extension crate to build (signed, native; with --wasm its Wasm build) and load,
     /// e.g. `hello`.
-    #[arg(value_name = "CRATE", required_unless_present_any = ["unload", "list"], conflicts_with_all = ["unload", "list"])]
+    #[arg(value_name = "CRATE", required_unless_present_any = ["unload", "list", "stats"], conflicts_with_all = ["unload", "list", "stats"])]
     crate_name: Option<String>,
     /// Unload the extension NAME instead.
-    #[arg(long, value_name = "NAME", conflicts_with = "list")]
+    #[arg(long, value_name = "NAME", conflicts_with_all = ["list", "stats"])]
     unload: Option<String>,
     /// List the loaded extensions instead.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "stats")]
     list: bool,
+    /// Print every loaded extension's full record as JSON instead (what `ext show NAME
+    /// --json` and the `ext_stats` system call give: state, artifact, signer, load cost,
+    /// budget, memory, bindings with guards and counters).
+    #[arg(long)]
+    stats: bool,
     /// Build and load the Wasm build of CRATE (`ext build --wasm`) instead of the native one.
     #[arg(long, requires = "crate_name")]
     wasm: bool,
@@ -56,6 +61,8 @@ pub enum Request<'a> {
     Unload(&'a str),
     /// List the loaded extensions.
     List,
+    /// Every extension's record as JSON.
+    Stats,
 }
 
 impl Request<'_> {
@@ -78,6 +85,7 @@ impl Request<'_> {
                 Ok(format!("UNLOAD {name}\n").into_bytes())
             }
             Request::List => Ok(b"LIST\n".to_vec()),
+            Request::Stats => Ok(b"STATS\n".to_vec()),
         }
     }
 }
@@ -169,11 +177,16 @@ pub fn run(arguments: LoadArgs) -> Result<ExitCode> {
             Request::Load(&kext)
         }
         (None, Some(name)) => Request::Unload(name),
+        (None, None) if arguments.stats => Request::Stats,
         (None, None) => Request::List,
     };
     let timeouts = Timeouts { connect: Duration::ZERO, answer: Duration::from_secs(arguments.timeout) };
     let answer = exchange(&socket, &request, timeouts)?;
-    println!("{answer}");
+    match answer.strip_prefix("OK ").filter(|_| request == Request::Stats) {
+        // The JSON document alone, so that `cargo xtask load --stats | jq` works.
+        Some(document) => println!("{document}"),
+        None => println!("{answer}"),
+    }
     Ok(if is_ok(&answer) { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }
 

@@ -56,6 +56,12 @@ enum Verb {
         /// `spindle.shell=kernel`), interactively or for LINES.
         #[arg(long)]
         kernel_console: bool,
+        /// Run QEMU without `-icount`: guest time is host time, so budgets are enforced
+        /// loosely (a handler is killed only far past its budget) and counters read host
+        /// cycles. By default the guest clock counts instructions (`-icount shift=0`), so
+        /// budgets mean exactly what the tests measure.
+        #[arg(long)]
+        host_clock: bool,
         /// Console command lines to run non-interactively.
         #[arg(last = true)]
         lines: Vec<String>,
@@ -108,8 +114,9 @@ fn main() -> ExitCode {
         Verb::Ext { command } => ext::run(command),
         Verb::Bench => run_bench(),
         Verb::Load(arguments) => load::run(arguments),
-        Verb::Qemu { smp, memory, timeout, hotload_socket, kernel_console, lines } => {
-            run_qemu(smp, memory, timeout, hotload_socket, kernel_console, &lines)
+        Verb::Qemu { smp, memory, timeout, hotload_socket, kernel_console, host_clock, lines } => {
+            let clock = if host_clock { qemu::Clock::Host } else { qemu::Clock::ExactInteractive };
+            run_qemu(smp, memory, timeout, hotload_socket, kernel_console, clock, &lines)
         }
         Verb::Test { host_only, kernel_only, verbose } => run_tests(!kernel_only, !host_only, verbose),
     };
@@ -131,6 +138,7 @@ fn run_qemu(
     timeout: u64,
     hotload_socket: Option<std::path::PathBuf>,
     kernel_console: bool,
+    clock: qemu::Clock,
     lines: &[String],
 ) -> Result<ExitCode> {
     setup::ensure_prerequisites()?;
@@ -138,6 +146,7 @@ fn run_qemu(
     let mut machine = qemu::Machine::for_image(&image);
     machine.smp = smp;
     machine.memory_mib = memory;
+    machine.extra(clock.arguments());
     let hotload_socket = hotload_socket.unwrap_or_else(qemu::default_hotload_socket);
     if std::os::unix::net::UnixStream::connect(&hotload_socket).is_ok() {
         eprintln!("xtask: another kernel is listening on {}; this one takes the socket over", hotload_socket.display());

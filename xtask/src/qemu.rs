@@ -17,6 +17,31 @@ use std::time::{Duration, Instant};
 use crate::Result;
 use crate::setup::{OPENSBI_FIRMWARE, QEMU};
 
+/// How the guest clock runs (see `kernel/src/time.rs`, `ClockMode`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Clock {
+    /// `-icount shift=0,sleep=on`: one guest nanosecond per instruction, idle time slept
+    /// in real time — exact budgets in an interactive machine (`cargo xtask qemu`).
+    ExactInteractive,
+    /// `-icount shift=0,align=off,sleep=off`: exact and repeatable, idle time skipped
+    /// (tests and benchmarks).
+    ExactDeterministic,
+    /// No `-icount`: guest time is host time (`cargo xtask qemu --host-clock`, and the
+    /// tests of that mode).
+    Host,
+}
+
+impl Clock {
+    /// QEMU arguments for this clock.
+    pub const fn arguments(self) -> &'static [&'static str] {
+        match self {
+            Clock::ExactInteractive => &["-icount", "shift=0,sleep=on"],
+            Clock::ExactDeterministic => &["-icount", "shift=0,align=off,sleep=off"],
+            Clock::Host => &[],
+        }
+    }
+}
+
 /// Guest RAM by default (MiB).
 pub const DEFAULT_MEMORY_MIB: u32 = 256;
 

@@ -339,14 +339,16 @@ impl<A: EventRecord, R: EventRecord> BindingCore<A, R> {
     #[inline(never)]
     pub(crate) fn record_fault(&self, fault: Fault, threshold: u32) {
         self.counters.faults.fetch_add(1, Ordering::Relaxed);
-        if let Fault::Handler(handler_fault) = &fault {
-            self.handler.faulted(handler_fault);
-        }
         if let Fault::Handler(HandlerFault::Overrun { .. }) = fault {
             self.counters.overruns.fetch_add(1, Ordering::Relaxed);
         }
         if let Some(mut last) = self.last_fault.try_lock() {
             *last = Some(fault);
+        }
+        // The hook runs once the fault is counted, so that what it sees of the binding
+        // (a snapshot kept by containment, say) includes this fault.
+        if let Fault::Handler(handler_fault) = &fault {
+            self.handler.faulted(handler_fault);
         }
         // Saturating increment of the consecutive count, leaving the flag alone.
         let previous = self

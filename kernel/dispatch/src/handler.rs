@@ -56,7 +56,8 @@ pub enum HandlerFault {
     },
     /// The handler ran past its budget and was aborted (timer, fuel, upcall timeout).
     Overrun {
-        /// The budget it had, in instructions.
+        /// The budget it had, in nanoseconds of guest time (instructions under an exact
+        /// clock; a Wasm handler's fuel units).
         budget: u64,
     },
     /// The technology could not decode the handler's result into the result record.
@@ -71,7 +72,7 @@ impl fmt::Display for HandlerFault {
         match self {
             HandlerFault::Panicked => write!(formatter, "panicked"),
             HandlerFault::Trapped { cause } => write!(formatter, "trapped (cause {cause:#x})"),
-            HandlerFault::Overrun { budget } => write!(formatter, "overran budget of {budget} instructions"),
+            HandlerFault::Overrun { budget } => write!(formatter, "overran budget of {}", BudgetSpan(*budget)),
             HandlerFault::MalformedResult => write!(formatter, "returned a malformed result"),
             HandlerFault::Unavailable => write!(formatter, "unavailable"),
         }
@@ -144,12 +145,26 @@ pub enum Mode {
     },
 }
 
+/// A budget (nanoseconds of guest time) written for people: `100 us`, `1500 ns`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BudgetSpan(pub u64);
+
+impl fmt::Display for BudgetSpan {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.0 >= 1_000 && self.0.is_multiple_of(1_000) {
+            write!(formatter, "{} us", self.0 / 1_000)
+        } else {
+            write!(formatter, "{} ns", self.0)
+        }
+    }
+}
+
 impl fmt::Display for Mode {
     fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Mode::Sync => write!(formatter, "sync"),
             Mode::Async => write!(formatter, "async"),
-            Mode::Bounded { budget } => write!(formatter, "bounded({budget})"),
+            Mode::Bounded { budget } => write!(formatter, "bounded({})", BudgetSpan(*budget)),
         }
     }
 }

@@ -167,6 +167,9 @@ pub struct EventSnapshot {
     pub combiner: &'static str,
     /// Whether handler instructions are being counted.
     pub instruction_accounting: bool,
+    /// What the per-binding `instructions` counter counts (the platform's
+    /// `counter_unit`: `instructions` when exact).
+    pub counter_unit: &'static str,
     /// Times the event was raised.
     pub raises: u64,
     /// Raises in which no binding ran, so the default handler answered.
@@ -217,7 +220,7 @@ impl fmt::Display for EventSnapshot {
             let counters = &binding.counters;
             write!(
                 formatter,
-                "    {} {} {:?}:{} {} {} calls={} rejected={} instr={} faults={} overruns={}",
+                "    {} {} {:?}:{} {} {} calls={} rejected={} {}={} faults={} overruns={}",
                 binding.id,
                 binding.owner,
                 binding.handler.technology,
@@ -226,6 +229,7 @@ impl fmt::Display for EventSnapshot {
                 binding.order,
                 counters.invocations,
                 counters.guard_rejections,
+                self.counter_unit,
                 counters.instructions,
                 counters.faults,
                 counters.overruns,
@@ -233,7 +237,7 @@ impl fmt::Display for EventSnapshot {
             if let Some(lane) = &binding.asynchronous {
                 write!(formatter, " queued={} dropped={} pending={} worker=#{}", lane.queued, lane.dropped, lane.pending, lane.worker)?;
                 if let Some(budget) = lane.budget {
-                    write!(formatter, " budget={budget}")?;
+                    write!(formatter, " budget={}", crate::handler::BudgetSpan(budget))?;
                 }
             }
             if let Some(reason) = &binding.disabled {

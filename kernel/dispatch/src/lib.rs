@@ -86,7 +86,7 @@ pub use dispatcher::Dispatcher;
 pub use error::{InstallError, RegisterError, UnknownHart, UpdateError};
 pub use guard::{DeclarativeGuard, FieldTest, Guard, MAX_BINDINGS_PER_EVENT, PredicateGuard};
 pub use handler::{
-    BindingId, BindingSpec, FnHandler, Handler, HandlerDescription, HandlerFault, Mode, Order, Technology, handler_fn,
+    BindingId, BindingSpec, BudgetSpan, FnHandler, Handler, HandlerDescription, HandlerFault, Mode, Order, Technology, handler_fn,
 };
 pub use introspect::{AsyncSnapshot, BindingSnapshot, Counters, DisabledReason, EventSnapshot, Fault, GuardKind, GuardSnapshot};
 pub use platform::{BoundedExecutor, Platform};

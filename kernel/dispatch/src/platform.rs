@@ -16,10 +16,10 @@ use crate::asynchronous::AsyncExecutor;
 use crate::handler::HandlerFault;
 
 /// Runs a handler under a budget. The kernel's implementation arms a timer for `budget`
-/// instructions and a recovery point; if the timer fires inside `body`, it abandons `body`
+/// nanoseconds of guest time (instructions under an exact clock) and a recovery point; if the timer fires inside `body`, it abandons `body`
 /// and reports [`HandlerFault::Overrun`].
 pub trait BoundedExecutor: Send + Sync {
-    /// Runs `body` once under `budget` (instructions). Returns `body`'s own result if it
+    /// Runs `body` once under `budget` (nanoseconds of guest time). Returns `body`'s own result if it
     /// finished in time, `Err(HandlerFault::Overrun { budget })` if it was aborted, or
     /// another fault if it trapped.
     fn run_bounded(
@@ -42,12 +42,21 @@ pub struct Platform {
     pub async_executor: Option<Arc<dyn AsyncExecutor>>,
     /// Harts that may raise events, numbered `0..hart_count` (kernel: the hart ids).
     pub hart_count: usize,
+    /// What `instruction_counter` counts, for listings (`instructions` when exact; the
+    /// kernel says `host-ticks` when it reads a host cycle counter instead).
+    pub counter_unit: &'static str,
 }
 
 impl Platform {
     /// Hooks for `hart_count` harts with an instruction counter and no bounded executor.
     pub fn new(instruction_counter: fn() -> u64, hart_count: usize) -> Self {
-        Platform { instruction_counter, bounded_executor: None, async_executor: None, hart_count }
+        Platform { instruction_counter, bounded_executor: None, async_executor: None, hart_count, counter_unit: "instructions" }
+    }
+
+    /// Names what the instruction counter counts (see [`Platform::counter_unit`]).
+    pub fn with_counter_unit(mut self, unit: &'static str) -> Self {
+        self.counter_unit = unit;
+        self
     }
 
     /// Adds an async executor (the workers of async bindings).

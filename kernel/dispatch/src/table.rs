@@ -710,6 +710,7 @@ impl<A: EventRecord, R: EventRecord> EventTable<A, R> {
             owner: self.owner.clone(),
             combiner: self.combiner.name(),
             instruction_accounting: state.account_instructions,
+            counter_unit: self.platform.counter_unit,
             raises: self.raises(&state),
             defaulted: self.defaulted.load(Ordering::Relaxed),
             guard_evaluations: self.guard_evaluations.load(Ordering::Relaxed),

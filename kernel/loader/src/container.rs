@@ -460,6 +460,12 @@ pub fn open<'a>(bytes: &'a [u8], policy: &Policy) -> Result<VerifiedExtension<'a
 /// prefix, then SHA-512 of every byte except the signature field. Shared with the packer.
 ///
 /// `bytes` must be at least [`HEADER_LEN`] long (callers parse the header first).
+/// SHA-256 of a whole artifact (a `.kext` file or a user-level program), as `ext show`
+/// reports it: the same digest `sha256sum` prints on the host for the same file.
+pub fn artifact_digest(bytes: &[u8]) -> [u8; 32] {
+    sha2::Sha256::digest(bytes).into()
+}
+
 pub(crate) fn signed_message(bytes: &[u8]) -> [u8; SIGNATURE_CONTEXT.len() + 64] {
     let mut hasher = Sha512::new();
     hasher.update(&bytes[..SIGNATURE_OFFSET]);
@@ -481,4 +487,15 @@ fn read_u64(bytes: &[u8], offset: usize) -> u64 {
     let mut field = [0; 8];
     field.copy_from_slice(&bytes[offset..offset + 8]);
     u64::from_le_bytes(field)
+}
+
+#[cfg(test)]
+mod digest_tests {
+    #[test]
+    fn artifact_digest_is_sha256() {
+        // FIPS 180-2's example "abc".
+        let digest = super::artifact_digest(b"abc");
+        assert_eq!(digest[..4], [0xba, 0x78, 0x16, 0xbf]);
+        assert_eq!(digest[28..], [0xf2, 0x00, 0x15, 0xad]);
+    }
 }

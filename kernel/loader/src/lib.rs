@@ -46,7 +46,7 @@ pub mod manifest;
 pub mod pack;
 pub mod relocation;
 
-pub use container::{Container, ContainerError, Kind, Policy, VerifiedExtension, open};
+pub use container::{Container, ContainerError, Kind, Policy, VerifiedExtension, artifact_digest, open};
 pub use elf::{
     Binding, Definition, DynamicSymbol, ElfError, ElfObject, Mapping, PAGE_SIZE, Permissions,
     Relocation, Segment, SymbolKind,

@@ -9,16 +9,16 @@
 
 use alloc::string::String;
 use alloc::sync::{Arc, Weak};
-use alloc::vec::Vec;
+
 
 use spindle_abi::event::{Event, EventRecord};
 use spindle_abi::extension::{BindingDecl, ExtensionDecl, GuardDecl, TypedBinding};
 use spindle_dispatch::{BindingId, BindingSpec, DeclarativeGuard, Handler, HandlerDescription, HandlerFault, Mode, Technology};
 
-use super::{ExtensionError, ExtensionState, LoadedExtension};
+use super::{ExtensionError, LoadedExtension};
 
 /// Extension crates linked into this kernel, by their declaration functions.
-pub static AVAILABLE: &[fn() -> &'static ExtensionDecl] = &[hello::spindle_extension, faulty::spindle_extension, hotlist::spindle_extension, md5::spindle_extension, logdisk::spindle_extension, boost::spindle_extension];
+pub static AVAILABLE: &[fn() -> &'static ExtensionDecl] = &[hello::spindle_extension, faulty::spindle_extension, hotlist::spindle_extension, md5::spindle_extension, logdisk::spindle_extension, boost::spindle_extension, heartbeat::spindle_extension];
 
 /// Instructions per microsecond at the nominal 1 GHz budgets are stated in.
 pub const INSTRUCTIONS_PER_MICROSECOND: u64 = 1_000;
@@ -98,17 +98,14 @@ fn install_binding(
 /// Installs every binding of a built-in extension; on any refusal, removes the ones
 /// already installed and reports the refusal.
 pub fn install(declaration: &'static ExtensionDecl, installer: &mut super::Installer) -> Result<Arc<LoadedExtension>, ExtensionError> {
-    if !installer.admits(declaration.name) {
-        return Err(ExtensionError::AlreadyLoaded(declaration.name.into()));
-    }
-    let extension = Arc::new(LoadedExtension {
-        name: String::from(declaration.name),
-        version: String::from(declaration.version),
-        technology: super::Technology::BuiltIn,
-        bindings: spin::Mutex::new(Vec::new()),
-        state: spin::Mutex::new(ExtensionState::Running),
-        image: spin::Mutex::new(None),
-    });
+    installer.admit(declaration.name)?;
+    let provenance = super::introspect::Provenance {
+        budget_microseconds: declaration.budget_microseconds,
+        memory_quota_bytes: declaration.memory_quota_bytes,
+        domains: declaration.domains.iter().map(|domain| String::from(*domain)).collect(),
+        artifact: None,
+    };
+    let extension = Arc::new(LoadedExtension::new(declaration.name, declaration.version, super::Technology::BuiltIn, provenance, None));
     for binding in declaration.bindings {
         match install_binding(declaration, *binding, &extension, installer) {
             Ok(id) => extension.bindings.lock().push(id),

@@ -105,6 +105,7 @@ macro_rules! with_event_types {
 pub mod builtin;
 pub mod bundle;
 pub mod exports;
+pub mod introspect;
 pub mod native;
 pub mod user;
 pub mod wasm;
@@ -167,6 +168,12 @@ pub struct LoadedExtension {
     /// A native extension's mapped image and memory arena, or a Wasm extension's
     /// instance (released by `unload`, or when the extension is dropped).
     pub image: spin::Mutex<Option<ExtensionImage>>,
+    /// Its manifest's budget, quota and domains, and the artifact it came from.
+    pub provenance: introspect::Provenance,
+    /// When and at what cost it was loaded (set once the load succeeded).
+    pub load_record: spin::Once<introspect::LoadRecord>,
+    /// Its bindings as they were when removed (kill, replace), for `ext show`.
+    pub removed_bindings: spin::Mutex<Vec<introspect::BindingReport>>,
 }
 
 /// What a loaded extension's code and memory are, per technology.
@@ -180,6 +187,21 @@ pub enum ExtensionImage {
 }
 
 impl LoadedExtension {
+    /// A running extension with no bindings yet.
+    pub fn new(name: &str, version: &str, technology: Technology, provenance: introspect::Provenance, image: Option<ExtensionImage>) -> LoadedExtension {
+        LoadedExtension {
+            name: String::from(name),
+            version: String::from(version),
+            technology,
+            bindings: spin::Mutex::new(Vec::new()),
+            state: spin::Mutex::new(ExtensionState::Running),
+            image: spin::Mutex::new(image),
+            provenance,
+            load_record: spin::Once::new(),
+            removed_bindings: spin::Mutex::new(Vec::new()),
+        }
+    }
+
     /// Memory usage: a native extension's arena (bytes used and its quota,
     /// page-rounded), a Wasm extension's linear memory (bytes and its limit: initial
     /// memory plus quota); `None` for a built-in extension (it shares the kernel heap,
@@ -211,6 +233,13 @@ pub enum ExtensionError {
     Wasm(alloc::boxed::Box<wasm::WasmError>),
     /// A user-level extension could not be started or was refused.
     User(alloc::boxed::Box<user::UserError>),
+    /// The artifact found under the requested name declares another name.
+    NameMismatch {
+        /// The name asked for (`ext load NAME`).
+        requested: String,
+        /// The name in the artifact's manifest.
+        declared: String,
+    },
     /// The dispatcher (or the event's primary module) refused a binding.
     Install {
         /// The event.
@@ -225,10 +254,17 @@ impl fmt::Display for ExtensionError {
         match self {
             ExtensionError::AlreadyLoaded(name) => write!(formatter, "extension `{name}` is already loaded (unload it first)"),
             ExtensionError::NotLoaded(name) => write!(formatter, "extension `{name}` is not loaded"),
-            ExtensionError::Unknown(name) => write!(formatter, "no extension called `{name}` is available (see `ext list`)"),
+            ExtensionError::Unknown(name) => write!(
+                formatter,
+                "no extension called `{name}` is available: it is neither built in nor in the boot bundle (list it in image.toml and run `cargo xtask qemu` again, or push it with `cargo xtask load CRATE`; `ext list` shows what is available)"
+            ),
             ExtensionError::Native(error) => write!(formatter, "native extension refused: {error}"),
             ExtensionError::Wasm(error) => write!(formatter, "Wasm extension refused: {error}"),
             ExtensionError::User(error) => write!(formatter, "user-level extension refused: {error}"),
+            ExtensionError::NameMismatch { requested, declared } => write!(
+                formatter,
+                "the build found for `{requested}` declares the name `{declared}`: refused (rebuild the image with `cargo xtask qemu`, or load `{declared}`)"
+            ),
             ExtensionError::UnknownEvent(event) => write!(formatter, "binds `{event}`, which this kernel does not raise"),
             ExtensionError::Install { event, reason } => write!(formatter, "binding `{event}` refused: {reason}"),
         }
@@ -348,24 +384,43 @@ fn load_available(name: &str, preference: Preference, installer: &mut Installer)
 /// dispatcher guarantees that no raise runs both or neither), in order.
 pub struct Installer {
     replacing: Option<String>,
+    /// The name the caller asked for (`ext load NAME`): an artifact declaring another
+    /// name is refused, whatever its technology.
+    expected: Option<String>,
     old_bindings: Vec<BindingId>,
     replaced: usize,
 }
 
 impl Installer {
-    /// Installs without replacing anything.
+    /// Installs without replacing anything (bytes pushed by the host: any name).
     pub fn fresh() -> Installer {
-        Installer { replacing: None, old_bindings: Vec::new(), replaced: 0 }
+        Installer { replacing: None, expected: None, old_bindings: Vec::new(), replaced: 0 }
+    }
+
+    /// Installs the extension asked for by `name`, replacing nothing.
+    pub fn named(name: &str) -> Installer {
+        Installer { expected: Some(name.into()), ..Installer::fresh() }
     }
 
     /// Replaces the bindings of the loaded extension `name`.
     pub fn replacing(name: &str, old_bindings: Vec<BindingId>) -> Installer {
-        Installer { replacing: Some(name.into()), old_bindings, replaced: 0 }
+        Installer { replacing: Some(name.into()), expected: Some(name.into()), old_bindings, replaced: 0 }
     }
 
-    /// Whether an extension called `name` may be installed: not loaded, or the one replaced.
-    pub fn admits(&self, name: &str) -> bool {
-        self.replacing.as_deref() == Some(name) || find(name).is_none()
+    /// Admits an extension whose manifest declares `name`: it must be the name asked for
+    /// (if one was) and not loaded already, unless it is the one being replaced. Every
+    /// technology's loader calls this before installing anything.
+    ///
+    /// Errors: [`ExtensionError::NameMismatch`], [`ExtensionError::AlreadyLoaded`].
+    pub fn admit(&self, name: &str) -> Result<(), ExtensionError> {
+        if let Some(expected) = self.expected.as_deref().filter(|&expected| expected != name) {
+            return Err(ExtensionError::NameMismatch { requested: expected.into(), declared: name.into() });
+        }
+        if self.replacing.as_deref() == Some(name) || find(name).is_none() {
+            Ok(())
+        } else {
+            Err(ExtensionError::AlreadyLoaded(name.into()))
+        }
     }
 
     /// Installs `spec`, atomically replacing the first remaining old binding on the same event.
@@ -402,6 +457,25 @@ fn exclusively<T>(operation: impl FnOnce() -> T) -> T {
     }
 }
 
+/// What a load answers, the same for the console, spsh and the host: `Ok("`NAME` VERSION
+/// (TECHNOLOGY), N binding(s)" + caps)` if the extension is running, `Err(why)` if it was
+/// killed (or degraded) before the answer was written — a load is reported as a success
+/// only if the extension is serving.
+pub fn loaded_summary(extension: &LoadedExtension) -> Result<String, String> {
+    let report = introspect::report(extension);
+    match &report.status {
+        introspect::Status::Running => Ok(alloc::format!(
+            "`{}` {} ({}), {} binding(s){}",
+            report.name,
+            report.version,
+            report.technology,
+            report.bindings.iter().filter(|binding| binding.installed).count(),
+            introspect::caps_note(&report)
+        )),
+        status => Err(alloc::format!("`{}` was loaded but is not serving: {}", report.name, status.describe())),
+    }
+}
+
 /// Loads an available extension by name.
 pub fn load(name: &str, preference: Preference) -> Result<Arc<LoadedExtension>, ExtensionError> {
     exclusively(|| load_locked(name, preference))
@@ -411,8 +485,22 @@ fn load_locked(name: &str, preference: Preference) -> Result<Arc<LoadedExtension
     if find(name).is_some() {
         return Err(ExtensionError::AlreadyLoaded(name.into()));
     }
-    let extension = load_available(name, preference, &mut Installer::fresh())?;
+    let extension = timed(|| load_available(name, preference, &mut Installer::named(name)))?;
     register(extension.clone())?;
+    Ok(extension)
+}
+
+/// Runs a load and records when it finished and what it cost in the extension.
+fn timed(load: impl FnOnce() -> Result<Arc<LoadedExtension>, ExtensionError>) -> Result<Arc<LoadedExtension>, ExtensionError> {
+    let (started, counted) = (crate::time::now(), crate::arch::csr::instret() as u64);
+    let extension = load()?;
+    let (finished, counted) = (crate::time::now(), (crate::arch::csr::instret() as u64).wrapping_sub(counted));
+    let hz = crate::time::timebase_hz().max(1);
+    extension.load_record.call_once(|| introspect::LoadRecord {
+        at_micros: crate::time::uptime_micros(),
+        took_micros: (finished - started).saturating_mul(1_000_000) / hz,
+        counted,
+    });
     Ok(extension)
 }
 
@@ -426,11 +514,13 @@ pub fn load_kext_bytes(bytes: &[u8]) -> Result<Arc<LoadedExtension>, ExtensionEr
 
 fn load_kext_bytes_locked(bytes: &[u8]) -> Result<Arc<LoadedExtension>, ExtensionError> {
     let is_wasm = spindle_loader::Container::parse(bytes).is_ok_and(|container| container.kind() == spindle_loader::Kind::Wasm);
-    let extension = if is_wasm {
-        wasm::load(bytes, &mut Installer::fresh()).map_err(wasm_refusal)?
-    } else {
-        native::load(bytes, &mut Installer::fresh()).map_err(native_refusal)?
-    };
+    let extension = timed(|| {
+        if is_wasm {
+            wasm::load(bytes, &mut Installer::fresh()).map_err(wasm_refusal)
+        } else {
+            native::load(bytes, &mut Installer::fresh()).map_err(native_refusal)
+        }
+    })?;
     register(extension.clone())?;
     Ok(extension)
 }
@@ -449,7 +539,7 @@ fn replace_locked(name: &str, preference: Preference) -> Result<Arc<LoadedExtens
     let old = find(name).ok_or_else(|| ExtensionError::NotLoaded(name.into()))?;
     let old_bindings = old.bindings.lock().clone();
     let mut installer = Installer::replacing(name, old_bindings);
-    let outcome = load_available(name, preference, &mut installer);
+    let outcome = timed(|| load_available(name, preference, &mut installer));
     let new = match outcome {
         Ok(new) => new,
         Err(error) => {
@@ -462,6 +552,7 @@ fn replace_locked(name: &str, preference: Preference) -> Result<Arc<LoadedExtens
             return Err(error);
         }
     };
+    introspect::keep_final_snapshots(&old);
     for leftover in installer.old_bindings {
         let _ = crate::events::dispatcher().uninstall(leftover);
     }
@@ -500,6 +591,7 @@ fn unload_locked(name: &str) -> Result<(), ExtensionError> {
 }
 
 fn remove_bindings(extension: &LoadedExtension) {
+    introspect::keep_final_snapshots(extension);
     let bindings = core::mem::take(&mut *extension.bindings.lock());
     for binding in bindings {
         let _ = crate::events::dispatcher().uninstall(binding);
@@ -529,6 +621,15 @@ fn kill_now(extension: &LoadedExtension, fault: HandlerFault, handler: &str, det
     } else if let Some(detail) = detail {
         reason = alloc::format!("{reason}: {detail}");
     }
+    if let HandlerFault::Overrun { budget } = fault
+        && extension.technology != Technology::Wasm
+        && budget < extension.provenance.budget_microseconds.saturating_mul(1_000)
+    {
+        reason = alloc::format!(
+            "{reason} (the event's owner caps handlers at that; the manifest asked {} us)",
+            extension.provenance.budget_microseconds
+        );
+    }
     {
         let mut state = extension.state.lock();
         if *state != ExtensionState::Running {
@@ -538,4 +639,13 @@ fn kill_now(extension: &LoadedExtension, fault: HandlerFault, handler: &str, det
     }
     crate::println!("[ext] `{}` killed: {reason}; its bindings are removed, events fall back to their defaults", extension.name);
     remove_bindings(extension);
+    // A technology that kills from inside its handler (Wasm) does so before the
+    // dispatcher counted the fault: count it in the kept snapshot.
+    if let Some(kept) = extension.removed_bindings.lock().iter_mut().find(|kept| kept.snapshot.handler.name == handler)
+        && kept.snapshot.counters.faults == 0
+    {
+        kept.snapshot.counters.faults = 1;
+        kept.snapshot.counters.overruns = u64::from(matches!(fault, HandlerFault::Overrun { .. }));
+        kept.snapshot.last_fault = Some(spindle_dispatch::Fault::Handler(fault));
+    }
 }

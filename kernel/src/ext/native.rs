@@ -40,7 +40,7 @@ use spindle_dispatch::{BindingId, BindingSpec, DeclarativeGuard, Handler, Handle
 use spindle_loader::{ContainerError, ElfError, ElfObject, Kind, LoadError, Permissions, Policy};
 
 use super::arena::{self, ExtensionArena, MAX_ARENA_SIZE, QuotaTooLarge};
-use super::{ExtensionError, ExtensionState, LoadedExtension, Technology};
+use super::{ExtensionError, LoadedExtension, Technology};
 use crate::arch::PAGE_SIZE;
 use crate::arch::sv39::{MapError, PteFlags};
 use crate::mm::frame::{self, FrameRun, PermanentFrames};
@@ -338,9 +338,7 @@ pub fn load(bytes: &[u8], installer: &mut super::Installer) -> Result<Arc<Loaded
     let policy = Policy { verifying_key, abi_fingerprint: spindle_abi::abi_fingerprint().0, allow_unsigned_wasm: false };
     let verified = spindle_loader::open(bytes, &policy).map_err(NativeError::Container)?;
     let manifest = verified.manifest().clone();
-    if !installer.admits(&manifest.name) {
-        return Err(NativeError::Install(ExtensionError::AlreadyLoaded(manifest.name.clone())));
-    }
+    installer.admit(&manifest.name).map_err(NativeError::Install)?;
     let payload = verified.payload_of_kind(Kind::Native).map_err(NativeError::Container)?;
     let elf = ElfObject::parse(payload, MAX_IMAGE_SIZE).map_err(NativeError::Elf)?;
     let arena_size = arena::size_for_quota(manifest.memory_quota_bytes).map_err(NativeError::QuotaTooLarge)?;
@@ -419,14 +417,10 @@ pub fn load(bytes: &[u8], installer: &mut super::Installer) -> Result<Arc<Loaded
         infos.push(info);
     }
 
-    let extension = Arc::new(LoadedExtension {
-        name: manifest.name.clone(),
-        version: manifest.version.clone(),
-        technology: Technology::Native,
-        bindings: spin::Mutex::new(Vec::new()),
-        state: spin::Mutex::new(ExtensionState::Running),
-            image: spin::Mutex::new(Some(super::ExtensionImage::Native(image))),
-    });
+    let artifact = super::introspect::Artifact::of(bytes, super::introspect::Signer::Builder(verifying_key));
+    let provenance = super::introspect::Provenance::of_manifest(&manifest, Some(artifact));
+    let extension =
+        Arc::new(LoadedExtension::new(&manifest.name, &manifest.version, Technology::Native, provenance, Some(super::ExtensionImage::Native(image))));
     for (index, info) in infos.iter().enumerate() {
         match install_binding(info, index, &BindingTarget { invoke: invoke_function, budget, extension: &extension, arena: &arena }, installer) {
             Ok(id) => extension.bindings.lock().push(id),

@@ -52,7 +52,7 @@ use spindle_dispatch::{BindingId, BindingSpec, Handler, HandlerDescription, Hand
 use spindle_loader::Manifest;
 use spindle_process::user_range;
 
-use super::{ExtensionError, ExtensionState, LoadedExtension, Technology};
+use super::{ExtensionError, LoadedExtension, Technology};
 use crate::arch::csr;
 use crate::arch::user::UserContext;
 use crate::proc::migrate::{self, CallFault};
@@ -217,9 +217,7 @@ pub fn load(name: &str, installer: &mut super::Installer) -> Result<Arc<LoadedEx
     if super::bundle::payload(&alloc::format!("{}{program}", proc::PROGRAM_PREFIX)).is_none() {
         return Err(UserError::NoProgram(name.into()));
     }
-    if !installer.admits(name) {
-        return Err(UserError::Install(ExtensionError::AlreadyLoaded(name.into())));
-    }
+    installer.admit(name).map_err(UserError::Install)?;
     let process = proc::spawn(&program, Parent::Detached, proc::Grants::NONE).map_err(|error| UserError::Spawn(alloc::format!("{error}")))?;
     let pid = process.pid();
     with_pending(|pending| pending.push(Pending { pid, loader: sched::current(), registration: None, server: None, verdict: None }));
@@ -278,6 +276,7 @@ fn install(
     installer: &mut super::Installer,
 ) -> Result<(Arc<LoadedExtension>, Arc<UserExtension>), UserError> {
     let Registration { manifest, bindings, view, entry, stack_top } = registration;
+    installer.admit(&manifest.name).map_err(UserError::Install)?;
     if manifest.name != name {
         return Err(UserError::BadRegistration(alloc::format!("program for `{name}` registered extension `{}`", manifest.name)));
     }
@@ -291,14 +290,11 @@ fn install(
         ending: spin::Mutex::new(None),
         server,
     });
-    let extension = Arc::new(LoadedExtension {
-        name: manifest.name.clone(),
-        version: manifest.version.clone(),
-        technology: Technology::UserLevel,
-        bindings: spin::Mutex::new(Vec::new()),
-        state: spin::Mutex::new(ExtensionState::Running),
-        image: spin::Mutex::new(Some(super::ExtensionImage::User(UserImage { extension: user.clone() }))),
-    });
+    let program = super::bundle::payload(&alloc::format!("{}{PROGRAM_PREFIX}{name}", proc::PROGRAM_PREFIX));
+    let artifact = program.map(|bytes| super::introspect::Artifact::of(bytes, super::introspect::Signer::BootBundleProgram));
+    let provenance = super::introspect::Provenance::of_manifest(&manifest, artifact);
+    let image = super::ExtensionImage::User(UserImage { extension: user.clone() });
+    let extension = Arc::new(LoadedExtension::new(&manifest.name, &manifest.version, Technology::UserLevel, provenance, Some(image)));
     for (index, info) in bindings.iter().enumerate() {
         match install_binding(info, index, &user, &extension, installer) {
             Ok(id) => extension.bindings.lock().push(id),

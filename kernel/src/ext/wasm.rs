@@ -67,7 +67,7 @@ use wasmi::{Caller, CompilationMode, Config, Engine, ExternType, Linker, Memory,
 
 use super::arena::{self, ArenaUsage, QuotaTooLarge};
 use super::native::{DESCRIBE_BUDGET, MAX_RECORD, VERIFYING_KEY};
-use super::{ExtensionError, ExtensionImage, ExtensionState, LoadedExtension, Technology};
+use super::{ExtensionError, ExtensionImage, LoadedExtension, Technology};
 
 /// Most table elements a module may have (Rust modules use a few for indirect calls).
 pub const MAX_TABLE_ELEMENTS: usize = 4096;
@@ -367,9 +367,7 @@ pub fn load(bytes: &[u8], installer: &mut super::Installer) -> Result<Arc<Loaded
     let policy = Policy { verifying_key: VERIFYING_KEY.unwrap_or([0; 32]), abi_fingerprint: spindle_abi::abi_fingerprint().0, allow_unsigned_wasm: true };
     let verified = spindle_loader::open(bytes, &policy).map_err(WasmError::Container)?;
     let manifest = verified.manifest().clone();
-    if !installer.admits(&manifest.name) {
-        return Err(WasmError::Install(ExtensionError::AlreadyLoaded(manifest.name.clone())));
-    }
+    installer.admit(&manifest.name).map_err(WasmError::Install)?;
     let payload = verified.payload_of_kind(Kind::Wasm).map_err(WasmError::Container)?;
     let quota = arena::size_for_quota(manifest.memory_quota_bytes).map_err(WasmError::QuotaTooLarge)?.next_multiple_of(WASM_PAGE_SIZE);
 
@@ -434,14 +432,13 @@ pub fn load(bytes: &[u8], installer: &mut super::Installer) -> Result<Arc<Loaded
     }
 
     let instance = Arc::new(WasmInstance { live: spin::Mutex::new(Live { store, memory, invoke, exchange, poisoned: false }), memory_limit });
-    let extension = Arc::new(LoadedExtension {
-        name: manifest.name.clone(),
-        version: manifest.version.clone(),
-        technology: Technology::Wasm,
-        bindings: spin::Mutex::new(Vec::new()),
-        state: spin::Mutex::new(ExtensionState::Running),
-        image: spin::Mutex::new(Some(ExtensionImage::Wasm(WasmImage { instance: instance.clone(), module_bytes: payload.len() }))),
-    });
+    let signer = match (verified.is_signed(), VERIFYING_KEY) {
+        (true, Some(key)) => super::introspect::Signer::Builder(key),
+        _ => super::introspect::Signer::Unsigned,
+    };
+    let provenance = super::introspect::Provenance::of_manifest(&manifest, Some(super::introspect::Artifact::of(bytes, signer)));
+    let image = ExtensionImage::Wasm(WasmImage { instance: instance.clone(), module_bytes: payload.len() });
+    let extension = Arc::new(LoadedExtension::new(&manifest.name, &manifest.version, Technology::Wasm, provenance, Some(image)));
     let fuel = manifest.budget_microseconds.saturating_mul(super::builtin::INSTRUCTIONS_PER_MICROSECOND).max(1);
     for (index, info) in infos.iter().enumerate() {
         match install_binding(info, index, fuel, &extension, &instance, installer) {

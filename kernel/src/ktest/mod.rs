@@ -21,6 +21,7 @@ mod events;
 mod extensions;
 mod harness;
 mod hotload;
+mod introspection;
 mod kernel_basics;
 mod processes;
 mod services;
@@ -56,7 +57,7 @@ macro_rules! ensure {
 }
 
 /// Every regular test, in run order.
-pub static TESTS: &[&[KernelTest]] = &[kernel_basics::TESTS, strands::TESTS, sched_events::TESTS, events::TESTS, extensions::TESTS, wasm::TESTS, hotload::TESTS, processes::TESTS, upcalls::TESTS, services::TESTS];
+pub static TESTS: &[&[KernelTest]] = &[kernel_basics::TESTS, strands::TESTS, sched_events::TESTS, events::TESTS, extensions::TESTS, wasm::TESTS, hotload::TESTS, processes::TESTS, upcalls::TESTS, services::TESTS, introspection::TESTS];
 
 /// Tests of the harness itself; each must be reported as a failure.
 pub static HARNESS_TESTS: &[KernelTest] = harness::TESTS;

@@ -16,7 +16,7 @@
 //! Limitations: only the console handle exists; `write` copies through a kernel buffer
 //! (at most `MAX_WRITE_LENGTH` bytes).
 
-mod shell_calls;
+pub(crate) mod shell_calls;
 
 use alloc::sync::Arc;
 use alloc::vec;
@@ -85,6 +85,7 @@ pub fn handle(process: &Arc<Process>, space: &mut AddressSpace, context: &mut Us
         Some(Syscall::ExtLoad) => shell_calls::ext_load(process, space, arguments),
         Some(Syscall::ExtUnload) => shell_calls::ext_unload(process, space, arguments),
         Some(Syscall::ExtList) => shell_calls::ext_list(process, space, arguments),
+        Some(Syscall::ExtStats) => shell_calls::ext_stats(process, space, arguments),
         Some(Syscall::Events) => shell_calls::events(process, space, arguments),
         Some(Syscall::Processes) => shell_calls::processes(process, space, arguments),
         Some(Syscall::LastError) => shell_calls::last_error(process, space, arguments),

@@ -26,7 +26,7 @@ use spindle_capability::Rights;
 use spindle_process::{PageAccess, user_range};
 
 use super::Arguments;
-use crate::ext::{self, ExtensionError, ExtensionState, Preference};
+use crate::ext::{self, ExtensionError, Preference};
 use crate::proc::{self, AddressSpace, Process};
 
 /// Copies `text` to the user buffer `pointer..pointer + length` (at most `length` bytes)
@@ -115,7 +115,10 @@ pub fn ext_load(process: &Arc<Process>, space: &AddressSpace, [pointer, length, 
         Technology::User => Preference::User,
     };
     match ext::load(name, preference) {
-        Ok(_) => Ok(0),
+        Ok(extension) => match ext::loaded_summary(&extension) {
+            Ok(_) => Ok(0),
+            Err(why) => Err(refuse(process, alloc::format!("ext load {name}: {why}"))),
+        },
         Err(ExtensionError::Unknown(_)) => Err(Error::NotFound),
         Err(ExtensionError::User(error)) if matches!(*error, ext::user::UserError::NoProgram(_)) => Err(Error::NotFound),
         Err(error) => Err(refuse(process, alloc::format!("ext load {name}: {error}"))),
@@ -136,15 +139,13 @@ pub fn ext_unload(process: &Arc<Process>, space: &AddressSpace, [pointer, length
 }
 
 /// The loaded extensions, one per line: `NAME TECHNOLOGY VERSION STATE BINDINGS MEMORY`,
-/// tab-separated. STATE is `running` or `KILLED: REASON`; MEMORY is `USED/QUOTA` bytes or
+/// tab-separated. STATE is `running`, `DEGRADED: REASON` or `KILLED: REASON` (derived as in
+/// every other view, `ext::introspect`); MEMORY is `USED/QUOTA` bytes or
 /// `-` (built-in extensions use the kernel heap without a quota).
 pub fn extension_listing() -> String {
     let mut text = String::new();
     for extension in ext::list() {
-        let state = match &*extension.state.lock() {
-            ExtensionState::Running => String::from("running"),
-            ExtensionState::Killed(reason) => alloc::format!("KILLED: {}", reason.replace(['\t', '\n'], " ")),
-        };
+        let state = ext::introspect::report(&extension).status.describe().replace(['\t', '\n'], " ");
         let memory = match extension.memory_usage() {
             Some(usage) => alloc::format!("{}/{}", usage.used_bytes, usage.quota_bytes),
             None => String::from("-"),
@@ -159,6 +160,11 @@ pub fn extension_listing() -> String {
 pub fn ext_list(process: &Arc<Process>, space: &AddressSpace, [pointer, length, ..]: Arguments) -> Result<usize, Error> {
     require_extension_loader(process)?;
     copy_out(space, pointer, length, extension_listing().as_bytes())
+}
+
+/// `ext_stats(pointer, length)`: every extension's record as JSON. BadLength, BadAddress.
+pub fn ext_stats(_process: &Arc<Process>, space: &AddressSpace, [pointer, length, ..]: Arguments) -> Result<usize, Error> {
+    copy_out(space, pointer, length, ext::introspect::all_json().as_bytes())
 }
 
 /// `events(pointer, length)`: the text of the console's `events`. BadLength, BadAddress.

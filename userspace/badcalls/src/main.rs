@@ -439,7 +439,13 @@ fn listing_calls(check: &mut Checker, pid: usize, code_address: usize) {
     check.holds("last_error(unmapped, 16) copies nothing when it is empty", raw::listing_into(Syscall::LastError, UNMAPPED, 16) == Ok(0));
     check.expect("last_error(null, 16): outside user space", raw::listing_into(Syscall::LastError, 0, 16), Some(Error::BadAddress));
     let read_only = "read-only data".as_ptr() as usize;
-    for call in [Syscall::Events, Syscall::Processes] {
+    if let Some(total) = check.expect("ext_stats(buffer)", arch::ext_stats(&mut buffer), None) {
+        let text = core::str::from_utf8(&buffer[..total.min(buffer.len())]).unwrap_or("");
+        check.holds("ext_stats is a JSON document naming the clock", text.starts_with("{\"clock\":") && text.ends_with("]}"));
+        let mut short = [0u8; 3];
+        check.holds("ext_stats(short buffer) returns the full length", arch::ext_stats(&mut short) == Ok(total));
+    }
+    for call in [Syscall::Events, Syscall::Processes, Syscall::ExtStats] {
         check.expect("listing(null)", raw::listing_into(call, 0, 16), Some(Error::BadAddress));
         check.expect("listing(kernel)", raw::listing_into(call, KERNEL_TEXT, 16), Some(Error::BadAddress));
         check.expect("listing(unmapped)", raw::listing_into(call, UNMAPPED, 16), Some(Error::BadAddress));

@@ -124,7 +124,8 @@ fn run_line(line: &str) -> Result<Flow, Failed> {
         },
         "run" => run(arguments),
         "ext" => ext(arguments),
-        "events" => listing("events", arch::events, |text| print!("{text}")),
+        "events" if arguments.is_empty() => listing("events", arch::events, |text| print!("{text}")),
+        // `events NAME`: the kernel console's filter.
         "ps" => listing("ps", arch::processes, print_processes),
         _ => kernel_command(command, line),
     }
@@ -138,8 +139,10 @@ fn help() -> Result<Flow, Failed> {
         ("ext load NAME [builtin|native|wasm|user]", "load an extension (default: native if bundled, else built-in)"),
         ("ext unload NAME", "unload an extension"),
         ("ext available", "loaded, bundled and built-in extensions (the kernel console's `ext list`)"),
-        ("ext replace NAME [builtin|wasm]", "swap in a fresh load (the kernel console's `ext replace`)"),
-        ("events", "events, their bindings, guards and counters"),
+        ("ext replace NAME [builtin|wasm|user]", "swap in a fresh load (the kernel console's `ext replace`)"),
+        ("ext show NAME [--json]", "everything about one extension: artifact, signer, load cost, budget, memory, bindings with guards and counters"),
+        ("ext list --json", "every extension's record as JSON (the `ext_stats` system call)"),
+        ("events [NAME]", "events (all, or one event or service: `events clock`), their bindings, guards and counters"),
         ("ps", "processes"),
         ("echo WORD…", "print the words"),
         ("exit [STATUS]", "leave the shell (the kernel console takes over)"),
@@ -197,7 +200,8 @@ fn run(arguments: &[&str]) -> Result<Flow, Failed> {
 }
 
 fn ext(arguments: &[&str]) -> Result<Flow, Failed> {
-    const USAGE: &str = "usage: ext list | ext available | ext load NAME [builtin|native|wasm|user] | ext unload NAME | ext replace NAME [builtin|wasm]";
+    const USAGE: &str =
+        "usage: ext list [--json] | ext show NAME [--json] | ext available | ext load NAME [builtin|native|wasm|user] | ext unload NAME | ext replace NAME [builtin|wasm|user]";
     match arguments {
         ["list"] => listing("ext list", arch::ext_list, print_extensions),
         ["load", name] | ["load", name, _] => {
@@ -218,6 +222,9 @@ fn ext(arguments: &[&str]) -> Result<Flow, Failed> {
                     });
                     Ok(Flow::Continue)
                 }
+                Err(Error::NotFound) => fail(format_args!(
+                    "ext load {name}: not found: neither built in nor in the boot bundle (list it in image.toml and run `cargo xtask qemu` again, or push it with `cargo xtask load CRATE`; `ext available` lists what is here)"
+                )),
                 Err(error) => refused(&["ext load ", name], error),
             }
         }
@@ -231,7 +238,7 @@ fn ext(arguments: &[&str]) -> Result<Flow, Failed> {
         // What the kernel console's own `ext list` shows: loaded, bundled and built-in.
         ["available"] => kernel_command("ext", "ext list"),
         // `ext replace …` and anything newer: the kernel console's `ext`.
-        [subcommand, ..] if !matches!(*subcommand, "list" | "load" | "unload") => {
+        [subcommand, ..] if !matches!(*subcommand, "load" | "unload") => {
             let mut buffer = [0u8; MAX_COMMAND_LINE];
             let mut words = [""; MAX_WORDS];
             words[0] = "ext";

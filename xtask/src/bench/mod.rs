@@ -28,7 +28,7 @@ use crate::qemu::{Exit, Machine};
 use model::HardwareCounts;
 
 /// QEMU flags that make instruction counts exact: one instruction per virtual ns.
-pub const ICOUNT: &[&str] = &["-icount", "shift=0,align=off,sleep=off"];
+pub const ICOUNT: &[&str] = crate::qemu::Clock::ExactDeterministic.arguments();
 /// Host timeout for one benchmark boot.
 const BENCH_TIMEOUT: Duration = Duration::from_secs(600);
 /// How the rows are measured (printed in the report and results.json).
