@@ -252,6 +252,18 @@ impl<A: EventRecord, R: EventRecord> Handler<A, R> for WasmHandler<A, R> {
     fn describe(&self) -> HandlerDescription {
         HandlerDescription { technology: DispatchTechnology::Wasm, name: self.name.clone() }
     }
+
+    /// Containment for faults the dispatcher saw but `invoke` could not report: the
+    /// binding's own deadline (an event owner's cap) passing outside the interpreter call,
+    /// which aborts `invoke` as a whole. A fault already reported kills nothing twice;
+    /// `Unavailable` (a re-entrant raise) is not the extension's fault.
+    fn faulted(&self, fault: &HandlerFault) {
+        if *fault != HandlerFault::Unavailable
+            && let Some(extension) = self.extension.upgrade()
+        {
+            super::kill(&extension, *fault, &self.name);
+        }
+    }
 }
 
 /// Bytes of `length` at linear-memory offset `pointer`, if they lie inside the caller's
