@@ -442,7 +442,8 @@ declare_syscalls! {
     /// `NotFound` (not loaded).
     ExtUnload = 14, "ext_unload", (pointer, length) -> "0";
     /// `ext_list(pointer, length) -> total`: the loaded extensions as text, one per line
-    /// (`NAME TECHNOLOGY VERSION STATE BINDINGS MEMORY`, fields separated by tabs; see
+    /// (`NAME TECHNOLOGY VERSION STATE BINDINGS MEMORY CALLS FAULTS OVERRUNS`, fields
+    /// separated by tabs; see
     /// `docs/user-space.md`), copied up to `length` bytes; returns the full length (call
     /// again with a bigger buffer if it is larger; `length` 0 copies nothing and checks no
     /// pointer). Errors: `NotPermitted` (no capability), `BadLength` (wrapping),

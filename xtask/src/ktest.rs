@@ -841,7 +841,64 @@ fn run_hotload_tests(kernel: &Image, verbose: bool, tally: &mut Tally) -> Result
         }
         tally.record(&format!("hotload::{}", test.name), &outcome);
     }
+    let outcome = hotload_stats_check(kernel, &native, verbose);
+    tally.record("hotload::stats-reports-what-was-pushed", &outcome);
     Ok(())
+}
+
+/// `cargo xtask load --stats` against a running kernel: after `hello` is pushed and has
+/// answered a line, the `STATS` document names it as native and running, with the SHA-256
+/// and size of exactly the bytes pushed and one call of its binding.
+fn hotload_stats_check(kernel: &Image, native: &[u8], verbose: bool) -> std::result::Result<(), String> {
+    let lines: Vec<String> = ["hotload wait 60", "hello", "hotload wait 60", "ext list"].iter().map(|line| line.to_string()).collect();
+    let mut machine = Machine::for_image(kernel);
+    machine.append(&format!("spindle.script={}", crate::encode::encode_script(&lines)));
+    let socket = machine.hotload_socket().to_path_buf();
+    let timeouts = crate::load::Timeouts { connect: HOTLOAD_CONNECT_WAIT, answer: HOTLOAD_ANSWER_WAIT };
+    let (run, answers) = std::thread::scope(|scope| {
+        let qemu = scope.spawn(|| machine.run_captured(HOTLOAD_TIMEOUT, verbose));
+        let loaded = crate::load::exchange(&socket, &crate::load::Request::Load(native), timeouts);
+        // The script runs `hello` between the two waits; ask once it has had time to.
+        std::thread::sleep(Duration::from_secs(2));
+        let stats = crate::load::exchange(&socket, &crate::load::Request::Stats, timeouts);
+        (qemu.join(), (loaded, stats))
+    });
+    let (exit, log) = run.map_err(|_| "the QEMU runner thread panicked".to_string())??;
+    let (loaded, stats) = answers;
+    let mut problems = Vec::new();
+    if !loaded.as_ref().is_ok_and(|answer| answer.starts_with("OK loaded hello 0.1.0 (native)")) {
+        problems.push(format!("load answer {loaded:?}"));
+    }
+    let digest: String = spindle_loader::artifact_digest(native).iter().map(|byte| format!("{byte:02x}")).collect();
+    match &stats {
+        Ok(answer) => {
+            for expected in [
+                // Hot-load tests run without -icount, as `cargo xtask qemu --host-clock` does.
+                "OK {\"clock\":\"host\",\"extensions\":[{\"name\":\"hello\"".to_string(),
+                "\"counter_unit\":\"host-ticks\"".to_string(),
+                "\"technology\":\"native\",\"state\":\"running\"".to_string(),
+                format!("\"artifact\":{{\"bytes\":{},\"sha256\":\"{digest}\"", native.len()),
+                "\"event\":\"console.Line\"".to_string(),
+                "\"calls\":1,".to_string(),
+            ] {
+                if !answer.contains(&expected) {
+                    problems.push(format!("STATS answer lacks {expected:?}: {answer}"));
+                }
+            }
+        }
+        Err(error) => problems.push(format!("no STATS answer: {error}")),
+    }
+    if exit != Exit::Status(0) {
+        problems.push(format!("expected exit 0, got {}", describe_exit(exit)));
+    }
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        if !verbose {
+            show_tail(&log);
+        }
+        Err(problems.join("; "))
+    }
 }
 
 #[cfg(test)]

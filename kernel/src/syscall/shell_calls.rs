@@ -138,20 +138,26 @@ pub fn ext_unload(process: &Arc<Process>, space: &AddressSpace, [pointer, length
     }
 }
 
-/// The loaded extensions, one per line: `NAME TECHNOLOGY VERSION STATE BINDINGS MEMORY`,
+/// The loaded extensions, one per line: `NAME TECHNOLOGY VERSION STATE BINDINGS MEMORY
+/// CALLS FAULTS OVERRUNS`,
 /// tab-separated. STATE is `running`, `DEGRADED: REASON` or `KILLED: REASON` (derived as in
 /// every other view, `ext::introspect`); MEMORY is `USED/QUOTA` bytes or
 /// `-` (built-in extensions use the kernel heap without a quota).
 pub fn extension_listing() -> String {
     let mut text = String::new();
-    for extension in ext::list() {
-        let state = ext::introspect::report(&extension).status.describe().replace(['\t', '\n'], " ");
-        let memory = match extension.memory_usage() {
+    for report in ext::introspect::reports() {
+        let state = report.status.describe().replace(['\t', '\n'], " ");
+        let memory = match report.memory {
             Some(usage) => alloc::format!("{}/{}", usage.used_bytes, usage.quota_bytes),
             None => String::from("-"),
         };
-        let bindings = extension.bindings.lock().len();
-        let _ = writeln!(text, "{}\t{}\t{}\t{state}\t{bindings}\t{memory}", extension.name, extension.technology, extension.version);
+        let bindings = report.bindings.iter().filter(|binding| binding.installed).count();
+        let totals = report.totals();
+        let _ = writeln!(
+            text,
+            "{}\t{}\t{}\t{state}\t{bindings}\t{memory}\t{}\t{}\t{}",
+            report.name, report.technology, report.version, totals.calls, totals.faults, totals.overruns
+        );
     }
     text
 }

@@ -215,7 +215,7 @@ fn ext(arguments: &[&str]) -> Result<Flow, Failed> {
             match arch::ext_load(name, technology) {
                 Ok(()) => {
                     let _ = with_listing(arch::ext_list, |text| match extension_fields(text, name) {
-                        Some([_, technology, version, _, bindings, _]) => {
+                        Some([_, technology, version, _, bindings, ..]) => {
                             println!("loaded `{name}` {version} ({technology}), {bindings} binding(s)")
                         }
                         _ => println!("loaded `{name}`"),
@@ -296,12 +296,15 @@ fn listing(what: &str, fetch: fn(&mut [u8]) -> Result<usize, Error>, show: fn(&s
 }
 
 /// The six tab-separated fields of extension `name`'s line in an `ext_list` listing.
-fn extension_fields<'text>(text: &'text str, name: &str) -> Option<[&'text str; 6]> {
-    text.lines().find_map(|line| {
-        let mut fields = line.splitn(6, '\t');
-        let parsed: [&str; 6] = core::array::from_fn(|_| fields.next().unwrap_or(""));
-        (parsed[0] == name).then_some(parsed)
-    })
+fn extension_fields<'text>(text: &'text str, name: &str) -> Option<[&'text str; 9]> {
+    text.lines().map(listing_fields).find(|fields| fields[0] == name)
+}
+
+/// The tab-separated fields of one `ext_list` line: NAME TECHNOLOGY VERSION STATE BINDINGS
+/// MEMORY CALLS FAULTS OVERRUNS (missing ones empty).
+fn listing_fields(line: &str) -> [&str; 9] {
+    let mut fields = line.splitn(9, '\t');
+    core::array::from_fn(|_| fields.next().unwrap_or(""))
 }
 
 fn print_extensions(text: &str) {
@@ -309,11 +312,10 @@ fn print_extensions(text: &str) {
         println!("(no extensions loaded)");
         return;
     }
-    println!("{:<16} {:<9} {:<8} {:>8} {:<16} STATE", "NAME", "TECH", "VERSION", "BINDINGS", "MEMORY");
+    println!("{:<16} {:<10} {:<8} {:>8} {:<16} {:>8} {:>6} {:>8} STATE", "NAME", "TECH", "VERSION", "BINDINGS", "MEMORY", "CALLS", "FAULTS", "OVERRUNS");
     for line in text.lines() {
-        let mut fields = line.splitn(6, '\t');
-        let [name, technology, version, state, bindings, memory] = core::array::from_fn(|_| fields.next().unwrap_or(""));
-        println!("{name:<16} {technology:<9} {version:<8} {bindings:>8} {memory:<16} {state}");
+        let [name, technology, version, state, bindings, memory, calls, faults, overruns] = listing_fields(line);
+        println!("{name:<16} {technology:<10} {version:<8} {bindings:>8} {memory:<16} {calls:>8} {faults:>6} {overruns:>8} {state}");
     }
 }
 
