@@ -8,14 +8,13 @@
 //! read-copy-update (made on every context switch and in the idle loop: raises run with
 //! preemption off, so neither point can be inside one).
 //!
-//! Core services register their events here ([`clock`], [`console`], [`mm`], [`sched`]) and raise them with
+//! The clock, console, probe and scheduler events register here ([`clock`], [`console`],
+//! [`probe`], [`sched`]; the services of `crate::services` register their own) and raise them with
 //! [`raise`], which is [`EventTable::raise`] inside a no-preemption section.
 
-pub mod block;
 pub mod builtin;
 pub mod clock;
 pub mod console;
-pub mod mm;
 pub mod probe;
 pub mod sched;
 
@@ -142,8 +141,6 @@ pub fn init() {
     clock::init();
     console::init();
     probe::init();
-    mm::init();
-    block::init();
     sched::init();
 }
 

@@ -32,6 +32,7 @@ pub mod param;
 pub mod power;
 pub mod proc;
 pub mod sched;
+pub mod services;
 pub mod shell;
 pub mod syscall;
 pub mod time;
@@ -80,6 +81,7 @@ pub extern "C" fn kernel_main(hart_id: usize, device_tree_address: usize) -> ! {
     println!("[boot] timer at {} Hz (timebase {} Hz, {}); clock {}: {}", param::TICKS_PER_SECOND, time::timebase_hz(),
         if time::uses_sstc() { "stimecmp" } else { "SBI set_timer" }, time::clock_mode().name(), time::clock_mode().budget_meaning());
     events::init();
+    services::init();
     ext::bundle::init();
     proc::init();
     match events::builtin::install() {

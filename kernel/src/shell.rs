@@ -68,8 +68,8 @@ pub static COMMANDS: &[Command] = &[
     Command { name: "hotload", usage: "hotload wait [SECONDS]", help: "wait for one `cargo xtask load` request (default 30 s); fails if it was refused", run: hotload },
     Command { name: "probe", usage: "probe KEY VALUE", help: "raise bench.Probe and print the combined result", run: probe },
     Command { name: "reclaim", usage: "reclaim FRAME|hot SLOT FRAME|clear", help: "raise mm.Reclaim for FRAME (synthetic LRU queue), or set/clear the hot list", run: reclaim },
-    Command { name: "md5", usage: "md5 [builtin|native|wasm|c]", help: "fingerprint the 1 MiB file through block.ReadFilter with the md5 graft (default native)", run: md5_graft },
-    Command { name: "logdisk", usage: "logdisk [builtin|native|wasm|c] [WRITES]", help: "run WRITES writes (default 4096) of the 80/20 workload through the logdisk graft and check its map", run: logdisk_graft },
+    Command { name: "md5", usage: "md5 [builtin|native|wasm|user|c]", help: "fingerprint the 1 MiB file through block.ReadFilter with the md5 graft (default native)", run: md5_graft },
+    Command { name: "logdisk", usage: "logdisk [builtin|native|wasm|user|c] [WRITES]", help: "run WRITES writes (default 4096) of the 80/20 workload through the logdisk graft and check its map", run: logdisk_graft },
     Command { name: "strands", usage: "strands", help: "the running strand and the ready count", run: strands },
     Command { name: "run", usage: "run NAME [ARGS…]", help: "run user program NAME from the boot bundle, wait, print its status", run: run_program },
     Command { name: "ps", usage: "ps", help: "processes and the user programs in the boot bundle", run: ps },
@@ -440,7 +440,7 @@ fn hotload(arguments: &[&str]) -> Result<(), CommandError> {
 
 fn reclaim(arguments: &[&str]) -> Result<(), CommandError> {
     const USAGE: &str = "reclaim FRAME|hot SLOT FRAME|clear (numbers: decimal or 0x hex)";
-    use crate::events::mm;
+    use crate::services::frames as mm;
     match arguments {
         ["clear"] => {
             mm::clear_hot();
@@ -476,17 +476,17 @@ fn graft_named(word: Option<&&str>, usage: &'static str) -> Result<crate::bench:
 }
 
 fn md5_graft(arguments: &[&str]) -> Result<(), CommandError> {
-    const USAGE: &str = "md5 [builtin|native|wasm|c]";
+    const USAGE: &str = "md5 [builtin|native|wasm|user|c]";
     if arguments.len() > 1 {
         return Err(CommandError::Usage(USAGE));
     }
     let graft = graft_named(arguments.first(), USAGE)?;
-    let before = crate::events::block::rejections();
+    let before = crate::services::blockpath::rejections();
     let outcome = crate::bench::stream::read_with(graft).map_err(CommandError::Failed)?;
-    let rejected = crate::events::block::rejections() - before;
+    let rejected = crate::services::blockpath::rejections() - before;
     match outcome.digest {
         Some(digest) if rejected == 0 => {
-            crate::println!("md5 ({}): {}  {} bytes in {} blocks, {} consumed", graft.name(), crate::bench::stream::hex(&digest), outcome.bytes, outcome.bytes.div_ceil(crate::events::block::BLOCK_SIZE), outcome.consumed);
+            crate::println!("md5 ({}): {}  {} bytes in {} blocks, {} consumed", graft.name(), crate::bench::stream::hex(&digest), outcome.bytes, outcome.bytes.div_ceil(crate::services::blockpath::BLOCK_SIZE), outcome.consumed);
             Ok(())
         }
         _ => Err(CommandError::Failed(alloc::format!("no valid digest ({} bytes consumed of {}, {rejected} answers rejected)", outcome.consumed, outcome.bytes))),
@@ -494,7 +494,7 @@ fn md5_graft(arguments: &[&str]) -> Result<(), CommandError> {
 }
 
 fn logdisk_graft(arguments: &[&str]) -> Result<(), CommandError> {
-    const USAGE: &str = "logdisk [builtin|native|wasm|c] [WRITES]";
+    const USAGE: &str = "logdisk [builtin|native|wasm|user|c] [WRITES]";
     let (graft, count) = match arguments {
         [] => (graft_named(None, USAGE)?, 4096),
         [word] => (graft_named(Some(word), USAGE)?, 4096),
@@ -508,7 +508,7 @@ fn logdisk_graft(arguments: &[&str]) -> Result<(), CommandError> {
                 "logdisk ({}): {} writes placed at the log head ({} segments), map verified: {mapped} blocks mapped",
                 graft.name(),
                 run.writes,
-                run.writes.div_ceil(crate::events::block::SEGMENT_BLOCKS)
+                run.writes.div_ceil(crate::services::blockpath::SEGMENT_BLOCKS)
             );
             Ok(())
         }

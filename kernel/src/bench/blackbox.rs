@@ -24,7 +24,7 @@ use spindle_abi::event::{BLOCK_FORMAT, BLOCK_MAP_LOOKUP, BLOCK_WRITE, BlockWrite
 use spindle_dispatch::{BindingSpec, Mode, handler_fn};
 
 use super::{measure, report};
-use crate::events::block;
+use crate::services::blockpath as block;
 use crate::ext::{self, Preference};
 
 /// The benchmark group.

@@ -2,7 +2,7 @@
 //! hot list), measured as every technology in one run (group `graft-hotlist`).
 //!
 //! Workload (deterministic, the same for every technology): the synthetic LRU queue of
-//! [`crate::events::mm`] (1,024 frames, head = least recently used); a hot list of 64
+//! [`crate::services::frames`] (1,024 frames, head = least recently used); a hot list of 64
 //! frames — the 8 frames at the queue's head (positions 0–7) and 56 frames spread through
 //! it (positions 16·k, k = 1..=56) — set through `mm.HotListSet`; candidates visit every
 //! queue position once per 1,024 raises in the order `position = (i · 37) mod 1024`, so
@@ -13,7 +13,7 @@
 //!
 //! Each row raises `mm.Reclaim` [`ITERATIONS`] times through the kernel dispatcher (the
 //! primary module validates every answer) and compares every volunteered frame with
-//! [`crate::events::mm::reference_choice`]; any mismatch or rejection withholds the row
+//! [`crate::services::frames::reference_choice`]; any mismatch or rejection withholds the row
 //! and fails the benchmark. Rows: the graft built in, native and Wasm (the bench runs a
 //! second kernel build for Wasm with unaligned scalar loads), the graft function called
 //! directly without the dispatcher, the dispatch cost (a bounded binding answering the
@@ -29,7 +29,7 @@ use spindle_abi::event::{MM_RECLAIM, ReclaimCandidate, Volunteer};
 use spindle_dispatch::{BindingSpec, Mode, handler_fn};
 
 use super::{measure, report};
-use crate::events::mm;
+use crate::services::frames as mm;
 use crate::ext::{self, Preference};
 
 /// Raises per row (≥ 1,000; four passes over the candidate sequence).

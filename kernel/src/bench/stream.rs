@@ -1,8 +1,8 @@
 //! The stream graft of Small & Seltzer '96 (§3.2, §5.5: an MD5 fingerprint of 1 MiB read
 //! from disk), measured as every technology in one run (group `graft-md5`).
 //!
-//! Workload: the 1 MiB in-memory file of [`crate::events::block`] (`md5::workload`, a
-//! fixed-seed generator) read as 256 blocks of 4 KiB: 256 raises of `block.ReadFilter`,
+//! Workload: the 1 MiB [`workload`] (`md5::workload`, a fixed-seed generator) read
+//! through [`crate::services::blockpath`] as 256 blocks of 4 KiB: 256 raises of `block.ReadFilter`,
 //! each copying its block into the graft's memory through `spindle_block_read`, then one
 //! `block.ReadDone` answering the digest. A row is the instructions of one whole 1 MiB
 //! fingerprint ([`FINGERPRINTS`] measured); every digest is compared with the kernel's own
@@ -24,8 +24,22 @@ use spindle_abi::event::{BLOCK_READ_DONE, BLOCK_READ_FILTER, Digest, FilterVerdi
 use spindle_dispatch::{BindingSpec, Mode, handler_fn};
 
 use super::{measure, report};
-use crate::events::block;
+use crate::services::blockpath as block;
 use crate::ext::{self, Preference};
+
+/// Bytes of the workload read through the block path (1 MiB).
+pub const WORKLOAD_BYTES: usize = md5::workload::BYTES;
+
+/// The workload: [`WORKLOAD_BYTES`] of `md5::workload`'s deterministic bytes, generated
+/// on first use (the benchmark's data, passed to the block path as the source it reads).
+pub fn workload() -> &'static [u8] {
+    static WORKLOAD: spin::Once<alloc::boxed::Box<[u8]>> = spin::Once::new();
+    WORKLOAD.call_once(|| {
+        let mut bytes = alloc::vec![0u8; WORKLOAD_BYTES].into_boxed_slice();
+        md5::workload::fill(0, &mut bytes);
+        bytes
+    })
+}
 
 /// 1 MiB fingerprints per row.
 pub const FINGERPRINTS: u64 = 3;
@@ -67,7 +81,7 @@ pub mod c {
 
 /// The reference fingerprint of the file (the `md5` crate's algorithm, called directly).
 pub fn expected() -> [u8; 16] {
-    md5::Md5::digest(block::file())
+    md5::Md5::digest(workload())
 }
 
 /// A digest as lowercase hex (as `md5sum` prints it).
@@ -77,7 +91,7 @@ pub fn hex(digest: &[u8; 16]) -> String {
 
 /// One fingerprint of the whole file through the event path; the digest if it is right.
 pub fn fingerprint() -> Option<[u8; 16]> {
-    let outcome = block::read_through_filters(0, block::FILE_BYTES as u64);
+    let outcome = block::read_through_filters(workload(), 0, WORKLOAD_BYTES as u64);
     outcome.digest.filter(|_| outcome.consumed == outcome.bytes)
 }
 
@@ -145,13 +159,13 @@ pub fn read_with(graft: super::Graft) -> Result<block::ReadOutcome, String> {
     match graft {
         super::Graft::Extension(preference) => {
             ext::load(EXTENSION, preference).map_err(|error| format!("{error}"))?;
-            let outcome = block::read_through_filters(0, block::FILE_BYTES as u64);
+            let outcome = block::read_through_filters(workload(), 0, WORKLOAD_BYTES as u64);
             ext::unload(EXTENSION).map_err(|error| format!("{error}"))?;
             Ok(outcome)
         }
         #[cfg(not(spindle_no_c_reference))]
         super::Graft::CReference => {
-            with_c_bindings(|| block::read_through_filters(0, block::FILE_BYTES as u64)).ok_or_else(|| String::from("the C bindings were refused"))
+            with_c_bindings(|| block::read_through_filters(workload(), 0, WORKLOAD_BYTES as u64)).ok_or_else(|| String::from("the C bindings were refused"))
         }
         #[cfg(spindle_no_c_reference)]
         super::Graft::CReference => Err(String::from("this kernel was built without clang: no C reference")),
@@ -160,8 +174,8 @@ pub fn read_with(graft: super::Graft) -> Result<block::ReadOutcome, String> {
 
 /// The Rust graft's handlers called directly (no dispatcher): one fingerprint.
 fn direct_fingerprint() -> Digest {
-    let length = block::FILE_BYTES as u64;
-    let request = block::begin_read(0, length);
+    let length = WORKLOAD_BYTES as u64;
+    let request = block::begin_read(workload(), 0, length);
     let mut offset = 0;
     while offset < length {
         md5::filter_block(&core::hint::black_box(ReadBlock { request, offset, length: block::BLOCK_SIZE }));
@@ -176,7 +190,7 @@ fn direct_fingerprint() -> Digest {
 pub fn run() -> bool {
     let mut clean = true;
     let expected = expected();
-    crate::println!("bench: {GROUP} workload: {} bytes in {}-byte blocks, md5 {}", block::FILE_BYTES, block::BLOCK_SIZE, hex(&expected));
+    crate::println!("bench: {GROUP} workload: {} bytes in {}-byte blocks, md5 {}", WORKLOAD_BYTES, block::BLOCK_SIZE, hex(&expected));
 
     for preference in [Preference::BuiltIn, Preference::Native, Preference::Wasm, Preference::User] {
         let name = format!("md5-{}", preference.label());
@@ -215,8 +229,8 @@ pub fn run() -> bool {
     // The kernel's copy of one 4 KiB block into a kernel buffer, through the kernel
     // function every technology calls (destination check included).
     let mut buffer = alloc::vec![0u8; block::BLOCK_SIZE as usize];
-    let blocks = block::FILE_BYTES as u64 / block::BLOCK_SIZE;
-    let request = block::begin_read(0, block::FILE_BYTES as u64);
+    let blocks = WORKLOAD_BYTES as u64 / block::BLOCK_SIZE;
+    let request = block::begin_read(workload(), 0, WORKLOAD_BYTES as u64);
     let mut short = 0u64;
     let copy = measure(COPIES, |index| {
         let offset = (index % blocks) * block::BLOCK_SIZE;

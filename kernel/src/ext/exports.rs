@@ -100,20 +100,20 @@ pub extern "C" fn spindle_extension_free(pointer: *mut u8, size: usize, align: u
 }
 
 /// Domain `mm`: frames in the owner's LRU queue (the synthetic queue of
-/// [`crate::events::mm`] until the physical-memory service exists).
+/// [`crate::services::frames`] until the physical-memory service exists).
 #[unsafe(no_mangle)]
 pub extern "C" fn spindle_mm_lru_length() -> u64 {
-    crate::events::mm::LRU_FRAMES
+    crate::services::frames::LRU_FRAMES
 }
 
 /// Domain `mm`: the frame at `position` of the owner's LRU queue, head first; 0 past its end.
 #[unsafe(no_mangle)]
 pub extern "C" fn spindle_mm_lru_frame(position: u64) -> u64 {
-    crate::events::mm::lru_frame(position)
+    crate::services::frames::lru_frame(position)
 }
 
 /// Domain `block`: copies `length` bytes at `offset` of the active read request into
-/// `destination` (see [`crate::events::block::copy_block`]); 0 when the request is not
+/// `destination` (see [`crate::services::blockpath::copy_block`]); 0 when the request is not
 /// active, the range is outside it, `length` is above [`BLOCK_READ_MAX`], or the
 /// destination is not writable kernel memory.
 #[unsafe(no_mangle)]
@@ -126,7 +126,7 @@ pub extern "C" fn spindle_block_read(request: u64, offset: u64, destination: *mu
     // SAFETY: the range is non-null, at most BLOCK_READ_MAX bytes, every page of it mapped
     // writable in the kernel page table (checked above), and lent to us (see above).
     let destination = unsafe { core::slice::from_raw_parts_mut(destination, length) };
-    crate::events::block::copy_block(request, offset, destination)
+    crate::services::blockpath::copy_block(request, offset, destination)
 }
 
 /// Address of the kernel's definition of an exported function, by name.

@@ -446,7 +446,7 @@ fn kernel_function(domains: &[String], view: SpaceView, [index, a, b, c, d, _]: 
             }
             let range = user_range(destination, length, super::exports::BLOCK_READ_MAX)?;
             let mut bytes = alloc::vec![0u8; range.len()];
-            let copied = crate::events::block::copy_block(request, offset, &mut bytes) as usize;
+            let copied = crate::services::blockpath::copy_block(request, offset, &mut bytes) as usize;
             // SAFETY: the extension's space is pinned while it serves (see `migrate`), and
             // the destination is its own user memory, which the kernel holds no reference to.
             unsafe { view.write(range.start, &bytes[..copied.min(bytes.len())])? };

@@ -293,8 +293,8 @@ fn define_kernel_function(linker: &mut Linker<WasmState>, name: &str) -> Result<
             }
         }),
         "spindle_clock_ticks" => linker.func_wrap(WASM_IMPORT_MODULE, name, || -> u64 { crate::time::ticks() }),
-        "spindle_mm_lru_length" => linker.func_wrap(WASM_IMPORT_MODULE, name, || -> u64 { crate::events::mm::LRU_FRAMES }),
-        "spindle_mm_lru_frame" => linker.func_wrap(WASM_IMPORT_MODULE, name, |position: u64| -> u64 { crate::events::mm::lru_frame(position) }),
+        "spindle_mm_lru_length" => linker.func_wrap(WASM_IMPORT_MODULE, name, || -> u64 { crate::services::frames::LRU_FRAMES }),
+        "spindle_mm_lru_frame" => linker.func_wrap(WASM_IMPORT_MODULE, name, |position: u64| -> u64 { crate::services::frames::lru_frame(position) }),
         "spindle_block_read" => linker.func_wrap(
             WASM_IMPORT_MODULE,
             name,
@@ -305,7 +305,7 @@ fn define_kernel_function(linker: &mut Linker<WasmState>, name: &str) -> Result<
                     return 0;
                 }
                 match start.checked_add(length).and_then(|end| memory.data_mut(&mut caller).get_mut(start..end)) {
-                    Some(bytes) => crate::events::block::copy_block(request, offset, bytes),
+                    Some(bytes) => crate::services::blockpath::copy_block(request, offset, bytes),
                     None => 0,
                 }
             },

@@ -44,7 +44,7 @@ pub static TESTS: &[KernelTest] = &[
 /// the C reference, consuming every byte, with no rejection.
 fn md5_same_digest_in_every_technology() -> TestResult {
     use crate::bench::{Graft, stream};
-    use crate::events::block;
+    use crate::services::blockpath as block;
     let expected = stream::expected();
     let rejections = block::rejections();
     for graft in Graft::ALL {
@@ -52,12 +52,12 @@ fn md5_same_digest_in_every_technology() -> TestResult {
             continue;
         }
         let outcome = stream::read_with(graft)?;
-        ensure!(outcome.bytes == block::FILE_BYTES as u64 && outcome.consumed == outcome.bytes, "{graft:?}: consumed {} of {} bytes", outcome.consumed, outcome.bytes);
+        ensure!(outcome.bytes == crate::bench::stream::WORKLOAD_BYTES as u64 && outcome.consumed == outcome.bytes, "{graft:?}: consumed {} of {} bytes", outcome.consumed, outcome.bytes);
         ensure!(outcome.digest == Some(expected), "{graft:?}: digest {:?}, expected {}", outcome.digest.map(|digest| stream::hex(&digest)), stream::hex(&expected));
     }
     ensure!(block::rejections() == rejections, "the primary module rejected {} answers", block::rejections() - rejections);
     // Without a filter nothing is consumed and there is no digest.
-    let outcome = block::read_through_filters(0, block::FILE_BYTES as u64);
+    let outcome = block::read_through_filters(crate::bench::stream::workload(), 0, crate::bench::stream::WORKLOAD_BYTES as u64);
     ensure!(outcome.consumed == 0 && outcome.digest.is_none(), "unbound read: {outcome:?}");
     Ok(())
 }
@@ -68,10 +68,10 @@ fn md5_same_digest_in_every_technology() -> TestResult {
 fn block_read_answers_are_validated() -> TestResult {
     use spindle_abi::event::{BLOCK_READ_DONE, BLOCK_READ_FILTER, Digest, FilterVerdict, ReadBlock, ReadDone};
     use spindle_dispatch::{BindingSpec, handler_fn};
-    use crate::events::block;
+    use crate::services::blockpath as block;
     let mut buffer = [0u8; 64];
-    let request = block::begin_read(0, 4096);
-    ensure!(block::copy_block(request, 0, &mut buffer) == 64 && buffer[..] == block::file()[..64], "the active request was not copied");
+    let request = block::begin_read(crate::bench::stream::workload(), 0, 4096);
+    ensure!(block::copy_block(request, 0, &mut buffer) == 64 && buffer[..] == crate::bench::stream::workload()[..64], "the active request was not copied");
     ensure!(block::copy_block(request, 4096 - 32, &mut buffer) == 0, "a copy past the request's end was made");
     ensure!(block::copy_block(request + 1, 0, &mut buffer) == 0, "an inactive request was copied");
     ensure!(crate::ext::exports::spindle_block_read(request, 0, core::ptr::null_mut(), 64) == 0, "a null destination was accepted");
@@ -87,7 +87,7 @@ fn block_read_answers_are_validated() -> TestResult {
         .install(&BLOCK_READ_DONE, BindingSpec::new("test", handler_fn("test.liar", |done: &ReadDone| Ok(Digest { request: done.request, bytes: done.length + 1, first: 1, second: 2 }))))
         .map_err(|error| alloc::format!("{error}"))?;
     let rejections = block::rejections();
-    let outcome = block::read_through_filters(0, 8192);
+    let outcome = block::read_through_filters(crate::bench::stream::workload(), 0, 8192);
     let _ = dispatcher.uninstall(greedy);
     let _ = dispatcher.uninstall(liar);
     ensure!(outcome.consumed == 0 && outcome.digest.is_none(), "rejected answers were used: {outcome:?}");
@@ -100,7 +100,7 @@ fn block_read_answers_are_validated() -> TestResult {
 /// reference, with no rejection.
 fn logdisk_same_placements_in_every_technology() -> TestResult {
     use crate::bench::{Graft, blackbox};
-    use crate::events::block;
+    use crate::services::blockpath as block;
     const WRITES: usize = 4096;
     let rejections = block::rejections();
     let mut mapped_counts = alloc::vec::Vec::new();
@@ -123,7 +123,7 @@ fn logdisk_same_placements_in_every_technology() -> TestResult {
 fn block_write_answers_are_validated() -> TestResult {
     use spindle_abi::event::{BLOCK_WRITE, BlockWrite, Placement};
     use spindle_dispatch::{BindingSpec, handler_fn};
-    use crate::events::block;
+    use crate::services::blockpath as block;
     block::format();
     let binding = crate::events::dispatcher()
         .install(&BLOCK_WRITE, BindingSpec::new("test", handler_fn("test.stubborn", |write: &BlockWrite| {
@@ -147,7 +147,7 @@ fn block_write_answers_are_validated() -> TestResult {
 /// built in, native, Wasm and user-level, equal to the primary module's reference, with no rejection.
 fn hotlist_same_answers_in_every_technology() -> TestResult {
     use crate::bench::grafts;
-    use crate::events::mm;
+    use crate::services::frames as mm;
     grafts::set_hot_list();
     let expected = grafts::expected();
     mm::clear_hot();

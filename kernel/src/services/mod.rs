@@ -1,0 +1,16 @@
+//! Core services, each wired into the kernel by one file here; each service's policy lives
+//! in a host-tested crate under `kernel/services/` (docs/architecture.md).
+//!
+//! | service | policy crate | events | kernel functions |
+//! |---|---|---|---|
+//! | [`frames`] (physical memory; a synthetic reclaim queue until virtual memory lands) | `spindle-service-frames` | `mm.Reclaim`, `mm.HotListSet` | domain `mm` |
+//! | [`blockpath`] (the block path; in memory until the storage service lands) | `spindle-service-blockpath` | `block.ReadFilter`, `block.ReadDone`, `block.Write`, `block.MapLookup`, `block.Format` | domain `block` |
+
+pub mod blockpath;
+pub mod frames;
+
+/// Registers every service's events with the kernel dispatcher.
+pub fn init() {
+    frames::init();
+    blockpath::init();
+}
