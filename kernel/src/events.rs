@@ -12,7 +12,6 @@
 //! [`probe`], [`sched`]; the services of `crate::services` register their own) and raise them with
 //! [`raise`], which is [`EventTable::raise`] inside a no-preemption section.
 
-pub mod builtin;
 pub mod clock;
 pub mod console;
 pub mod probe;

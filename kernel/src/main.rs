@@ -84,10 +84,7 @@ pub extern "C" fn kernel_main(hart_id: usize, device_tree_address: usize) -> ! {
     services::init();
     ext::bundle::init();
     proc::init();
-    match events::builtin::install() {
-        Ok(_) => println!("[boot] dispatcher up: {} events; built-in extension `{}` installed", events::dispatcher().snapshot().len(), events::builtin::NAME),
-        Err(error) => println!("[boot] built-in extension `{}` refused: {error}", events::builtin::NAME),
-    }
+    println!("[boot] dispatcher up: {} events", events::dispatcher().snapshot().len());
     ext::bundle::load_boot_list();
     hotload::init();
 

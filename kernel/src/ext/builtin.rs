@@ -18,7 +18,7 @@ use spindle_dispatch::{BindingId, BindingSpec, DeclarativeGuard, Handler, Handle
 use super::{ExtensionError, LoadedExtension};
 
 /// Extension crates linked into this kernel, by their declaration functions.
-pub static AVAILABLE: &[fn() -> &'static ExtensionDecl] = &[hello::spindle_extension, faulty::spindle_extension, hotlist::spindle_extension, md5::spindle_extension, logdisk::spindle_extension, boost::spindle_extension, heartbeat::spindle_extension];
+pub static AVAILABLE: &[fn() -> &'static ExtensionDecl] = &[hello::spindle_extension, faulty::spindle_extension, hotlist::spindle_extension, md5::spindle_extension, logdisk::spindle_extension, boost::spindle_extension, heartbeat::spindle_extension, ticker::spindle_extension];
 
 /// Instructions per microsecond at the nominal 1 GHz budgets are stated in.
 pub const INSTRUCTIONS_PER_MICROSECOND: u64 = 1_000;
