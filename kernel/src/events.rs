@@ -17,7 +17,9 @@ pub mod console;
 pub mod probe;
 pub mod sched;
 
+use alloc::string::String;
 use alloc::sync::Arc;
+use core::fmt::Write;
 
 use spindle_abi::event::EventRecord;
 use spindle_dispatch::{AsyncExecutor, AsyncWork, AsyncWorker, BoundedExecutor, Dispatcher, EventTable, HandlerFault, Platform};
@@ -146,6 +148,24 @@ pub fn init() {
 /// The kernel dispatcher. Panics before [`init`] (a kernel bug).
 pub fn dispatcher() -> &'static Dispatcher {
     DISPATCHER.get().expect("events::init has not run")
+}
+
+
+/// What `events` prints (and the `events` system call returns): the events whose name is
+/// `filter` or starts with `filter.` (`events clock`, `events clock.Tick`), every event for
+/// `None`, with their bindings, guards and counters. The first line says what budgets and
+/// counters mean in this clock mode.
+pub fn listing(filter: Option<&str>) -> String {
+    let clock = crate::time::clock_mode();
+    let mut text = alloc::format!("clock {}: {}\n", clock.name(), clock.budget_meaning());
+    let selected = |name: &str| match filter {
+        None => true,
+        Some(filter) => name == filter || name.strip_prefix(filter).is_some_and(|rest| rest.starts_with('.')),
+    };
+    for event in dispatcher().snapshot().into_iter().filter(|event| selected(event.name)) {
+        let _ = write!(text, "{event}");
+    }
+    text
 }
 
 /// Raises an event through its table with preemption off on this hart.

@@ -7,12 +7,28 @@ use core::fmt::Write;
 use crate::arch::trap::{FaultReport, TrapFrame, dump_registers};
 use crate::power::{ExitStatus, exit};
 
+/// Called with "panic" or "fatal kernel fault" just before the machine stops (the test
+/// harness reports the running test as failed). Set once; layers above register it, so
+/// this module calls nothing above itself.
+static FATAL_HOOK: spin::Once<fn(&str)> = spin::Once::new();
+
+/// Registers the hook told about a fatal event before the machine stops (first call wins).
+pub fn set_fatal_hook(hook: fn(&str)) {
+    FATAL_HOOK.call_once(|| hook);
+}
+
+fn note_fatal_event(what: &str) {
+    if let Some(hook) = FATAL_HOOK.get() {
+        hook(what);
+    }
+}
+
 /// Reports an unrecoverable fault in S-mode and stops the machine.
 pub fn fatal_kernel_fault(report: &FaultReport, frame: &TrapFrame) -> ! {
     let mut out = crate::console::unlocked_writer();
     let _ = writeln!(out, "\n[fatal] kernel fault on hart {}: {report}", crate::arch::hart::id());
     let _ = dump_registers(frame, &mut out);
-    crate::ktest::note_fatal_event("fatal kernel fault");
+    note_fatal_event("fatal kernel fault");
     exit(ExitStatus::FatalFault)
 }
 
@@ -33,6 +49,6 @@ fn panic(info: &core::panic::PanicInfo<'_>) -> ! {
         let _ = write!(out, " at {}:{}:{}", location.file(), location.line(), location.column());
     }
     let _ = writeln!(out, ": {}", info.message());
-    crate::ktest::note_fatal_event("panic");
+    note_fatal_event("panic");
     exit(ExitStatus::Panic)
 }

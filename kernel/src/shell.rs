@@ -13,7 +13,6 @@
 
 use alloc::string::{String, ToString};
 use core::fmt;
-use core::fmt::Write as _;
 
 use crate::arch;
 use crate::power::{ExitStatus, exit};
@@ -307,33 +306,11 @@ fn devices(_: &[&str]) -> Result<(), CommandError> {
     Ok(())
 }
 
-/// What `events` prints (and the `events` system call returns): every event with its
-/// bindings, guards and counters.
-pub fn events_listing() -> String {
-    events_matching(None)
-}
-
-/// The `events` listing of the events whose name is `filter` or starts with `filter.`
-/// (`events clock`, `events clock.Tick`); every event for `None`. The first line says what
-/// budgets and counters mean in this clock mode.
-pub fn events_matching(filter: Option<&str>) -> String {
-    let clock = crate::time::clock_mode();
-    let mut text = alloc::format!("clock {}: {}\n", clock.name(), clock.budget_meaning());
-    let selected = |name: &str| match filter {
-        None => true,
-        Some(filter) => name == filter || name.strip_prefix(filter).is_some_and(|rest| rest.starts_with('.')),
-    };
-    for event in crate::events::dispatcher().snapshot().into_iter().filter(|event| selected(event.name)) {
-        let _ = write!(text, "{event}");
-    }
-    text
-}
-
 fn events(arguments: &[&str]) -> Result<(), CommandError> {
     match arguments {
-        [] => crate::print!("{}", events_listing()),
+        [] => crate::print!("{}", crate::events::listing(None)),
         [name] => {
-            let text = events_matching(Some(name));
+            let text = crate::events::listing(Some(name));
             if text.lines().count() <= 1 {
                 return Err(CommandError::Failed(alloc::format!("events {name}: no event is called `{name}` or `{name}.*` (`events` lists them all)")));
             }

@@ -135,6 +135,16 @@ fn choose_clock_mode(timebase_hz: u64) {
     set_clock_mode(mode);
 }
 
+/// Called on every periodic tick in interrupt context (the test harness's watchdog). Set
+/// once; layers above register it, so this module calls nothing above itself.
+static TICK_HOOK: spin::Once<fn(u64)> = spin::Once::new();
+
+/// Registers the tick hook (first call wins). It runs in interrupt context: it must not
+/// block or allocate.
+pub fn set_tick_hook(hook: fn(u64)) {
+    TICK_HOOK.call_once(|| hook);
+}
+
 static SSTC: core::sync::atomic::AtomicBool = core::sync::atomic::AtomicBool::new(false);
 
 /// Whether the timer is programmed through `stimecmp` (Sstc) rather than SBI calls.
@@ -200,7 +210,9 @@ fn tick() -> bool {
         let missed = (now - next_tick) / interval;
         NEXT_TICK.store(next_tick + (missed + 1) * interval, Ordering::Relaxed);
         let tick = TICKS.fetch_add(1, Ordering::Relaxed) + 1;
-        crate::ktest::on_tick(tick);
+        if let Some(hook) = TICK_HOOK.get() {
+            hook(tick);
+        }
         crate::events::clock::on_tick();
         program_timer();
         return true;

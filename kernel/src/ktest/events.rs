@@ -102,7 +102,7 @@ fn async_binding_runs_on_its_own_strand() -> TestResult {
         crate::sched::sleep_ticks(1);
     }
     let binding = probe_binding(id);
-    let listing = crate::shell::events_listing();
+    let listing = crate::events::listing(None);
     retire_async(id);
     let binding = binding.ok_or("binding missing")?;
     let lane = binding.asynchronous.ok_or("no async lane in the snapshot")?;

@@ -78,6 +78,8 @@ fn test_name(index: usize) -> &'static str {
 /// Runs the tests from index `from` (or only `only`) and exits with their status.
 pub fn run(from: usize, only: Option<&str>, watchdog_seconds: Option<u64>) -> ! {
     IN_TEST_MODE.store(true, Ordering::Relaxed);
+    crate::time::set_tick_hook(on_tick);
+    crate::fault::set_fatal_hook(note_fatal_event);
     WATCHDOG_SECONDS.store(watchdog_seconds.unwrap_or(crate::param::TEST_WATCHDOG_SECONDS), Ordering::Relaxed);
     let regular = all_tests().count();
     crate::println!("ktest begin {regular}");

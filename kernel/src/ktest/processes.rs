@@ -245,7 +245,7 @@ fn spsh_runs_script_input() -> TestResult {
 }
 
 fn events_listing_is_the_consoles() -> TestResult {
-    let text = crate::shell::events_listing();
+    let text = crate::events::listing(None);
     let events = crate::events::dispatcher().snapshot();
     ensure!(!events.is_empty() && text.contains("clock.Tick"), "the listing lacks clock.Tick: {text:?}");
     let mut expected = String::new();

@@ -175,7 +175,7 @@ pub fn ext_stats(_process: &Arc<Process>, space: &AddressSpace, [pointer, length
 
 /// `events(pointer, length)`: the text of the console's `events`. BadLength, BadAddress.
 pub fn events(_process: &Arc<Process>, space: &AddressSpace, [pointer, length, ..]: Arguments) -> Result<usize, Error> {
-    copy_out(space, pointer, length, crate::shell::events_listing().as_bytes())
+    copy_out(space, pointer, length, crate::events::listing(None).as_bytes())
 }
 
 /// Every process, one per line: `PID PARENT STATE MEMORY SYSCALLS COMMAND`,
