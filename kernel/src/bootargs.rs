@@ -72,14 +72,9 @@ pub fn kernel_console_requested(command_line: &str) -> bool {
     command_line.split_ascii_whitespace().any(|word| word == "spindle.shell=kernel")
 }
 
-/// The clock mode the command line forces (`spindle.clock=exact` or `host`), if any; an
-/// unknown value is ignored (the kernel then measures the clock).
-pub fn clock_mode(command_line: &str) -> Option<crate::time::ClockMode> {
-    command_line.split_ascii_whitespace().find_map(|word| match word.strip_prefix("spindle.clock=")? {
-        "exact" => Some(crate::time::ClockMode::Exact),
-        "host" => Some(crate::time::ClockMode::Host),
-        _ => None,
-    })
+/// The value of the first `KEY=VALUE` word whose key is `key` (`spindle.clock`, say).
+pub fn value<'a>(command_line: &'a str, key: &str) -> Option<&'a str> {
+    command_line.split_ascii_whitespace().find_map(|word| word.strip_prefix(key)?.strip_prefix('='))
 }
 
 /// Why a percent-encoded script line could not be decoded.

@@ -130,7 +130,11 @@ fn measure_clock_mode(timebase_hz: u64) -> ClockMode {
 
 /// Applies `spindle.clock=exact|host` from the command line, or measures the clock.
 fn choose_clock_mode(timebase_hz: u64) {
-    let forced = crate::bootargs::clock_mode(crate::devicetree::bootargs());
+    let forced = match crate::bootargs::value(crate::devicetree::bootargs(), "spindle.clock") {
+        Some("exact") => Some(ClockMode::Exact),
+        Some("host") => Some(ClockMode::Host),
+        _ => None,
+    };
     let mode = forced.unwrap_or_else(|| measure_clock_mode(timebase_hz));
     set_clock_mode(mode);
 }
