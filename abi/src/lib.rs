@@ -13,6 +13,7 @@ pub mod allocator;
 pub mod event;
 pub mod extension;
 pub mod host;
+pub mod machine;
 pub mod native;
 pub mod syscall;
 pub mod upcall;

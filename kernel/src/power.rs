@@ -13,19 +13,8 @@ const FINISHER_FAIL: u32 = 0x3333;
 
 static TEST_DEVICE_BASE: AtomicUsize = AtomicUsize::new(DEFAULT_TEST_DEVICE_BASE);
 
-/// Exit statuses the kernel reports to the host; `xtask` knows the same numbers.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[repr(u16)]
-pub enum ExitStatus {
-    /// Everything asked for succeeded.
-    Success = 0,
-    /// A console command or a kernel test failed.
-    Failure = 1,
-    /// The kernel panicked.
-    Panic = 3,
-    /// The kernel took a fault it could not recover from.
-    FatalFault = 4,
-}
+/// Exit statuses the kernel reports to the host (one definition with `xtask`'s, in the ABI).
+pub use spindle_abi::machine::MachineExit as ExitStatus;
 
 /// Uses the finisher device at `base` (from the device tree).
 pub fn init(base: usize) {
@@ -34,7 +23,7 @@ pub fn init(base: usize) {
 
 /// Stops the machine with `status`.
 pub fn exit(status: ExitStatus) -> ! {
-    let code = status as u32;
+    let code = status.code() as u32;
     let value = if code == 0 { FINISHER_PASS } else { (code << 16) | FINISHER_FAIL };
     // SAFETY: the base is the device tree's sifive_test node (or the virt default), a
     // device window mapped by the kernel page table.

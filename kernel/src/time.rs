@@ -92,6 +92,13 @@ pub fn set_clock_mode(mode: ClockMode) {
     HOST_CLOCK.store(mode == ClockMode::Host, Ordering::Relaxed);
 }
 
+/// A manifest's `budget_microseconds` as the dispatcher's budget: nanoseconds of guest
+/// time (at least 1). The one place the manifest's unit is converted.
+pub const fn budget_from_micros(micros: u64) -> u64 {
+    let nanoseconds = micros.saturating_mul(1_000);
+    if nanoseconds == 0 { 1 } else { nanoseconds }
+}
+
 /// The timer deadline (a `time` value) for a handler call that starts now with a budget
 /// of `budget_nanoseconds` of guest time, in the current [`ClockMode`]. The one place a
 /// budget is turned into time.

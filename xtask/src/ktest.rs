@@ -24,10 +24,10 @@ const HARNESS_WATCHDOG_SECONDS: u64 = 2;
 /// idle time is skipped instead of slept).
 const ICOUNT: &[&str] = crate::qemu::Clock::ExactDeterministic.arguments();
 
-/// Kernel exit statuses (kernel/src/power.rs).
-const EXIT_FAILURE: i32 = 1;
-const EXIT_PANIC: i32 = 3;
-const EXIT_FATAL_FAULT: i32 = 4;
+/// Kernel exit statuses (the ABI's, which kernel/src/power.rs writes).
+const EXIT_FAILURE: i32 = spindle_abi::machine::MachineExit::Failure.code();
+const EXIT_PANIC: i32 = spindle_abi::machine::MachineExit::Panic.code();
+const EXIT_FATAL_FAULT: i32 = spindle_abi::machine::MachineExit::FatalFault.code();
 
 /// Passed and failed counts plus the names of failures.
 #[derive(Default)]

@@ -156,7 +156,7 @@ pub fn run_with(graft: super::Graft, count: usize) -> Result<WorkloadRun, alloc:
 
 /// The bounded budget every bench binding of this group gets: the `logdisk` crate's.
 fn budget() -> u64 {
-    logdisk::spindle_extension().budget_microseconds * crate::ext::builtin::INSTRUCTIONS_PER_MICROSECOND
+    crate::time::budget_from_micros(logdisk::spindle_extension().budget_microseconds)
 }
 
 /// Installs the C graft on the three logical-disk events as bounded bindings with the

@@ -93,7 +93,7 @@ fn c_reference(expected: &[u64]) -> bool {
         crate::println!("bench: FAILED graft-hotlist c-reference-direct-call: {wrong} answers differ");
         clean = false;
     }
-    let budget = hotlist::spindle_extension().budget_microseconds * crate::ext::builtin::INSTRUCTIONS_PER_MICROSECOND;
+    let budget = crate::time::budget_from_micros(hotlist::spindle_extension().budget_microseconds);
     let spec = BindingSpec::new("bench", handler_fn("bench.c-hotlist", |args: &ReclaimCandidate| Ok(Volunteer { frame: c::reclaim(args.candidate_frame) })))
         .mode(Mode::Bounded { budget });
     match crate::events::dispatcher().install(&MM_RECLAIM, spec) {
@@ -222,7 +222,7 @@ pub fn run() -> bool {
 
     // Dispatch alone: one bounded binding that answers the candidate, through the same
     // validating primary module and the same budget as the built-in graft.
-    let budget = hotlist::spindle_extension().budget_microseconds * crate::ext::builtin::INSTRUCTIONS_PER_MICROSECOND;
+    let budget = crate::time::budget_from_micros(hotlist::spindle_extension().budget_microseconds);
     let spec = BindingSpec::new(
         "bench",
         handler_fn("bench.take-candidate", |args: &ReclaimCandidate| Ok(Volunteer { frame: args.candidate_frame })),

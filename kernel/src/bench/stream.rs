@@ -117,7 +117,7 @@ fn measure_workload(name: &str, expected: &[u8; 16]) -> Option<u64> {
 /// budget; runs `body` and uninstalls them. `None` if the bindings were refused.
 #[cfg(not(spindle_no_c_reference))]
 pub fn with_c_bindings<T>(body: impl FnOnce() -> T) -> Option<T> {
-    let budget = md5::spindle_extension().budget_microseconds * crate::ext::builtin::INSTRUCTIONS_PER_MICROSECOND;
+    let budget = crate::time::budget_from_micros(md5::spindle_extension().budget_microseconds);
     let dispatcher = crate::events::dispatcher();
     let filter = BindingSpec::new("bench", handler_fn("bench.c-md5-filter", |block: &ReadBlock| Ok(FilterVerdict { consumed: c::filter(block) })))
         .mode(Mode::Bounded { budget });

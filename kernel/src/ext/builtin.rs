@@ -20,8 +20,6 @@ use super::{ExtensionError, LoadedExtension};
 /// Extension crates linked into this kernel, by their declaration functions.
 pub static AVAILABLE: &[fn() -> &'static ExtensionDecl] = &[hello::spindle_extension, faulty::spindle_extension, hotlist::spindle_extension, md5::spindle_extension, logdisk::spindle_extension, boost::spindle_extension, heartbeat::spindle_extension, ticker::spindle_extension];
 
-/// Instructions per microsecond at the nominal 1 GHz budgets are stated in.
-pub const INSTRUCTIONS_PER_MICROSECOND: u64 = 1_000;
 
 /// A built-in extension's handler: calls the function (bounded by the dispatcher).
 struct BuiltinHandler<A: EventRecord, R: EventRecord> {
@@ -69,7 +67,7 @@ fn install_typed<A: EventRecord, R: EventRecord>(
         .as_any()
         .downcast_ref::<TypedBinding<A, R>>()
         .ok_or(ExtensionError::Install { event: event.name(), reason: String::from("handler type does not match the event") })?;
-    let budget = declaration.budget_microseconds.saturating_mul(INSTRUCTIONS_PER_MICROSECOND).max(1);
+    let budget = crate::time::budget_from_micros(declaration.budget_microseconds);
     let handler = Arc::new(BuiltinHandler {
         function: typed.handler,
         name: typed.handler_name,

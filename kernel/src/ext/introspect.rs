@@ -357,7 +357,7 @@ pub fn show_text(report: &ExtensionReport) -> String {
         );
         let _ = write!(text, " mode={}", snapshot.mode);
         if let spindle_dispatch::Mode::Bounded { budget } = snapshot.mode
-            && budget < provenance.budget_microseconds.saturating_mul(1_000)
+            && budget < crate::time::budget_from_micros(provenance.budget_microseconds)
         {
             let _ = write!(text, " (capped by the event's owner; manifest {} us)", provenance.budget_microseconds);
         }
@@ -514,7 +514,7 @@ pub fn all_json() -> String {
 /// the manifest's (empty when nothing was capped).
 pub fn caps_note(report: &ExtensionReport) -> String {
     let mut note = String::new();
-    let asked = report.provenance.budget_microseconds.saturating_mul(1_000);
+    let asked = crate::time::budget_from_micros(report.provenance.budget_microseconds);
     for binding in report.bindings.iter().filter(|binding| binding.installed) {
         if let spindle_dispatch::Mode::Bounded { budget } = binding.snapshot.mode
             && budget < asked

@@ -623,7 +623,7 @@ fn kill_now(extension: &LoadedExtension, fault: HandlerFault, handler: &str, det
     }
     if let HandlerFault::Overrun { budget } = fault
         && extension.technology != Technology::Wasm
-        && budget < extension.provenance.budget_microseconds.saturating_mul(1_000)
+        && budget < crate::time::budget_from_micros(extension.provenance.budget_microseconds)
     {
         reason = alloc::format!(
             "{reason} (the event's owner caps handlers at that; the manifest asked {} us)",

@@ -401,7 +401,7 @@ pub fn load(bytes: &[u8], installer: &mut super::Installer) -> Result<Arc<Loaded
     // SAFETY: as above.
     let invoke_function: InvokeFunction = unsafe { function_at(entry(INVOKE_SYMBOL)?) };
 
-    let budget = manifest.budget_microseconds.saturating_mul(super::builtin::INSTRUCTIONS_PER_MICROSECOND).max(1);
+    let budget = crate::time::budget_from_micros(manifest.budget_microseconds);
     let arena = image.arena.clone();
     let count = call_into(&arena, DESCRIBE_BUDGET, || count_function())
         .map_err(|fault| NativeError::BadBinding(alloc::format!("binding count: {fault}")))?;

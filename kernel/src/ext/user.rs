@@ -280,7 +280,7 @@ fn install(
     if manifest.name != name {
         return Err(UserError::BadRegistration(alloc::format!("program for `{name}` registered extension `{}`", manifest.name)));
     }
-    let budget = manifest.budget_microseconds.saturating_mul(super::builtin::INSTRUCTIONS_PER_MICROSECOND).max(1);
+    let budget = crate::time::budget_from_micros(manifest.budget_microseconds);
     let user = Arc::new(UserExtension {
         name: manifest.name.clone(),
         pid,

@@ -451,7 +451,7 @@ pub fn load(bytes: &[u8], installer: &mut super::Installer) -> Result<Arc<Loaded
     let provenance = super::introspect::Provenance::of_manifest(&manifest, Some(super::introspect::Artifact::of(bytes, signer)));
     let image = ExtensionImage::Wasm(WasmImage { instance: instance.clone(), module_bytes: payload.len() });
     let extension = Arc::new(LoadedExtension::new(&manifest.name, &manifest.version, Technology::Wasm, provenance, Some(image)));
-    let fuel = manifest.budget_microseconds.saturating_mul(super::builtin::INSTRUCTIONS_PER_MICROSECOND).max(1);
+    let fuel = crate::time::budget_from_micros(manifest.budget_microseconds);
     for (index, info) in infos.iter().enumerate() {
         match install_binding(info, index, fuel, &extension, &instance, installer) {
             Ok(id) => extension.bindings.lock().push(id),
