@@ -115,13 +115,21 @@ fn ensure_killed(name: &str, reason: &str) -> TestResult {
 }
 
 /// Raises `bench.Probe` (`key`, 0); with `quick`, inside a bounded call of
-/// [`QUICK_BUDGET`] instructions (the handler is stopped by that deadline).
-fn probe(key: u64, quick: bool) -> u64 {
-    if quick {
-        crate::events::run_with_budget(QUICK_BUDGET, || crate::events::probe::raise(key, 0)).unwrap_or(u64::MAX)
-    } else {
-        crate::events::probe::raise(key, 0)
+/// [`QUICK_BUDGET`] instructions (the handler is stopped by that deadline, which needs
+/// interrupts on).
+fn probe(key: u64, quick: bool) -> Result<u64, String> {
+    if !quick {
+        return Ok(crate::events::probe::raise(key, 0));
     }
+    ensure!(crate::arch::csr::interrupts_enabled(), "interrupts are off: no deadline could stop the raise");
+    crate::events::run_with_budget(QUICK_BUDGET, || crate::events::probe::raise(key, 0)).map_err(text)
+}
+
+/// Requires interrupts on after `what` (a migrating call returns from U-mode with them
+/// off and must give the caller back its state).
+fn ensure_interrupts_on(what: &str) -> TestResult {
+    ensure!(crate::arch::csr::interrupts_enabled(), "interrupts are off after {what}");
+    Ok(())
 }
 
 /// Loads the bundled unsigned Wasm module `name` (a `test-wasm-*` entry).
@@ -132,7 +140,7 @@ fn load_test_module(name: &str) -> TestResult {
 fn wasm_timer_backstop_kill() -> TestResult {
     repeat("Wasm endless loop stopped by the timer backstop, unloaded", || {
         load_test_module("test-wasm-loop")?;
-        let answer = probe(WASM_LOOP_KEY, true);
+        let answer = probe(WASM_LOOP_KEY, true)?;
         let killed = ensure_killed("test-wasm-loop", "timer backstop");
         ext::unload("test-wasm-loop").map_err(text)?;
         ensure!(answer == 0, "the looping handler's raise answered {answer}");
@@ -158,7 +166,7 @@ fn wasm_tick_loop() -> TestResult {
 fn wasm_fuel_kill() -> TestResult {
     repeat("Wasm endless loop out of fuel, unloaded", || {
         load_test_module("test-wasm-loop")?;
-        let answer = probe(WASM_LOOP_KEY, false);
+        let answer = probe(WASM_LOOP_KEY, false)?;
         let killed = ensure_killed("test-wasm-loop", "out of fuel");
         ext::unload("test-wasm-loop").map_err(text)?;
         ensure!(answer == 0, "the looping handler's raise answered {answer}");
@@ -169,11 +177,11 @@ fn wasm_fuel_kill() -> TestResult {
 fn wasm_faulty_kill(key: u64, reason: &str) -> TestResult {
     repeat(&alloc::format!("Wasm `faulty` key {key} killed ({reason}), unloaded"), || {
         ext::load("faulty", Preference::Wasm).map_err(text)?;
-        let healthy = probe(faulty::KEY_ANSWER, false);
-        let answer = probe(key, false);
+        let healthy = crate::events::probe::raise(faulty::KEY_ANSWER, 21);
+        let answer = probe(key, false)?;
         let killed = ensure_killed("faulty", reason);
         ext::unload("faulty").map_err(text)?;
-        ensure!(healthy == 0 && answer == 0, "answers {healthy}, {answer} (the probes pass 0)");
+        ensure!(healthy == 42 && answer == 0, "answers {healthy} (healthy), {answer} (misbehaving)");
         killed
     })
 }
@@ -192,7 +200,7 @@ fn wasm_load_raise_unload() -> TestResult {
 fn native_kill(key: u64, reason: &str, quick: bool) -> TestResult {
     repeat(&alloc::format!("native `faulty` key {key} killed ({reason}), unloaded"), || {
         ext::load("faulty", Preference::Native).map_err(text)?;
-        let answer = probe(key, quick);
+        let answer = probe(key, quick)?;
         let killed = ensure_killed("faulty", reason);
         ext::unload("faulty").map_err(text)?;
         ensure!(answer == 0, "the misbehaving handler's raise answered {answer}");
@@ -242,6 +250,7 @@ fn user_load_raise_unload() -> TestResult {
         ext::load("faulty", Preference::User).map_err(text)?;
         let pid = ext::user::serving_pid("faulty").ok_or("no serving process")?;
         let answer = crate::events::probe::raise(faulty::KEY_ANSWER, 21);
+        ensure_interrupts_on("an upcall")?;
         ext::unload("faulty").map_err(text)?;
         gone(pid)?;
         ensure!(answer == 42, "answered {answer}");
@@ -253,7 +262,7 @@ fn user_kill(key: u64, reason: &str, quick: bool) -> TestResult {
     repeat(&alloc::format!("user-level `faulty` key {key} killed ({reason}), unloaded"), || {
         ext::load("faulty", Preference::User).map_err(text)?;
         let pid = ext::user::serving_pid("faulty").ok_or("no serving process")?;
-        let answer = probe(key, quick);
+        let answer = probe(key, quick)?;
         let killed = ensure_killed("faulty", reason);
         ext::unload("faulty").map_err(text)?;
         gone(pid)?;
@@ -293,11 +302,13 @@ fn service_withdrawal(mode: &str, quick: bool) -> TestResult {
     repeat(&alloc::format!("service `{mode}` withdrawn after a call"), || {
         let (pid, service) = offered(&name, mode)?;
         let answer = if quick {
+            ensure_interrupts_on("the previous rounds")?;
             crate::events::run_with_budget(QUICK_BUDGET, || proc::service::call_service(&service, 1)).map_err(text)?
         } else {
             proc::service::call_service(&service, 1)
         };
         drop(service);
+        ensure_interrupts_on("a service call")?;
         let ended = proc::wait(pid, Parent::Kernel, &|| false).map_err(|error| alloc::format!("{error:?}"))?;
         ensure!(answer == Err(spindle_abi::syscall::Error::Contained), "call answered {answer:?}");
         ensure!(proc::service::find(&name).is_none(), "still offered");
@@ -311,6 +322,7 @@ fn service_server_killed() -> TestResult {
         let (pid, service) = offered("leak-echo", "echo")?;
         let answer = proc::service::call_service(&service, 41);
         drop(service);
+        ensure_interrupts_on("a service call")?;
         proc::kill(pid, Parent::Kernel).map_err(text)?;
         proc::wait(pid, Parent::Kernel, &|| false).map_err(|error| alloc::format!("{error:?}"))?;
         ensure!(answer == Ok(42), "echo answered {answer:?}");
