@@ -20,6 +20,7 @@ use super::extensions::bundled;
 use super::{KernelTest, TestResult};
 use crate::ensure;
 use crate::ext::{self, ExtensionState, Preference};
+use crate::mm::private_heap::{MIN_CHUNK_BYTES, PrivateHeap};
 use crate::proc::{self, Grants, Parent};
 
 /// Rounds measured after the warm-up round.
@@ -31,6 +32,8 @@ const WASM_LOOP_KEY: u64 = 10;
 
 /// The leak tests.
 pub static TESTS: &[KernelTest] = &[
+    KernelTest { name: "leaks::private_heap_is_reclaimed_whole", run: private_heap_is_reclaimed_whole },
+    KernelTest { name: "leaks::abort_leaves_no_private_heap_route", run: abort_leaves_no_private_heap_route },
     KernelTest { name: "leaks::wasm_timer_backstop_kill_and_unload", run: wasm_timer_backstop_kill },
     KernelTest { name: "leaks::wasm_tick_loop_runs_out_of_fuel_before_the_timer", run: wasm_tick_loop },
     KernelTest { name: "leaks::wasm_fuel_kill_and_unload", run: wasm_fuel_kill },
@@ -132,6 +135,59 @@ fn ensure_interrupts_on(what: &str) -> TestResult {
     Ok(())
 }
 
+/// Blocks allocated inside a private heap stay out of the kernel heap, go back to the
+/// private heap wherever they are freed, and are reclaimed with it when it is dropped
+/// with some still allocated (and grown past its first chunk).
+fn private_heap_is_reclaimed_whole() -> TestResult {
+    repeat("a private heap dropped with blocks still allocated", || {
+        let heap = PrivateHeap::new("test", MIN_CHUNK_BYTES, 4 << 20).ok_or("no private heap")?;
+        let kernel_before = crate::mm::heap::stats().allocated_bytes;
+        let first = heap.usage();
+        let freed_outside = heap.enter(|| core::hint::black_box(alloc::vec![1u8; 1000]));
+        let holding = heap.usage();
+        let kernel_after = crate::mm::heap::stats().allocated_bytes;
+        drop(freed_outside);
+        let after_free = heap.usage();
+        heap.enter(|| {
+            // Larger than the first chunk: the heap grows. Neither is ever freed.
+            core::mem::forget(core::hint::black_box(alloc::vec![2u8; 3 * MIN_CHUNK_BYTES]));
+            core::mem::forget(core::hint::black_box(alloc::boxed::Box::new([3u64; 16])));
+        });
+        let grown = heap.usage();
+        drop(heap);
+        ensure!(kernel_after == kernel_before, "the kernel heap went from {kernel_before} to {kernel_after} bytes");
+        ensure!(first.used_bytes == 0 && first.reserved_bytes == MIN_CHUNK_BYTES, "a new heap: {first:?}");
+        ensure!(holding.used_bytes == 1024 && after_free == first, "1000 bytes: {holding:?}, freed outside: {after_free:?}");
+        ensure!(grown.reserved_bytes > 3 * MIN_CHUNK_BYTES && grown.used_bytes >= 3 * MIN_CHUNK_BYTES && grown.overflow_allocations == 0, "grown: {grown:?}");
+        Ok(())
+    })
+}
+
+/// A deadline that aborts code inside `PrivateHeap::enter`, with its recovery point armed
+/// outside, sends the hart's allocations back to the kernel heap (and preemption back on).
+fn abort_leaves_no_private_heap_route() -> TestResult {
+    let heap = PrivateHeap::new("test", MIN_CHUNK_BYTES, MIN_CHUNK_BYTES).ok_or("no private heap")?;
+    let depth = crate::arch::hart::current().preempt_disabled.load(core::sync::atomic::Ordering::Relaxed);
+    ensure!(crate::arch::csr::interrupts_enabled(), "interrupts are off: no deadline could stop the loop");
+    let outcome = crate::events::run_with_budget(QUICK_BUDGET, || {
+        heap.enter(|| loop {
+            core::hint::spin_loop();
+        })
+    });
+    let route = crate::mm::private_heap::current_route();
+    let kernel_before = crate::mm::heap::stats().allocated_bytes;
+    // `black_box`: an allocation nobody reads may be removed.
+    let block = core::hint::black_box(alloc::boxed::Box::new([0u64; 8]));
+    let kernel_after = crate::mm::heap::stats().allocated_bytes;
+    drop(block);
+    let depth_after = crate::arch::hart::current().preempt_disabled.load(core::sync::atomic::Ordering::Relaxed);
+    ensure!(matches!(outcome, Err(spindle_dispatch::HandlerFault::Overrun { .. })), "the loop ended with {outcome:?}");
+    ensure!(route == 0, "the hart still routes to {route:#x}");
+    ensure!(kernel_after == kernel_before + 64 && heap.usage().used_bytes == 0, "a 64-byte block after the abort: kernel heap {kernel_before} -> {kernel_after}, private {:?}", heap.usage());
+    ensure!(depth_after == depth, "preemption depth {depth} -> {depth_after}");
+    Ok(())
+}
+
 /// Loads the bundled unsigned Wasm module `name` (a `test-wasm-*` entry).
 fn load_test_module(name: &str) -> TestResult {
     ext::load_kext_bytes(bundled(name)?).map(drop).map_err(text)
@@ -188,11 +244,19 @@ fn wasm_faulty_kill(key: u64, reason: &str) -> TestResult {
 
 fn wasm_load_raise_unload() -> TestResult {
     repeat("Wasm `faulty` loaded, answering, unloaded", || {
-        ext::load("faulty", Preference::Wasm).map_err(text)?;
+        let extension = ext::load("faulty", Preference::Wasm).map_err(text)?;
+        let runtime = match extension.image.lock().as_ref() {
+            Some(ext::ExtensionImage::Wasm(image)) => Some(image.runtime_usage()),
+            _ => None,
+        };
+        drop(extension);
         let answer = crate::events::probe::raise(faulty::KEY_ANSWER, 21);
         let sum = crate::events::probe::raise(faulty::KEY_ALLOCATE, 100);
         ext::unload("faulty").map_err(text)?;
         ensure!(answer == 42 && sum == 5050, "answers {answer}, {sum}");
+        // The interpreter's memory is the extension's private heap, which needed no help
+        // from the kernel heap.
+        ensure!(runtime.is_some_and(|usage| usage.used_bytes > 0 && usage.overflow_allocations == 0), "private heap {runtime:?}");
         Ok(())
     })
 }

@@ -10,6 +10,7 @@
 pub mod frame;
 pub mod heap;
 pub mod kernel_space;
+pub mod private_heap;
 pub mod ranges;
 pub mod stack;
 
