@@ -7,7 +7,7 @@
 //! | `spindle.mode=test` | run the in-kernel tests and exit with their status |
 //! | `spindle.mode=bench` | run the in-kernel benchmarks and exit |
 //! | `spindle.test.from=N` | start at test index N (the host resumes after a crash) |
-//! | `spindle.test.only=NAME` | run only the named test (also reaches harness tests) |
+//! | `spindle.test.only=NAME` | run only the regular tests whose names contain NAME, or the harness test called NAME |
 //! | `spindle.test.watchdog=S` | fail a test after S seconds (default `param::TEST_WATCHDOG_SECONDS`) |
 //! | `spindle.script=L1,L2,…` | run these console lines in order, then exit; each line is percent-encoded |
 //! | `spindle.shell=kernel` | skip the user shell (`spsh`): the kernel console runs the script, or interactively |
@@ -26,7 +26,7 @@ pub enum Mode<'a> {
     Test {
         /// First test index to run.
         from: usize,
-        /// Only this test, if given.
+        /// Only the tests matching this, if given (see `ktest::run`).
         only: Option<&'a str>,
         /// Watchdog limit in seconds, if given.
         watchdog_seconds: Option<u64>,

@@ -118,7 +118,7 @@ fn show_tail(lines: &[String]) {
 /// Runs the in-kernel suite, the harness self-tests and the console system tests.
 pub fn run_all(kernel: &Image, verbose: bool, tally: &mut Tally) -> Result<()> {
     println!("== in-kernel tests (QEMU)");
-    run_suite(kernel, verbose, tally)?;
+    run_suite(kernel, None, verbose, tally)?;
     println!("== harness self-tests (each kernel test here must be reported as failing)");
     run_harness_self_tests(kernel, verbose, tally)?;
     println!("== console system tests (`cargo xtask qemu -- …`)");
@@ -132,12 +132,21 @@ pub fn run_all(kernel: &Image, verbose: bool, tally: &mut Tally) -> Result<()> {
     Ok(())
 }
 
-fn run_suite(kernel: &Image, verbose: bool, tally: &mut Tally) -> Result<()> {
+/// Runs only the in-kernel tests whose names contain `pattern`.
+pub fn run_matching(kernel: &Image, pattern: &str, verbose: bool, tally: &mut Tally) -> Result<()> {
+    println!("== in-kernel tests matching `{pattern}` (QEMU)");
+    run_suite(kernel, Some(pattern), verbose, tally)
+}
+
+fn run_suite(kernel: &Image, only: Option<&str>, verbose: bool, tally: &mut Tally) -> Result<()> {
     let mut from = 0;
     let mut total = None;
     loop {
         let mut machine = Machine::for_image(kernel);
         machine.append("spindle.mode=test").append(&format!("spindle.test.from={from}"));
+        if let Some(pattern) = only {
+            machine.append(&format!("spindle.test.only={pattern}"));
+        }
         // Exact, repeatable guest time: budgets and timeouts in the kernel are counted in
         // instructions, so a loaded host cannot make a handler overrun (or a test flaky).
         machine.extra(ICOUNT);

@@ -79,6 +79,9 @@ enum Verb {
         /// Print the full kernel log of every QEMU run.
         #[arg(long, short)]
         verbose: bool,
+        /// Only the in-kernel tests whose names contain PATTERN (e.g. `leaks::`).
+        #[arg(long, value_name = "PATTERN", conflicts_with = "host_only")]
+        only: Option<String>,
     },
     /// Measure instructions per operation under QEMU -icount (run twice, must match).
     ///
@@ -118,7 +121,7 @@ fn main() -> ExitCode {
             let clock = if host_clock { qemu::Clock::Host } else { qemu::Clock::ExactInteractive };
             run_qemu(smp, memory, timeout, hotload_socket, kernel_console, clock, &lines)
         }
-        Verb::Test { host_only, kernel_only, verbose } => run_tests(!kernel_only, !host_only, verbose),
+        Verb::Test { host_only, kernel_only, verbose, only } => run_tests(!kernel_only && only.is_none(), !host_only, verbose, only.as_deref()),
     };
     match result {
         Ok(code) => code,
@@ -170,7 +173,7 @@ fn run_qemu(
     }
 }
 
-fn run_tests(host: bool, kernel: bool, verbose: bool) -> Result<ExitCode> {
+fn run_tests(host: bool, kernel: bool, verbose: bool, only: Option<&str>) -> Result<ExitCode> {
     let started = std::time::Instant::now();
     let mut tally = ktest::Tally::default();
     if kernel {
@@ -186,7 +189,10 @@ fn run_tests(host: bool, kernel: bool, verbose: bool) -> Result<ExitCode> {
     }
     if kernel {
         let image = kernel_build::build_image(kernel_build::Purpose::Test)?;
-        ktest::run_all(&image, verbose, &mut tally)?;
+        match only {
+            Some(pattern) => ktest::run_matching(&image, pattern, verbose, &mut tally)?,
+            None => ktest::run_all(&image, verbose, &mut tally)?,
+        }
     }
     for name in &tally.failures {
         println!("FAILED: {name}");

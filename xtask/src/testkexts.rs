@@ -149,6 +149,35 @@ fn contract_module(body: &str, key: u64) -> String {
 
 /// Probe key the grow-memory test module binds.
 pub const WASM_GROW_KEY: u64 = 9;
+/// Probe key the endless-loop test module binds (`kernel/src/ktest/leaks.rs`).
+pub const WASM_LOOP_KEY: u64 = 10;
+
+/// A module with one `clock.Tick` binding (no guard) whose handler loops forever: the
+/// event's primary module caps its budget far below the manifest's.
+fn tick_loop_module() -> String {
+    let tick = spindle_abi::event::CLOCK_TICK.descriptor();
+    format!(
+        r#"(module
+  (memory (export "memory") 1)
+  (func (export "spindle_extension_binding_count") (result i32) (i32.const 1))
+  (func (export "spindle_extension_exchange") (result i32) (i32.const 1024))
+  ;; BindingInfo: event id, no guard, fingerprint, record sizes.
+  (func (export "spindle_extension_binding_info") (param $index i32) (param $out i32) (result i32)
+    (i32.store (local.get $out) (i32.const {id}))
+    (i32.store offset=4 (local.get $out) (i32.const 0))
+    (i64.store offset=8 (local.get $out) (i64.const {fingerprint}))
+    (i64.store offset=16 (local.get $out) (i64.const {arguments}))
+    (i64.store offset=24 (local.get $out) (i64.const {result}))
+    (i32.const 0))
+  (func (export "spindle_extension_invoke") (param $index i32) (param $arguments i32) (param $arguments_length i32) (param $result i32) (param $result_length i32) (result i32)
+    (loop $again (br $again))
+    (i32.const 0)))"#,
+        id = tick.id.0,
+        fingerprint = tick.fingerprint.0 as i64,
+        arguments = tick.arguments.size,
+        result = tick.result.size,
+    )
+}
 
 /// Builds the `test-wasm-*` entries: hand-written modules (unsigned, kind Wasm) that
 /// each reach one refusal or containment path of the kernel's Wasm loader.
@@ -161,7 +190,17 @@ pub fn build_wasm() -> Result<Vec<(String, Vec<u8>)>> {
     let answer = "(func $handle (param $value i64) (result i64) (i64.mul (local.get $value) (i64.const 2)))";
     let mut invalid = b"\0asm\x01\0\0\0".to_vec();
     invalid.extend_from_slice(b"\x01\xff\xff\xff\xff\x0f garbage");
+    let endless = "(func $handle (param $value i64) (result i64) (loop $again (br $again)) (i64.const 0))";
+    // A small budget (50 µs: 50,000 units of fuel), so running out of fuel is quick.
+    let short_budget = Manifest { budget_microseconds: 50, ..wasm_test_manifest("test-wasm-loop", &[]) };
+    // The budget of `faulty` (10 ms), far above `clock.Tick`'s cap.
+    let tick_manifest = Manifest { events: vec!["clock.Tick".into()], budget_microseconds: 10_000, ..wasm_test_manifest("test-wasm-tick-loop", &[]) };
+    let pack_unsigned = |name: &str, manifest: &Manifest, module: &[u8]| {
+        pack(Kind::Wasm, abi, manifest, module, None).map_err(|error| format!("packing {name}: {error}"))
+    };
     Ok(vec![
+        ("test-wasm-loop".into(), pack_unsigned("test-wasm-loop", &short_budget, &text(&contract_module(endless, WASM_LOOP_KEY))?)?),
+        ("test-wasm-tick-loop".into(), pack_unsigned("test-wasm-tick-loop", &tick_manifest, &text(&tick_loop_module())?)?),
         ("test-wasm-invalid".into(), unsigned("test-wasm-invalid", &[], &invalid)?),
         (
             "test-wasm-ungranted-import".into(),

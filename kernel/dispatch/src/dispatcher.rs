@@ -221,6 +221,11 @@ impl Dispatcher {
         snapshots
     }
 
+    /// A snapshot of one event (its bindings and their counters). Errors: `UnknownEvent`.
+    pub fn snapshot_event(&self, event: EventId) -> Result<EventSnapshot, UpdateError> {
+        Ok(self.erased(event)?.snapshot())
+    }
+
     /// The descriptors of all registered events, in registration order.
     pub fn events(&self) -> Vec<EventDescriptor> {
         self.events.read().iter().map(|registered| registered.descriptor).collect()

@@ -189,8 +189,13 @@ fn installed_bindings(extension: &LoadedExtension) -> Vec<BindingReport> {
     if ids.is_empty() {
         return Vec::new();
     }
+    // Only the events the extension is bound to: this also runs on the kill path, inside
+    // the raise that faulted, where a snapshot of every event would cost time it lacks.
+    let mut events: Vec<spindle_abi::event::EventId> = ids.iter().map(|id| id.event).collect();
+    events.sort_unstable();
+    events.dedup();
     let mut found = Vec::new();
-    for event in crate::events::dispatcher().snapshot() {
+    for event in events.into_iter().filter_map(|event| crate::events::dispatcher().snapshot_event(event).ok()) {
         for binding in event.bindings.iter().filter(|binding| ids.contains(&binding.id)) {
             found.push(BindingReport { event: event.name, snapshot: binding.clone(), installed: true });
         }

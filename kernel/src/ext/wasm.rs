@@ -8,8 +8,9 @@
 //!
 //! Loading, in order — all the expensive work happens here, once, never per event:
 //! 1. [`spindle_loader::open`] (container, optional signature, ABI fingerprint, manifest);
-//! 2. a fresh `wasmi` [`Engine`] for this extension (fuel metering on, eager compilation)
-//!    **validates and compiles** the module;
+//! 2. a fresh `wasmi` [`Engine`] for this extension (fuel metering on, eager compilation),
+//!    made in the extension's own private heap (below), **validates and compiles** the
+//!    module;
 //! 3. its linear memory is limited to its declared initial memory (static data and shadow
 //!    stack, at most the quota) plus the manifest's quota (a [`StoreLimits`] resource
 //!    limiter: one memory, one table of at most [`MAX_TABLE_ELEMENTS`], one instance);
@@ -27,7 +28,9 @@
 //! fuel per budgeted instruction**: `wasmi` charges about one unit per Wasm instruction,
 //! and one Wasm instruction costs the interpreter several machine instructions, so a
 //! Wasm handler gets fewer machine instructions than a native one with the same budget
-//! would, never more), calls `invoke`, and reads the result. Out of fuel is
+//! would, never more — unless the event's primary module capped the binding's timer
+//! budget, in which case the fuel is what fits that cap, see [`fuel_for`]), calls
+//! `invoke`, and reads the result. Out of fuel is
 //! [`HandlerFault::Overrun`]; a call of `spindle_extension_panic` is `Panicked` with the
 //! message; any other trap — including memory growth past the limit (`growth operation
 //! limited`) and `wasmi`'s call-depth limit (a Wasm stack overflow) — is `Trapped`, with
@@ -43,17 +46,26 @@
 //! per-hart pool of instances would remove that limit.
 //!
 //! Each call also runs under a timer budget of [`TIMER_BUDGET_FACTOR`] × the fuel (the
-//! same bounded executor as native), a backstop for a slow kernel call or an interpreter
-//! defect; an event whose primary module caps budgets below that aborts earlier by timer.
-//! Known limit: such a timer abort stops `wasmi` in the middle of its work; the instance
-//! is then never used again (the extension is killed) and is dropped at unload, but heap
-//! the interpreter had taken out of its structures at that moment may leak.
+//! same bounded executor as native; at most the binding's capped budget), a backstop for
+//! a slow kernel call, an interpreter defect or an enclosing caller's earlier deadline —
+//! fuel runs out first in every other case.
+//!
+//! Memory: everything `wasmi` allocates for an extension — engine, compiled code, store,
+//! linear memory, the stacks its calls take — lies in a [`PrivateHeap`] of the
+//! extension's (frames it owns; `crate::mm::private_heap`): each `wasmi` operation runs
+//! inside `PrivateHeap::enter`, and the kernel functions it calls back into run on the
+//! kernel heap again ([`on_kernel_heap`]). A timer abort stops `wasmi` in the middle of a
+//! call, skipping the destructors of the call's locals (the stack it took from the
+//! engine's pool, for one); the instance is marked poisoned, never used again, and when
+//! it is dropped its store is forgotten and the private heap's frames are freed whole —
+//! nothing is leaked. See docs/wasm-extensions.md for the choice and the measurements.
 
 use alloc::string::{String, ToString};
 use alloc::sync::{Arc, Weak};
 use alloc::vec::Vec;
 use core::fmt;
 use core::marker::PhantomData;
+use core::sync::atomic::{AtomicU64, Ordering};
 
 use spindle_abi::event::{Event, EventRecord};
 use spindle_abi::extension::{decode, encode};
@@ -66,6 +78,7 @@ use spindle_loader::{ContainerError, Kind, Policy};
 use wasmi::{Caller, CompilationMode, Config, Engine, ExternType, Linker, Memory, Module, Store, StoreLimits, StoreLimitsBuilder, TrapCode, TypedFunc};
 
 use super::arena::{self, ArenaUsage, QuotaTooLarge};
+use crate::mm::private_heap::{PrivateHeap, PrivateHeapUsage, on_kernel_heap};
 use super::native::{DESCRIBE_BUDGET, MAX_RECORD, VERIFYING_KEY};
 use super::{ExtensionError, ExtensionImage, LoadedExtension, Technology};
 
@@ -80,6 +93,15 @@ pub const WASM_TRAP_CAUSE: u64 = 1 << 32;
 /// Deepest call nesting `wasmi` allows before a stack-overflow trap (its own stack; the
 /// module's shadow stack in linear memory is bounded by the builder).
 const MAX_CALL_DEPTH: usize = 1024;
+/// Instructions of a call that fuel does not meter — the dispatcher's bounded executor,
+/// encoding the records, entering and leaving `wasmi` (about 6,000, see
+/// docs/wasm-extensions.md §4) — with room to spare: kept out of the fuel of a binding
+/// whose timer budget a primary module capped, so that its fuel runs out first.
+pub const CALL_ALLOWANCE: u64 = 8_000;
+/// Frames a Wasm extension's private heap may hold beyond four times its linear-memory
+/// limit (the memory's buffer, which grows by doubling and is copied when it does) and
+/// sixteen times its module (compiled code): the interpreter's value and call stacks.
+const PRIVATE_HEAP_ALLOWANCE: usize = 4 << 20;
 
 /// Why a Wasm extension was refused.
 #[derive(Debug)]
@@ -109,6 +131,8 @@ pub enum WasmError {
     },
     /// Instantiation failed (start function trapped or ran out of fuel, limits).
     Instantiate(String),
+    /// No frames for the extension's private heap (or too many exist).
+    NoMemory,
     /// The describe calls failed or described something invalid.
     BadBinding(String),
     /// Installing its bindings failed.
@@ -127,6 +151,7 @@ impl fmt::Display for WasmError {
             }
             WasmError::Import { symbol, reason } => write!(formatter, "import `{symbol}`: {reason}"),
             WasmError::Instantiate(reason) => write!(formatter, "instantiation: {reason}"),
+            WasmError::NoMemory => write!(formatter, "no memory for its private heap"),
             WasmError::BadBinding(reason) => write!(formatter, "binding: {reason}"),
             WasmError::Install(error) => write!(formatter, "{error}"),
         }
@@ -141,9 +166,12 @@ struct WasmState {
     panicked: bool,
 }
 
-/// The instantiated module and its typed entry points.
+/// The instantiated module and its typed entry points. Everything `wasmi` allocated for
+/// it lies in the extension's private heap.
 struct Live {
-    store: Store<WasmState>,
+    /// The store (engine, compiled code, instance, linear memory); taken when the
+    /// instance is dropped.
+    store: Option<Store<WasmState>>,
     memory: Memory,
     invoke: TypedFunc<(i32, i32, i32, i32, i32), i32>,
     /// Offset of the exchange buffer (checked to lie inside memory at load).
@@ -157,6 +185,25 @@ pub struct WasmInstance {
     live: spin::Mutex<Live>,
     /// Bytes the linear memory may reach.
     memory_limit: usize,
+    /// Where `wasmi` allocates for this extension; dropped after `live` (field order),
+    /// freeing whatever is still allocated in it.
+    heap: alloc::boxed::Box<PrivateHeap>,
+}
+
+impl Drop for WasmInstance {
+    /// A healthy store is dropped as usual (its memory goes back to the private heap); one
+    /// that a timer abort left in an unknown state is forgotten — its destructors might
+    /// free what the aborted call had already freed — and reclaimed with the private heap,
+    /// like everything the aborted call held.
+    fn drop(&mut self) {
+        let live = self.live.get_mut();
+        let store = live.store.take();
+        if live.poisoned {
+            core::mem::forget(store);
+        } else {
+            drop(store);
+        }
+    }
 }
 
 /// A loaded Wasm extension's image: its instance and the module's size.
@@ -174,7 +221,12 @@ impl WasmImage {
     /// Linear memory in use and its limit; `None` while a call holds the instance.
     pub fn usage(&self) -> Option<ArenaUsage> {
         let live = self.instance.live.try_lock()?;
-        Some(ArenaUsage { used_bytes: live.memory.data_size(&live.store), quota_bytes: self.instance.memory_limit })
+        Some(ArenaUsage { used_bytes: live.memory.data_size(live.store.as_ref()?), quota_bytes: self.instance.memory_limit })
+    }
+
+    /// The private heap's counters: what the interpreter holds for this extension.
+    pub fn runtime_usage(&self) -> PrivateHeapUsage {
+        self.instance.heap.usage()
     }
 }
 
@@ -201,7 +253,7 @@ impl WasmInstance {
         let (argument_size, result_size) = (core::mem::size_of::<A>(), core::mem::size_of::<R>());
         let mut bytes = [0u8; MAX_RECORD];
         encode(args, &mut bytes).map_err(|_| (HandlerFault::MalformedResult, None))?;
-        let Live { store, memory, invoke, exchange, .. } = &mut *live;
+        let Live { store: Some(store), memory, invoke, exchange, .. } = &mut *live else { return Err((HandlerFault::Unavailable, None)) };
         let (arguments_at, result_at) = (*exchange + ARGUMENTS_OFFSET, *exchange + RESULT_OFFSET);
         memory.write(&mut *store, arguments_at, &bytes[..argument_size]).map_err(|_| (HandlerFault::Unavailable, None))?;
         store.data_mut().panicked = false;
@@ -209,7 +261,9 @@ impl WasmInstance {
         let invoke = *invoke;
         let parameters = (index as i32, arguments_at as i32, argument_size as i32, result_at as i32, result_size as i32);
         let timer_budget = fuel.saturating_mul(TIMER_BUDGET_FACTOR);
-        let outcome = crate::events::run_with_budget(timer_budget, || invoke.call(&mut *store, parameters));
+        // The recovery point is armed inside `enter`, so an abort still leaves it (and the
+        // hart's allocations go back to the kernel heap).
+        let outcome = self.heap.enter(|| crate::events::run_with_budget(timer_budget, || invoke.call(&mut *store, parameters)));
         match outcome {
             Ok(Ok(0)) => {
                 let mut result = [0u8; MAX_RECORD];
@@ -231,15 +285,29 @@ impl WasmInstance {
 struct WasmHandler<A, R> {
     index: usize,
     name: String,
-    fuel: u64,
+    /// Fuel per call: the manifest's budget, or less when the event's primary module capped
+    /// the binding's timer budget (set right after installation, see [`fuel_for`]).
+    fuel: AtomicU64,
     extension: Weak<LoadedExtension>,
     instance: Arc<WasmInstance>,
     records: PhantomData<fn(&A) -> R>,
 }
 
+/// Fuel for a binding asked to run with `manifest_fuel` whose timer budget the dispatcher
+/// set to `timer_budget` instructions: the manifest's fuel when the timer is the usual
+/// [`TIMER_BUDGET_FACTOR`] times it, else what fits the timer — the budget less
+/// [`CALL_ALLOWANCE`], at `TIMER_BUDGET_FACTOR` instructions per unit — so that fuel, a
+/// clean exit from `wasmi`, runs out before the timer backstop fires (at least 1).
+pub fn fuel_for(manifest_fuel: u64, timer_budget: u64) -> u64 {
+    if timer_budget >= manifest_fuel.saturating_mul(TIMER_BUDGET_FACTOR) {
+        return manifest_fuel;
+    }
+    (timer_budget.saturating_sub(CALL_ALLOWANCE) / TIMER_BUDGET_FACTOR).clamp(1, manifest_fuel)
+}
+
 impl<A: EventRecord, R: EventRecord> Handler<A, R> for WasmHandler<A, R> {
     fn invoke(&self, args: &A) -> Result<R, HandlerFault> {
-        self.instance.call::<A, R>(self.index, args, self.fuel).map_err(|(fault, detail)| {
+        self.instance.call::<A, R>(self.index, args, self.fuel.load(Ordering::Relaxed)).map_err(|(fault, detail)| {
             if fault != HandlerFault::Unavailable
                 && let Some(extension) = self.extension.upgrade()
             {
@@ -277,12 +345,29 @@ fn guest_bytes(caller: &Caller<'_, WasmState>, pointer: i32, length: i32, limit:
     memory.data(caller).get(start..start.checked_add(length)?).map(<[u8]>::to_vec)
 }
 
-/// Defines the kernel function `name` for Wasm in `linker` (the same functions as
-/// `ext::exports` gives native extensions, reading linear memory with bounds checks).
-fn define_kernel_function(linker: &mut Linker<WasmState>, name: &str) -> Result<(), String> {
+/// Kernel functions with a Wasm definition in [`define_kernel_function`].
+const WASM_KERNEL_FUNCTIONS: &[&str] =
+    &["spindle_console_write", "spindle_clock_ticks", "spindle_mm_lru_length", "spindle_mm_lru_frame", "spindle_block_read", "spindle_extension_panic"];
+
+/// Why the kernel function `name` cannot be imported by a Wasm module, if it cannot.
+fn wasm_definition_missing(name: &str) -> Option<&'static str> {
+    if NATIVE_ONLY_FUNCTIONS.contains(&name) {
+        Some("native only (a Wasm module's heap is its linear memory)")
+    } else if !WASM_KERNEL_FUNCTIONS.contains(&name) {
+        Some("no Wasm definition in this kernel")
+    } else {
+        None
+    }
+}
+
+/// Defines the kernel function `name` (one of [`WASM_KERNEL_FUNCTIONS`]) for Wasm in
+/// `linker` (the same functions as `ext::exports` gives native extensions, reading linear
+/// memory with bounds checks). Each runs on the kernel heap: what a kernel function keeps
+/// (a panic message) must outlive the extension's private heap.
+fn define_kernel_function(linker: &mut Linker<WasmState>, name: &str) -> Result<(), wasmi::Error> {
     let defined = match name {
         "spindle_console_write" => linker.func_wrap(WASM_IMPORT_MODULE, name, |caller: Caller<'_, WasmState>, pointer: i32, length: i32| {
-            match guest_bytes(&caller, pointer, length, super::exports::CONSOLE_WRITE_MAX) {
+            on_kernel_heap(|| match guest_bytes(&caller, pointer, length, super::exports::CONSOLE_WRITE_MAX) {
                 Some(bytes) => crate::print!("{}", String::from_utf8_lossy(&bytes)),
                 None => crate::println!(
                     "[ext] console_write refused: {} bytes at offset {:#x} are not inside the module's memory (limit {})",
@@ -290,40 +375,45 @@ fn define_kernel_function(linker: &mut Linker<WasmState>, name: &str) -> Result<
                     pointer as u32,
                     super::exports::CONSOLE_WRITE_MAX
                 ),
-            }
+            })
         }),
-        "spindle_clock_ticks" => linker.func_wrap(WASM_IMPORT_MODULE, name, || -> u64 { crate::time::ticks() }),
+        "spindle_clock_ticks" => linker.func_wrap(WASM_IMPORT_MODULE, name, || -> u64 { on_kernel_heap(crate::time::ticks) }),
         "spindle_mm_lru_length" => linker.func_wrap(WASM_IMPORT_MODULE, name, || -> u64 { crate::services::frames::LRU_FRAMES }),
-        "spindle_mm_lru_frame" => linker.func_wrap(WASM_IMPORT_MODULE, name, |position: u64| -> u64 { crate::services::frames::lru_frame(position) }),
+        "spindle_mm_lru_frame" => {
+            linker.func_wrap(WASM_IMPORT_MODULE, name, |position: u64| -> u64 { on_kernel_heap(|| crate::services::frames::lru_frame(position)) })
+        }
         "spindle_block_read" => linker.func_wrap(
             WASM_IMPORT_MODULE,
             name,
             |mut caller: Caller<'_, WasmState>, request: u64, offset: u64, destination: i32, length: i32| -> u64 {
-                let (start, length) = (destination as u32 as usize, length as u32 as usize);
-                let Some(memory) = caller.get_export(MEMORY_EXPORT).and_then(wasmi::Extern::into_memory) else { return 0 };
-                if length > super::exports::BLOCK_READ_MAX {
-                    return 0;
-                }
-                match start.checked_add(length).and_then(|end| memory.data_mut(&mut caller).get_mut(start..end)) {
-                    Some(bytes) => crate::services::blockpath::copy_block(request, offset, bytes),
-                    None => 0,
-                }
+                on_kernel_heap(|| {
+                    let (start, length) = (destination as u32 as usize, length as u32 as usize);
+                    let Some(memory) = caller.get_export(MEMORY_EXPORT).and_then(wasmi::Extern::into_memory) else { return 0 };
+                    if length > super::exports::BLOCK_READ_MAX {
+                        return 0;
+                    }
+                    match start.checked_add(length).and_then(|end| memory.data_mut(&mut caller).get_mut(start..end)) {
+                        Some(bytes) => crate::services::blockpath::copy_block(request, offset, bytes),
+                        None => 0,
+                    }
+                })
             },
         ),
         "spindle_extension_panic" => {
             linker.func_wrap(WASM_IMPORT_MODULE, name, |mut caller: Caller<'_, WasmState>, pointer: i32, length: i32| -> Result<(), wasmi::Error> {
-                let message = guest_bytes(&caller, pointer, length, super::PANIC_MESSAGE_MAX)
-                    .map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
-                    .unwrap_or_else(|| String::from("(unreadable panic message)"));
-                super::record_panic(message);
-                caller.data_mut().panicked = true;
-                Err(wasmi::Error::new("the extension panicked"))
+                on_kernel_heap(|| {
+                    let message = guest_bytes(&caller, pointer, length, super::PANIC_MESSAGE_MAX)
+                        .map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
+                        .unwrap_or_else(|| String::from("(unreadable panic message)"));
+                    super::record_panic(message);
+                    caller.data_mut().panicked = true;
+                    Err(wasmi::Error::new("the extension panicked"))
+                })
             })
         }
-        _ if NATIVE_ONLY_FUNCTIONS.contains(&name) => return Err(String::from("native only (a Wasm module's heap is its linear memory)")),
-        _ => return Err(String::from("no Wasm definition in this kernel")),
+        _ => return Err(wasmi::Error::new("no Wasm definition in this kernel")),
     };
-    defined.map(drop).map_err(|error| error.to_string())
+    defined.map(drop).map_err(wasmi::Error::from)
 }
 
 /// Whether every kernel function extensions may import has a Wasm definition (checked by
@@ -332,6 +422,9 @@ pub fn every_kernel_function_is_defined() -> Result<(), String> {
     let engine = Engine::default();
     let mut linker = Linker::<WasmState>::new(&engine);
     for function in spindle_abi::host::KERNEL_FUNCTIONS.iter().filter(|function| !NATIVE_ONLY_FUNCTIONS.contains(&function.name)) {
+        if let Some(missing) = wasm_definition_missing(function.name) {
+            return Err(alloc::format!("`{}`: {missing}", function.name));
+        }
         define_kernel_function(&mut linker, function.name).map_err(|error| alloc::format!("`{}`: {error}", function.name))?;
     }
     Ok(())
@@ -345,16 +438,16 @@ fn engine() -> Engine {
     Engine::new(&config)
 }
 
-/// Links the module's imports through the name server; errors name the import.
-fn link(module: &Module, manifest: &spindle_loader::Manifest, engine: &Engine) -> Result<Linker<WasmState>, WasmError> {
+/// Checks the module's imports against the name server (`Domain.Combine` of the granted
+/// domains) and returns the kernel functions to define; errors name the import.
+fn checked_imports<'module>(module: &'module Module, manifest: &spindle_loader::Manifest) -> Result<Vec<&'module str>, WasmError> {
     let granted = super::exports::import_granted_domains(manifest).map_err(|(wanted, error)| WasmError::Import {
         symbol: alloc::format!("{wanted:?}"),
         reason: alloc::format!("importing domains: {error}"),
     })?;
-    let mut linker = Linker::<WasmState>::new(engine);
+    let mut names = Vec::new();
     for import in module.imports() {
-        let symbol = alloc::format!("{}.{}", import.module(), import.name());
-        let refuse = |reason: String| WasmError::Import { symbol: symbol.clone(), reason };
+        let refuse = |reason: String| WasmError::Import { symbol: alloc::format!("{}.{}", import.module(), import.name()), reason };
         if import.module() != WASM_IMPORT_MODULE || import.ty().func().is_none() {
             return Err(refuse(alloc::format!("only functions of module `{WASM_IMPORT_MODULE}` can be imported")));
         }
@@ -366,13 +459,28 @@ fn link(module: &Module, manifest: &spindle_loader::Manifest, engine: &Engine) -
                 alloc::format!("`{name}` is not a kernel export")
             }));
         }
-        define_kernel_function(&mut linker, name).map_err(refuse)?;
+        if let Some(missing) = wasm_definition_missing(name) {
+            return Err(refuse(String::from(missing)));
+        }
+        names.push(name);
     }
-    Ok(linker)
+    Ok(names)
+}
+
+/// Frames a Wasm extension's private heap starts with (room for its initial linear
+/// memory and compiled code, usually all it needs) and may grow to.
+fn private_heap_sizes(initial_memory: usize, memory_limit: usize, module_bytes: usize) -> (usize, usize) {
+    let initial = initial_memory + module_bytes + crate::mm::private_heap::MIN_CHUNK_BYTES;
+    let limit = 4 * memory_limit.next_power_of_two() + 16 * module_bytes + PRIVATE_HEAP_ALLOWANCE;
+    (initial, limit)
 }
 
 /// Verifies (if signed), validates, compiles, links, instantiates and installs a Wasm
 /// extension from `.kext` bytes.
+///
+/// Everything `wasmi` allocates for the extension — engine, compiled code, store, linear
+/// memory, and later each call's stacks — lies in a private heap of its own
+/// ([`crate::mm::private_heap`]), reclaimed whole when the instance is dropped.
 pub fn load(bytes: &[u8], installer: &mut super::Installer) -> Result<Arc<LoadedExtension>, WasmError> {
     // A kernel without the builder's key accepts only unsigned Wasm (a zero key verifies
     // nothing).
@@ -382,68 +490,12 @@ pub fn load(bytes: &[u8], installer: &mut super::Installer) -> Result<Arc<Loaded
     installer.admit(&manifest.name).map_err(WasmError::Install)?;
     let payload = verified.payload_of_kind(Kind::Wasm).map_err(WasmError::Container)?;
     let quota = arena::size_for_quota(manifest.memory_quota_bytes).map_err(WasmError::QuotaTooLarge)?.next_multiple_of(WASM_PAGE_SIZE);
+    // The module's initial memory (at most the quota) is not known before it is parsed.
+    let (initial, limit) = private_heap_sizes(quota.min(MAX_INITIAL_MEMORY_GUESS), 2 * quota, payload.len());
+    let heap = PrivateHeap::new(&manifest.name, initial, limit).ok_or(WasmError::NoMemory)?;
+    let (live, memory_limit, infos) = instantiate(&heap, payload, &manifest, quota)?;
 
-    let engine = engine();
-    let module = Module::new(&engine, payload).map_err(|error| WasmError::Invalid(error.to_string()))?;
-    let Some(ExternType::Memory(memory_type)) = module.get_export(MEMORY_EXPORT) else { return Err(WasmError::MissingExport(MEMORY_EXPORT)) };
-    let initial = memory_type.minimum().saturating_mul(WASM_PAGE_SIZE as u64);
-    if initial > quota as u64 {
-        return Err(WasmError::InitialMemoryAboveQuota { bytes: initial, quota: quota as u64 });
-    }
-    let memory_limit = initial as usize + quota;
-    let linker = link(&module, &manifest, &engine)?;
-
-    let limits = StoreLimitsBuilder::new()
-        .memory_size(memory_limit)
-        .table_elements(MAX_TABLE_ELEMENTS)
-        .instances(1)
-        .memories(1)
-        .tables(1)
-        .trap_on_grow_failure(true)
-        .build();
-    let mut store = Store::new(&engine, WasmState { limits, panicked: false });
-    store.limiter(|state| &mut state.limits);
-    store.set_fuel(DESCRIBE_BUDGET).map_err(|error| WasmError::Instantiate(error.to_string()))?;
-    let instance = {
-        let _no_preemption = crate::sched::no_preemption();
-        linker.instantiate_and_start(&mut store, &module).map_err(|error| match error.as_trap_code() {
-            Some(TrapCode::OutOfFuel) => WasmError::Instantiate(alloc::format!("the start function ran out of fuel ({DESCRIBE_BUDGET} units)")),
-            _ => WasmError::Instantiate(error.to_string()),
-        })?
-    };
-    let memory = instance.get_memory(&store, MEMORY_EXPORT).ok_or(WasmError::MissingExport(MEMORY_EXPORT))?;
-    let count = instance.get_typed_func::<(), i32>(&store, BINDING_COUNT_SYMBOL).map_err(|_| WasmError::MissingExport(BINDING_COUNT_SYMBOL))?;
-    let info = instance.get_typed_func::<(i32, i32), i32>(&store, BINDING_INFO_SYMBOL).map_err(|_| WasmError::MissingExport(BINDING_INFO_SYMBOL))?;
-    let invoke =
-        instance.get_typed_func::<(i32, i32, i32, i32, i32), i32>(&store, INVOKE_SYMBOL).map_err(|_| WasmError::MissingExport(INVOKE_SYMBOL))?;
-    let exchange_function = instance.get_typed_func::<(), i32>(&store, EXCHANGE_SYMBOL).map_err(|_| WasmError::MissingExport(EXCHANGE_SYMBOL))?;
-
-    // Describe, on the load-time fuel.
-    let describe_failed = |what: &str, error: wasmi::Error| WasmError::BadBinding(alloc::format!("{what}: {error}"));
-    let (bindings, exchange) = {
-        let _no_preemption = crate::sched::no_preemption();
-        let bindings = count.call(&mut store, ()).map_err(|error| describe_failed("binding count", error))?;
-        let exchange = exchange_function.call(&mut store, ()).map_err(|error| describe_failed("exchange buffer", error))? as u32 as usize;
-        (bindings, exchange)
-    };
-    if exchange.checked_add(EXCHANGE_SIZE).is_none_or(|end| end > memory.data_size(&store)) {
-        return Err(WasmError::BadBinding(alloc::format!("the exchange buffer at {exchange:#x} is not inside linear memory")));
-    }
-    let mut infos = Vec::new();
-    for index in 0..bindings.clamp(0, 64) {
-        let code = {
-            let _no_preemption = crate::sched::no_preemption();
-            info.call(&mut store, (index, exchange as i32)).map_err(|error| describe_failed("describing a binding", error))?
-        };
-        if code != 0 {
-            return Err(WasmError::BadBinding(alloc::format!("describing binding {index} returned error code {code}")));
-        }
-        let mut bytes = [0u8; BindingInfo::SIZE];
-        memory.read(&store, exchange, &mut bytes).map_err(|error| WasmError::BadBinding(error.to_string()))?;
-        infos.push(BindingInfo::from_bytes(&bytes).ok_or_else(|| WasmError::BadBinding(String::from("short binding description")))?);
-    }
-
-    let instance = Arc::new(WasmInstance { live: spin::Mutex::new(Live { store, memory, invoke, exchange, poisoned: false }), memory_limit });
+    let instance = Arc::new(WasmInstance { live: spin::Mutex::new(live), memory_limit, heap });
     let signer = match (verified.is_signed(), VERIFYING_KEY) {
         (true, Some(key)) => super::introspect::Signer::Builder(key),
         _ => super::introspect::Signer::Unsigned,
@@ -465,6 +517,86 @@ pub fn load(bytes: &[u8], installer: &mut super::Installer) -> Result<Arc<Loaded
     Ok(extension)
 }
 
+/// The largest initial memory [`load`] plans its private heap for before it knows the
+/// module's (the builder's shadow stack and static data; more just grows the heap).
+const MAX_INITIAL_MEMORY_GUESS: usize = 2 * WASM_PAGE_SIZE;
+
+/// Compiles, links and instantiates `payload` in `heap` and describes its bindings: the
+/// instance, its memory limit and the binding descriptions. Every `wasmi` value is made
+/// inside `heap.enter`; errors are turned into text outside it (on the kernel heap), and
+/// nothing made in `heap` but the returned store outlives this function.
+fn instantiate(heap: &PrivateHeap, payload: &[u8], manifest: &spindle_loader::Manifest, quota: usize) -> Result<(Live, usize, Vec<BindingInfo>), WasmError> {
+    let engine = heap.enter(engine);
+    let module = heap.enter(|| Module::new(&engine, payload)).map_err(|error| WasmError::Invalid(error.to_string()))?;
+    let Some(ExternType::Memory(memory_type)) = heap.enter(|| module.get_export(MEMORY_EXPORT)) else { return Err(WasmError::MissingExport(MEMORY_EXPORT)) };
+    let initial = memory_type.minimum().saturating_mul(WASM_PAGE_SIZE as u64);
+    if initial > quota as u64 {
+        return Err(WasmError::InitialMemoryAboveQuota { bytes: initial, quota: quota as u64 });
+    }
+    let memory_limit = initial as usize + quota;
+    let names = checked_imports(&module, manifest)?;
+    let linker = heap
+        .enter(|| -> Result<Linker<WasmState>, (usize, wasmi::Error)> {
+            let mut linker = Linker::<WasmState>::new(&engine);
+            for (position, name) in names.iter().enumerate() {
+                define_kernel_function(&mut linker, name).map_err(|error| (position, error))?;
+            }
+            Ok(linker)
+        })
+        .map_err(|(position, error)| WasmError::Import { symbol: alloc::format!("{WASM_IMPORT_MODULE}.{}", names[position]), reason: error.to_string() })?;
+
+    let limits = StoreLimitsBuilder::new()
+        .memory_size(memory_limit)
+        .table_elements(MAX_TABLE_ELEMENTS)
+        .instances(1)
+        .memories(1)
+        .tables(1)
+        .trap_on_grow_failure(true)
+        .build();
+    let mut store = heap.enter(|| {
+        let mut store = Store::new(&engine, WasmState { limits, panicked: false });
+        store.limiter(|state| &mut state.limits);
+        store
+    });
+    store.set_fuel(DESCRIBE_BUDGET).map_err(|error| WasmError::Instantiate(error.to_string()))?;
+    let instance = heap.enter(|| linker.instantiate_and_start(&mut store, &module)).map_err(|error| match error.as_trap_code() {
+        Some(TrapCode::OutOfFuel) => WasmError::Instantiate(alloc::format!("the start function ran out of fuel ({DESCRIBE_BUDGET} units)")),
+        _ => WasmError::Instantiate(error.to_string()),
+    })?;
+    let memory = heap.enter(|| instance.get_memory(&store, MEMORY_EXPORT)).ok_or(WasmError::MissingExport(MEMORY_EXPORT))?;
+    let (count, info, invoke, exchange_function) = heap.enter(|| {
+        (
+            instance.get_typed_func::<(), i32>(&store, BINDING_COUNT_SYMBOL).ok(),
+            instance.get_typed_func::<(i32, i32), i32>(&store, BINDING_INFO_SYMBOL).ok(),
+            instance.get_typed_func::<(i32, i32, i32, i32, i32), i32>(&store, INVOKE_SYMBOL).ok(),
+            instance.get_typed_func::<(), i32>(&store, EXCHANGE_SYMBOL).ok(),
+        )
+    });
+    let count = count.ok_or(WasmError::MissingExport(BINDING_COUNT_SYMBOL))?;
+    let info = info.ok_or(WasmError::MissingExport(BINDING_INFO_SYMBOL))?;
+    let invoke = invoke.ok_or(WasmError::MissingExport(INVOKE_SYMBOL))?;
+    let exchange_function = exchange_function.ok_or(WasmError::MissingExport(EXCHANGE_SYMBOL))?;
+
+    // Describe, on the load-time fuel.
+    let describe_failed = |what: &str, error: wasmi::Error| WasmError::BadBinding(alloc::format!("{what}: {error}"));
+    let bindings = heap.enter(|| count.call(&mut store, ())).map_err(|error| describe_failed("binding count", error))?;
+    let exchange = heap.enter(|| exchange_function.call(&mut store, ())).map_err(|error| describe_failed("exchange buffer", error))? as u32 as usize;
+    if exchange.checked_add(EXCHANGE_SIZE).is_none_or(|end| end > memory.data_size(&store)) {
+        return Err(WasmError::BadBinding(alloc::format!("the exchange buffer at {exchange:#x} is not inside linear memory")));
+    }
+    let mut infos = Vec::new();
+    for index in 0..bindings.clamp(0, 64) {
+        let code = heap.enter(|| info.call(&mut store, (index, exchange as i32))).map_err(|error| describe_failed("describing a binding", error))?;
+        if code != 0 {
+            return Err(WasmError::BadBinding(alloc::format!("describing binding {index} returned error code {code}")));
+        }
+        let mut bytes = [0u8; BindingInfo::SIZE];
+        memory.read(&store, exchange, &mut bytes).map_err(|error| WasmError::BadBinding(error.to_string()))?;
+        infos.push(BindingInfo::from_bytes(&bytes).ok_or_else(|| WasmError::BadBinding(String::from("short binding description")))?);
+    }
+    Ok((Live { store: Some(store), memory, invoke, exchange, poisoned: false }, memory_limit, infos))
+}
+
 fn install_typed<A: EventRecord, R: EventRecord>(
     event: &'static Event<A, R>,
     info: &BindingInfo,
@@ -478,20 +610,36 @@ fn install_typed<A: EventRecord, R: EventRecord>(
     let handler = Arc::new(WasmHandler::<A, R> {
         index,
         name: alloc::format!("{}#{index}", extension.name),
-        fuel,
+        fuel: AtomicU64::new(fuel),
         extension: Arc::downgrade(extension),
         instance: instance.clone(),
         records: PhantomData,
     });
     // Bounded like native (the dispatcher's executor is the outer timer); the fuel is
     // the real budget, the timer a backstop.
-    let mut spec = BindingSpec::new(&extension.name, handler).mode(Mode::Bounded { budget: fuel.saturating_mul(TIMER_BUDGET_FACTOR) });
+    let mut spec = BindingSpec::new(&extension.name, handler.clone()).mode(Mode::Bounded { budget: fuel.saturating_mul(TIMER_BUDGET_FACTOR) });
     for guard in guards {
         spec = spec.when(guard);
     }
-    installer
-        .install(event, spec)
-        .map_err(|error| WasmError::Install(ExtensionError::Install { event: event.name(), reason: error.to_string() }))
+    // The event's primary module may lower the timer budget (`clock.Tick` caps it at
+    // 100,000 instructions): the fuel follows what the dispatcher granted. Interrupts stay
+    // off from the installation to the fuel's update, so no raise on this hart runs the
+    // binding with the manifest's fuel under a smaller cap.
+    crate::arch::csr::without_interrupts(|| {
+        let id = installer
+            .install(event, spec)
+            .map_err(|error| WasmError::Install(ExtensionError::Install { event: event.name(), reason: error.to_string() }))?;
+        if let Some(Mode::Bounded { budget }) = granted_mode(event, id) {
+            handler.fuel.store(fuel_for(fuel, budget), Ordering::Relaxed);
+        }
+        Ok(id)
+    })
+}
+
+/// The mode the dispatcher runs binding `id` of `event` in (after its primary module's cap).
+fn granted_mode<A: EventRecord, R: EventRecord>(event: &'static Event<A, R>, id: BindingId) -> Option<Mode> {
+    let table = crate::events::dispatcher().table(event).ok()?;
+    table.snapshot().binding(id).map(|binding| binding.mode)
 }
 
 fn install_binding(

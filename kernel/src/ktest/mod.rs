@@ -23,6 +23,7 @@ mod harness;
 mod hotload;
 mod introspection;
 mod kernel_basics;
+mod leaks;
 mod processes;
 mod services;
 mod sched_events;
@@ -57,7 +58,7 @@ macro_rules! ensure {
 }
 
 /// Every regular test, in run order.
-pub static TESTS: &[&[KernelTest]] = &[kernel_basics::TESTS, strands::TESTS, sched_events::TESTS, events::TESTS, extensions::TESTS, wasm::TESTS, hotload::TESTS, processes::TESTS, upcalls::TESTS, services::TESTS, introspection::TESTS];
+pub static TESTS: &[&[KernelTest]] = &[kernel_basics::TESTS, strands::TESTS, sched_events::TESTS, events::TESTS, extensions::TESTS, wasm::TESTS, hotload::TESTS, processes::TESTS, upcalls::TESTS, services::TESTS, introspection::TESTS, leaks::TESTS];
 
 /// Tests of the harness itself; each must be reported as a failure.
 pub static HARNESS_TESTS: &[KernelTest] = harness::TESTS;
@@ -75,7 +76,8 @@ fn test_name(index: usize) -> &'static str {
     all_tests().chain(HARNESS_TESTS.iter()).nth(index).map_or("?", |test| test.name)
 }
 
-/// Runs the tests from index `from` (or only `only`) and exits with their status.
+/// Runs the tests from index `from` (only those matching `only`, if given) and exits with
+/// their status.
 pub fn run(from: usize, only: Option<&str>, watchdog_seconds: Option<u64>) -> ! {
     IN_TEST_MODE.store(true, Ordering::Relaxed);
     crate::time::set_tick_hook(on_tick);
@@ -86,8 +88,11 @@ pub fn run(from: usize, only: Option<&str>, watchdog_seconds: Option<u64>) -> ! 
     let mut passed = 0;
     let mut failed = 0;
     for (index, test) in all_tests().chain(HARNESS_TESTS.iter()).enumerate() {
+        // `only`: a harness test by its exact name, or every regular test whose name
+        // contains it (from index `from` on, so the host can resume after a crash).
         let selected = match only {
-            Some(name) => name == test.name,
+            Some(pattern) if index >= regular => pattern == test.name,
+            Some(pattern) => index >= from && test.name.contains(pattern),
             None => index >= from && index < regular,
         };
         if !selected {

@@ -3,9 +3,10 @@
 //! the Wasm build of `faulty`, memory growth past the limit, and one extension built both
 //! ways answering an event sequence identically.
 //!
-//! The Wasm runtime uses only the kernel heap (no frames): each test checks the heap's
-//! allocated bytes after unloading against a measurement taken after one warm-up load
-//! (the dispatcher's tables keep the capacity their first bindings grew).
+//! The Wasm runtime lives in the extension's private heap (frames it owns, see
+//! `mm::private_heap`); each test checks the kernel heap's allocated bytes after
+//! unloading against a measurement taken after one warm-up load (the dispatcher's tables
+//! keep the capacity their first bindings grew).
 
 use alloc::string::String;
 use alloc::vec::Vec;
@@ -32,7 +33,24 @@ pub static TESTS: &[KernelTest] = &[
     KernelTest { name: "wasm::native_and_wasm_builds_agree", run: native_and_wasm_builds_agree },
     KernelTest { name: "wasm::replace_native_by_wasm_and_back", run: replace_native_by_wasm_and_back },
     KernelTest { name: "wasm::c_extension_loads_and_answers", run: c_extension_loads_and_answers },
+    KernelTest { name: "wasm::fuel_follows_a_capped_timer_budget", run: fuel_follows_a_capped_timer_budget },
 ];
+
+/// The fuel of a binding whose timer budget a primary module capped runs out before the
+/// timer: at most one unit per `TIMER_BUDGET_FACTOR` instructions of what is left after
+/// the call's own cost; an uncapped binding keeps the manifest's fuel.
+fn fuel_follows_a_capped_timer_budget() -> TestResult {
+    use ext::wasm::{CALL_ALLOWANCE, TIMER_BUDGET_FACTOR, fuel_for};
+    let manifest_fuel = 10_000_000;
+    ensure!(fuel_for(manifest_fuel, manifest_fuel * TIMER_BUDGET_FACTOR) == manifest_fuel, "uncapped: {}", fuel_for(manifest_fuel, manifest_fuel * TIMER_BUDGET_FACTOR));
+    let tick_cap = crate::events::clock::TICK_HANDLER_BUDGET;
+    let capped = fuel_for(manifest_fuel, tick_cap);
+    ensure!(capped == (tick_cap - CALL_ALLOWANCE) / TIMER_BUDGET_FACTOR, "clock.Tick's cap of {tick_cap} instructions gives {capped} units");
+    ensure!(CALL_ALLOWANCE + capped * TIMER_BUDGET_FACTOR <= tick_cap, "{capped} units may outlast the timer");
+    ensure!(fuel_for(manifest_fuel, 100) == 1, "a budget below the allowance still gets one unit: {}", fuel_for(manifest_fuel, 100));
+    ensure!(fuel_for(1000, 500_000) == 1000, "a cap above the fuel's time keeps the manifest's fuel: {}", fuel_for(1000, 500_000));
+    Ok(())
+}
 
 fn text(error: impl core::fmt::Display) -> String {
     alloc::format!("{error}")

@@ -1,4 +1,7 @@
 //! The physical frame allocator: a buddy allocator over 4 KiB frames, with counters.
+//!
+//! Its free lists are kept in the kernel heap, also when frames are taken or given back
+//! inside a private heap's routing (see [`super::private_heap`]).
 
 use core::sync::atomic::{AtomicUsize, Ordering};
 
@@ -56,7 +59,8 @@ impl FrameRun {
 
 impl Drop for FrameRun {
     fn drop(&mut self) {
-        crate::arch::csr::without_interrupts(|| FRAMES.lock().dealloc(self.start / PAGE_SIZE, self.count));
+        // The allocator's free lists allocate: on the kernel heap, whoever frees the run.
+        super::private_heap::on_kernel_heap(|| crate::arch::csr::without_interrupts(|| FRAMES.lock().dealloc(self.start / PAGE_SIZE, self.count)));
         ALLOCATED_FRAMES.fetch_sub(self.count, Ordering::Relaxed);
     }
 }
@@ -66,7 +70,7 @@ pub fn allocate_zeroed(count: usize) -> Option<FrameRun> {
     if count == 0 {
         return None;
     }
-    let first = crate::arch::csr::without_interrupts(|| FRAMES.lock().alloc(count))?;
+    let first = super::private_heap::on_kernel_heap(|| crate::arch::csr::without_interrupts(|| FRAMES.lock().alloc(count)))?;
     ALLOCATED_FRAMES.fetch_add(count, Ordering::Relaxed);
     let run = FrameRun { start: first * PAGE_SIZE, count };
     // SAFETY: the frames were just taken from the allocator, so nothing else refers to

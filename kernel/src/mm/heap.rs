@@ -3,10 +3,17 @@
 //! The heap lock is taken with interrupts off on this hart, so a handler aborted by
 //! the timer (budget overrun, DESIGN.md §6) can never be stopped inside the allocator
 //! with the lock held.
+//!
+//! The global allocator also serves [private heaps](super::private_heap): while a hart
+//! routes its allocations to one, they are taken from it (the kernel heap serves them
+//! only past its limit), and every block is freed where its address lies.
 
 use core::alloc::{GlobalAlloc, Layout};
+use core::sync::atomic::{AtomicUsize, Ordering};
 
 use buddy_system_allocator::LockedHeap;
+
+use super::private_heap;
 
 /// Largest block order: 2^32 bytes, far above the heap size.
 const HEAP_ORDER: usize = 32;
@@ -14,17 +21,44 @@ const HEAP_ORDER: usize = 32;
 /// The buddy heap behind an interrupt-disabling lock discipline.
 struct KernelHeap(LockedHeap<HEAP_ORDER>);
 
-// SAFETY: delegates to `LockedHeap`'s `GlobalAlloc` (a correct allocator); disabling
-// interrupts around each call changes only when the hart can be interrupted.
+/// The kernel heap's range `[start, end)` (set once at boot).
+static HEAP_START: AtomicUsize = AtomicUsize::new(0);
+static HEAP_END: AtomicUsize = AtomicUsize::new(0);
+
+fn in_kernel_heap(pointer: *mut u8) -> bool {
+    let address = pointer as usize;
+    address >= HEAP_START.load(Ordering::Relaxed) && address < HEAP_END.load(Ordering::Relaxed)
+}
+
+// SAFETY: delegates to `LockedHeap`'s `GlobalAlloc` (a correct allocator) or to the
+// private heap the hart routes to (a buddy heap over frames it owns); each block is freed
+// by the allocator whose memory holds it. Disabling interrupts around each call changes
+// only when the hart can be interrupted.
 unsafe impl GlobalAlloc for KernelHeap {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        // SAFETY: forwarded from the caller's `GlobalAlloc::alloc` contract.
-        crate::arch::csr::without_interrupts(|| unsafe { self.0.alloc(layout) })
+        crate::arch::csr::without_interrupts(|| {
+            if let Some(block) = private_heap::allocate_routed(layout) {
+                return block;
+            }
+            // SAFETY: forwarded from the caller's `GlobalAlloc::alloc` contract.
+            unsafe { self.0.alloc(layout) }
+        })
     }
 
     unsafe fn dealloc(&self, pointer: *mut u8, layout: Layout) {
-        // SAFETY: forwarded from the caller's `GlobalAlloc::dealloc` contract.
-        crate::arch::csr::without_interrupts(|| unsafe { self.0.dealloc(pointer, layout) })
+        crate::arch::csr::without_interrupts(|| {
+            if in_kernel_heap(pointer) {
+                // SAFETY: forwarded from the caller's `GlobalAlloc::dealloc` contract; the
+                // block lies in the kernel heap, so the kernel heap allocated it.
+                unsafe { self.0.dealloc(pointer, layout) };
+                return;
+            }
+            // SAFETY: forwarded from the caller's `GlobalAlloc::dealloc` contract.
+            let freed = unsafe { private_heap::free(pointer, layout) };
+            if !freed {
+                private_heap::warn_stray_free(pointer, layout);
+            }
+        })
     }
 }
 
@@ -33,6 +67,8 @@ static HEAP: KernelHeap = KernelHeap(LockedHeap::empty());
 
 /// Hands `[start, start + size)` to the heap. Called once at boot.
 pub fn init(start: usize, size: usize) {
+    HEAP_START.store(start, Ordering::Relaxed);
+    HEAP_END.store(start + size, Ordering::Relaxed);
     // SAFETY: `mm::init` carves this range out of free RAM (removed from the frame
     // allocator's ranges and from everything else), it is identity-mapped, and this is
     // called exactly once before any allocation.

@@ -1,4 +1,5 @@
-//! Physical memory: the frame allocator, the kernel heap and the kernel's address space.
+//! Physical memory: the frame allocator, the kernel heap (and the private heaps it routes
+//! a Wasm extension's interpreter to, see [`private_heap`]) and the kernel's address space.
 //!
 //! At boot, RAM from the device tree minus the firmware, the kernel image, the device
 //! tree blob and reserved regions becomes free memory. The first [`KERNEL_HEAP_SIZE`]
@@ -10,6 +11,7 @@
 pub mod frame;
 pub mod heap;
 pub mod kernel_space;
+pub mod private_heap;
 pub mod ranges;
 pub mod stack;
 

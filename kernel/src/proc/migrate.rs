@@ -65,9 +65,15 @@ pub fn call(
     return_call: Syscall,
     answer: &mut dyn FnMut(Syscall, [usize; 6]) -> Option<Result<usize, Error>>,
 ) -> Result<[usize; 5], CallFault> {
+    let interrupts_were_on = csr::interrupts_enabled();
     let previous = sched::replace_address_space(view.root_address());
     let outcome = run_bounded(deadline, || run(view, context, return_call, answer));
     sched::replace_address_space(previous);
+    // U-mode returns to the kernel with interrupts off (`UserContext::run`): give the
+    // caller back the state it called with, or its later budgets could not be enforced.
+    if interrupts_were_on {
+        csr::enable_interrupts();
+    }
     match outcome {
         Ok(result) => result,
         Err(Abort::BudgetExceeded) => Err(CallFault::Overrun),

@@ -451,6 +451,10 @@ fn switch_away(leaving: Leaving) {
     next.restore_hart_state();
     // `current` is not inside a raise (raises are never switched out): a quiescent state.
     crate::events::quiescent();
+    drop(idle);
+    if leaving == Leaving::Exited {
+        exit_to(current, next);
+    }
     // interrupts are off; `next` is not running anywhere (claimed below), its
     // context was saved by a switch or made by `Strand::new`, and its stack is mapped
     // (stacks are freed only for exited strands, which are never ready). `current`
@@ -465,6 +469,25 @@ fn switch_away(leaving: Leaving) {
         csr::enable_interrupts();
         announce_resume(&current, is_idle);
     }
+}
+
+/// The last switch of the exited strand `current`, to `next`. It never returns, so
+/// nothing on this stack is dropped after it: the two `Arc`s are dropped first (or every
+/// exit would leak its strand, and a reference to the next one). ZOMBIES keeps `current`
+/// and CURRENT keeps `next` alive meanwhile.
+fn exit_to(current: Arc<Strand>, next: Arc<Strand>) -> ! {
+    let (from, to) = (Arc::as_ptr(&current), Arc::as_ptr(&next));
+    drop(current);
+    drop(next);
+    // interrupts are off, so nothing runs on this hart until the switch. `from` is
+    // this (exited) strand: ZOMBIES holds it and reaps it only once it is off the hart,
+    // which the switch marks after saving its registers, so it outlives the switch. `to`
+    // is held by CURRENT[this hart], which only a switch away from `to` replaces; it is not
+    // running anywhere (claimed in `switch`), its context was saved by a switch or made by
+    // `Strand::new`, and its stack is mapped (it is not exited).
+    // SAFETY: sound for the reasons given just above.
+    unsafe { Strand::switch(&*from, &*to) };
+    unreachable!("an exited strand was resumed");
 }
 
 /// Raises `sched.Resume` for `strand`, which has the hart again (thread context,

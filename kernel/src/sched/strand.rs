@@ -263,8 +263,9 @@ impl Strand {
     ///
     /// # Safety
     /// Interrupts off; `from` runs on this hart; `to` is not running anywhere and its
-    /// context is valid (see [`context::switch`]).
-    pub(super) unsafe fn switch(from: &Arc<Strand>, to: &Arc<Strand>) {
+    /// context is valid (see [`context::switch`]); both strands stay alive until `to`
+    /// runs (the scheduler's queues, CURRENT or ZOMBIES hold them).
+    pub(super) unsafe fn switch(from: &Strand, to: &Strand) {
         // Wait until `to` is fully saved by whichever hart last ran it.
         // SAFETY: volatile reads of `to.running`, see `is_on_hart`.
         while unsafe { to.running.get().read_volatile() } != 0 {
@@ -273,8 +274,8 @@ impl Strand {
         core::sync::atomic::fence(Ordering::Acquire);
         // SAFETY: `to` is not on any hart, so this hart may claim it.
         unsafe { to.running.get().write_volatile(1) };
-        // SAFETY: forwarded from the caller; both contexts outlive the switch because
-        // the scheduler holds Arcs to both strands.
+        // SAFETY: forwarded from the caller, who guarantees that both strands (and so
+        // both contexts) outlive the switch.
         unsafe { context::switch(from.context.get(), to.context.get(), from.running.get()) };
     }
 }

@@ -47,6 +47,11 @@ pub struct HartLocal {
     /// code this hart is running, or 0: `spindle_extension_alloc`/`free` serve the caller
     /// from it. Set around each call into a native image and restored after it.
     pub current_extension_arena: AtomicUsize,
+    /// Address of the private heap (`mm::private_heap::PrivateHeap`) that this hart's
+    /// allocations go to, or 0 for the kernel heap. Set by `PrivateHeap::enter` around
+    /// the interpreter's work for one Wasm extension; cleared while a trap is handled and
+    /// restored by an abort to the value its recovery point was armed with.
+    pub heap_route: AtomicUsize,
     /// `satp` writes on this hart (each with a full `sfence.vma`): the address-space
     /// switches the benchmark's modelled-cycles column prices.
     pub satp_writes: AtomicUsize,
@@ -87,6 +92,7 @@ impl HartLocal {
             tlb_flushes: AtomicUsize::new(0),
             pending_panic: AtomicUsize::new(0),
             current_extension_arena: AtomicUsize::new(0),
+            heap_route: AtomicUsize::new(0),
         }
     }
 }

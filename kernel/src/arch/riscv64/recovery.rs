@@ -14,11 +14,12 @@
 //! point, so an infinite loop in an extension handler ends as `Abort::BudgetExceeded`.
 //!
 //! Limitations: destructors of values live inside the closure do not run after a
-//! fault (their memory is leaked unless it came from a per-extension arena), and a
-//! lock held by the closure at the time of the fault stays held. Callers must not hold
-//! kernel locks across code that may fault. The one destructor effect restored is the
-//! hart's no-preemption depth (`sched::no_preemption` guards inside the closure), which
-//! an abort would otherwise leave raised for good, stopping preemption on the hart.
+//! fault (their memory is leaked unless it came from a per-extension arena or a private
+//! heap), and a lock held by the closure at the time of the fault stays held. Callers
+//! must not hold kernel locks across code that may fault. The destructor effects
+//! restored are the hart's no-preemption depth (`sched::no_preemption` guards inside the
+//! closure), which an abort would otherwise leave raised for good, stopping preemption
+//! on the hart, and its heap route (`mm::private_heap`).
 
 use core::sync::atomic::Ordering;
 
@@ -123,8 +124,10 @@ pub fn catch_faults<F: FnOnce() -> R, R>(f: F) -> Result<R, FaultReport> {
     // (that was 15 stores on every bounded handler call).
     let mut point = core::mem::MaybeUninit::<RecoveryPoint>::uninit();
     // An abort skips the destructors inside `f`, among them the guards of no-preemption
-    // sections it entered: restore the depth this point was armed with.
+    // sections it entered: restore the depth this point was armed with. Likewise the
+    // hart's heap route (a private heap entered inside `f` is not the route after it).
     let preemption_depth = hart::current().preempt_disabled.load(Ordering::Relaxed);
+    let heap_route = crate::mm::private_heap::current_route();
     // SAFETY: `point` and `state` outlive the call; `call_closure::<F, R>` matches the
     // type of `state`. `recovery_call` saves/restores every callee-saved register, so
     // on both return paths the Rust ABI's register contract holds.
@@ -136,6 +139,7 @@ pub fn catch_faults<F: FnOnce() -> R, R>(f: F) -> Result<R, FaultReport> {
         return state.result.ok_or_else(take_last_fault);
     }
     hart::current().preempt_disabled.store(preemption_depth, Ordering::Relaxed);
+    crate::mm::private_heap::resume_routing(heap_route);
     Err(take_last_fault())
 }
 

@@ -443,6 +443,14 @@ impl fmt::Display for FaultReport {
 extern "C" fn trap_handler(frame: &mut TrapFrame) {
     let local = hart::current();
     local.trap_count.fetch_add(1, Ordering::Relaxed);
+    // What the kernel allocates while handling a trap is its own, even if the interrupted
+    // code was filling a private heap.
+    let route = crate::mm::private_heap::suspend_routing();
+    handle_trap(frame, local);
+    crate::mm::private_heap::resume_routing(route);
+}
+
+fn handle_trap(frame: &mut TrapFrame, local: &hart::HartLocal) {
     let cause = TrapCause::from_scause(frame.scause);
     match cause {
         TrapCause::TimerInterrupt => {
