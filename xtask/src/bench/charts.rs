@@ -8,7 +8,6 @@ use plotters::coord::combinators::IntoLogRange;
 use plotters::prelude::*;
 
 use super::grafts::GraftTable;
-use super::report::significant;
 use crate::Result;
 
 /// Chart width, pixels.
@@ -49,7 +48,7 @@ fn draw(group: &str, bars: &[(&str, f64)], path: &Path) -> std::result::Result<(
         let top = count - index as f64 - 0.15;
         let bottom = count - index as f64 - 0.85;
         chart.draw_series(std::iter::once(Rectangle::new([(smallest / 2.0, bottom), (*ratio, top)], BLUE.mix(0.6).filled())))?;
-        chart.draw_series(std::iter::once(Text::new(format!("{}×", significant(*ratio)), (*ratio, top - 0.1), ("sans-serif", 13))))?;
+        chart.draw_series(std::iter::once(Text::new(super::numbers::ratio(*ratio), (*ratio, top - 0.1), ("sans-serif", 13))))?;
         let (_, y) = chart.backend_coord(&(1.0, (top + bottom) / 2.0));
         labels.draw(&Text::new(label.to_string(), (8, y - 7), ("sans-serif", 13)))?;
     }

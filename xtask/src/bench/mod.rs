@@ -15,6 +15,7 @@
 pub mod charts;
 pub mod grafts;
 pub mod model;
+pub mod numbers;
 pub mod paper;
 pub mod report;
 
