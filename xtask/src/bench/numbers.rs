@@ -30,7 +30,7 @@ fn non_finite(value: f64) -> Option<String> {
 fn separate_thousands(digits: &str) -> String {
     let mut separated = String::with_capacity(digits.len() + digits.len() / 3);
     for (index, digit) in digits.chars().enumerate() {
-        if index > 0 && (digits.len() - index) % 3 == 0 {
+        if index > 0 && (digits.len() - index).is_multiple_of(3) {
             separated.push(',');
         }
         separated.push(digit);
@@ -104,6 +104,13 @@ pub fn significant(value: f64) -> String {
         (leading_zeros + 2).min(12)
     };
     with_separators(value, decimals)
+}
+
+/// [`significant`] without trailing zeros after the decimal point, for round values
+/// such as axis ticks (`1`, `0.1`, `0.05`, `20`, `1,000`).
+pub fn trimmed(value: f64) -> String {
+    let text = significant(value);
+    if text.contains('.') { text.trim_end_matches('0').trim_end_matches('.').to_string() } else { text }
 }
 
 /// A ratio: [`significant`] followed by `×` (`1.1349` → `1.13×`).
@@ -181,6 +188,17 @@ mod tests {
         assert_eq!(significant(9.999), "10.0", "rounding up moves to the next band");
         assert_eq!(significant(0.99999), "1.00");
         assert!(!significant(1e-300).contains('e'), "no exponent notation");
+    }
+
+    #[test]
+    fn trimmed_round_values() {
+        assert_eq!(trimmed(1.0), "1");
+        assert_eq!(trimmed(0.1), "0.1");
+        assert_eq!(trimmed(0.05), "0.05");
+        assert_eq!(trimmed(20.0), "20");
+        assert_eq!(trimmed(1000.0), "1,000");
+        assert_eq!(trimmed(1.25), "1.25");
+        assert_eq!(trimmed(f64::NAN), "n/a");
     }
 
     #[test]

@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::Path;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::grafts::{self, GraftTable};
 use super::numbers::{self, count, duration, grouped, optional, significant};
@@ -123,7 +123,10 @@ fn analyse_with(set: &ResultsSet, cycles: &CycleModel, disk: &DiskModel) -> Anal
             Some(max_ratio) => {
                 let pass = ratio.is_some_and(|ratio| ratio <= max_ratio);
                 goal_lines.push(match ratio {
-                    Some(ratio) => format!("{} {}: {} (goal ≤ {})", if pass { "PASS" } else { "FALL SHORT" }, goal.description, numbers::ratio(ratio), numbers::ratio(max_ratio)),
+                    Some(ratio) => {
+                        let (shown, bound) = goal_ratios(ratio, max_ratio);
+                        format!("{} {}: {shown} (goal ≤ {bound})", if pass { "PASS" } else { "FALL SHORT" }, goal.description)
+                    }
                     None => format!("FALL SHORT {}: not measured yet ({} / {})", goal.description, goal.numerator, goal.denominator),
                 });
                 goal_results.push(GoalResult { description: goal.description, ratio, max_ratio, pass });
@@ -138,6 +141,13 @@ fn analyse_with(set: &ResultsSet, cycles: &CycleModel, disk: &DiskModel) -> Anal
         }
     }
     Analysis { grafts: grafts::tables(&set.rows, &hardware, cycles, disk), goals: goal_results, reported, goal_lines, hardware }
+}
+
+/// A goal's ratio and bound as printed: three significant digits, or more when those
+/// would print a ratio that misses its bound as equal to it (`1.1004×` vs `1.10×`).
+fn goal_ratios(ratio: f64, max_ratio: f64) -> (String, String) {
+    let (shown, bound) = (numbers::ratio(ratio), numbers::ratio(max_ratio));
+    if shown == bound && ratio != max_ratio { (format!("{ratio:.4}×"), format!("{max_ratio:.4}×")) } else { (shown, bound) }
 }
 
 /// Groups in the order first measured.
@@ -159,7 +169,7 @@ pub fn terminal(set: &ResultsSet, analysis: &Analysis) -> String {
         let graft = grafts::spec_for(group).and_then(|spec| analysis.grafts.iter().find(|table| table.group == spec.group));
         let _ = write!(text, "\n{group}\n  {:<44} {:>14} {:>10}", "operation", "instructions", "iterations");
         if graft.is_some() {
-            let _ = write!(text, " {:>10} {:>6} {:>14} {:>10}", "x built-in", "x C", "modelled cyc", "break-even");
+            let _ = write!(text, " {:>10} {:>6} {:>14} {:>10}", "× built-in", "× C", "modelled cyc", "break-even");
         }
         let _ = writeln!(text);
         for row in set.rows.iter().filter(|row| row.group == group) {
@@ -523,6 +533,12 @@ pub struct Written {
 
 /// Writes results.json, report.md and one SVG chart per measured graft into `directory`.
 pub fn write_all(set: &ResultsSet, directory: &Path) -> Result<Written> {
+    write_files(set, directory, true)
+}
+
+/// Writes report.md and the charts into `directory` from `set`, and results.json too when
+/// `with_json` (a re-render from a saved results.json leaves that file as it is).
+fn write_files(set: &ResultsSet, directory: &Path, with_json: bool) -> Result<Written> {
     std::fs::create_dir_all(directory).map_err(|error| format!("cannot create {}: {error}", directory.display()))?;
     let analysis = analyse(set);
     let mut charts = BTreeMap::new();
@@ -534,9 +550,36 @@ pub fn write_all(set: &ResultsSet, directory: &Path) -> Result<Written> {
     }
     let chart_names: Vec<String> = charts.values().cloned().collect();
     let write = |name: &str, contents: &str| std::fs::write(directory.join(name), contents).map_err(|error| format!("cannot write {name}: {error}"));
-    write("results.json", &json(set, &analysis, &chart_names)?)?;
+    if with_json {
+        write("results.json", &json(set, &analysis, &chart_names)?)?;
+    }
     write("report.md", &markdown(set, &analysis, &charts))?;
     Ok(Written { terminal: terminal(set, &analysis), charts: chart_names })
+}
+
+/// The measured part of results.json; everything else in it is derived again.
+#[derive(Deserialize)]
+struct Saved {
+    rows: Vec<Row>,
+    hardware: Vec<HardwareLine>,
+    builds: Vec<BuildInfo>,
+}
+
+/// The measurements in a results.json written by [`json`]: rows, hardware lines and
+/// builds; the variant is the first build labelled `+label`. Errors name what is wrong.
+pub fn parse_results(text: &str) -> Result<ResultsSet> {
+    let saved: Saved = serde_json::from_str(text).map_err(|error| format!("not a results.json of this version: {error}"))?;
+    let variant = saved.builds.iter().find_map(|build| build.label.strip_prefix('+')).map(str::to_string);
+    Ok(ResultsSet { rows: saved.rows, hardware: saved.hardware, builds: saved.builds, variant })
+}
+
+/// Re-renders report.md and the charts in `directory` from its results.json, which is
+/// left unchanged (no kernel is built or run).
+pub fn rewrite_from_saved(directory: &Path) -> Result<Written> {
+    let path = directory.join("results.json");
+    let text = std::fs::read_to_string(&path).map_err(|error| format!("cannot read {} (run `cargo xtask bench` first): {error}", path.display()))?;
+    let set = parse_results(&text).map_err(|error| format!("{}: {error}", path.display()))?;
+    write_files(&set, directory, false)
 }
 
 #[cfg(test)]
@@ -623,7 +666,7 @@ mod tests {
         assert!(text.contains("graft-md5 (instructions per 1 MiB)\n  not measured yet: md5-builtin, md5-native, md5-wasm, md5-c-reference, md5-direct, md5-user, read-4k-copy"));
         assert!(text.contains("not measured yet: write-native, write-c-reference, write-direct, write-user, dispatch-1-bounded-binding"));
         assert!(!text.contains("reclaim-direct"), "the legacy direct-call row satisfies the contract");
-        assert!(text.contains("x built-in"));
+        assert!(text.contains("× built-in"));
         assert!(text.contains("PASS hot list: dispatch <= 5% of the graft") || text.contains("FALL SHORT hot list: dispatch <= 5% of the graft"));
     }
 
@@ -686,6 +729,44 @@ mod tests {
         }
         assert!(!directory.join("graft-md5.svg").exists(), "no chart without rows");
         let _ = std::fs::remove_dir_all(&directory);
+    }
+
+    #[test]
+    fn results_json_reads_back_to_the_same_measurements() {
+        let set = fixture();
+        let analysis = analyse(&set);
+        let text = json(&set, &analysis, &["graft-hotlist.svg".into()]).expect("json");
+        let back = parse_results(&text).expect("parsed");
+        assert_eq!(back.rows, set.rows);
+        assert_eq!(back.hardware, set.hardware);
+        assert_eq!(back.builds, set.builds);
+        assert_eq!(back.variant.as_deref(), Some("unaligned-scalar-mem"));
+        assert_eq!(markdown(&back, &analyse(&back), &BTreeMap::new()), markdown(&set, &analysis, &BTreeMap::new()), "the same report");
+        assert!(parse_results("{\"rows\": []}").expect_err("incomplete").contains("not a results.json"));
+    }
+
+    #[test]
+    fn rewrite_from_saved_leaves_results_json_alone() {
+        let directory = std::env::temp_dir().join(format!("spindle-rewrite-test-{}", std::process::id()));
+        assert!(rewrite_from_saved(&directory).is_err(), "no results.json yet");
+        write_all(&fixture(), &directory).expect("written");
+        let saved = "\n".to_string() + &std::fs::read_to_string(directory.join("results.json")).expect("json");
+        std::fs::write(directory.join("results.json"), &saved).expect("marked");
+        std::fs::remove_file(directory.join("report.md")).expect("removed");
+        std::fs::remove_file(directory.join("graft-hotlist.svg")).expect("removed");
+        let written = rewrite_from_saved(&directory).expect("re-rendered");
+        assert_eq!(written.charts, vec!["graft-hotlist.svg".to_string(), "graft-logdisk.svg".to_string()]);
+        assert!(directory.join("report.md").exists() && directory.join("graft-hotlist.svg").exists());
+        assert_eq!(std::fs::read_to_string(directory.join("results.json")).expect("json"), saved, "results.json untouched");
+        let _ = std::fs::remove_dir_all(&directory);
+    }
+
+    #[test]
+    fn goal_ratios_never_hide_a_miss() {
+        assert_eq!(goal_ratios(1.1349, 1.10), ("1.13×".to_string(), "1.10×".to_string()));
+        assert_eq!(goal_ratios(1.1004, 1.10), ("1.1004×".to_string(), "1.1000×".to_string()));
+        assert_eq!(goal_ratios(1.10, 1.10), ("1.10×".to_string(), "1.10×".to_string()));
+        assert_eq!(goal_ratios(0.366, 0.05), ("0.37×".to_string(), "0.050×".to_string()));
     }
 
     #[test]
