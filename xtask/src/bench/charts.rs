@@ -96,21 +96,24 @@ struct Layout {
     bars: Vec<(String, f64)>,
     /// The title.
     title: String,
-    /// Picture width and height.
+    /// Picture width.
     width: f64,
+    /// Picture height.
     height: f64,
-    /// Left edge of the bar area (bars start here), and its width.
+    /// Left edge of the bar area, where the bars start (the area is [`PLOT_WIDTH`] wide).
     plot_left: f64,
     /// Top of the first row.
     rows_top: f64,
-    /// The axis spans 10^low_decade … 10^high_decade.
+    /// The axis starts at 10^low_decade…
     low_decade: i32,
+    /// …and ends at 10^high_decade.
     high_decade: i32,
     /// Labelled ticks, ascending.
     ticks: Vec<f64>,
 }
 
 impl Layout {
+    /// Lays out the chart of `bars` ((row label, ratio), top row first) for `group`.
     fn new(group: &str, bars: &[(&str, f64)]) -> Layout {
         let bars: Vec<(String, f64)> = bars.iter().map(|(label, ratio)| (label.to_string(), *ratio)).collect();
         let smallest = bars.iter().map(|(_, ratio)| *ratio).fold(1.0, f64::min);
