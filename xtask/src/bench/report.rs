@@ -13,8 +13,8 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use super::grafts::{self, GraftTable};
-use super::numbers::{self, count, duration, grouped, optional, significant};
 use super::model::{self, CYCLE_MODEL, CycleModel, DISK_MODEL, DiskModel, HardwareCounts};
+use super::numbers::{self, count, duration, grouped, optional, significant};
 use super::paper::{self, PaperTable};
 use super::{BuildInfo, HardwareLine, ICOUNT, METHOD, ResultsSet, Row};
 use crate::Result;
