@@ -91,7 +91,13 @@ enum Verb {
     /// explains the columns). The extension-cost and graft rows are
     /// measured again with a kernel built with +unaligned-scalar-mem (labelled), since
     /// that build changes what the Wasm interpreter costs.
-    Bench,
+    Bench {
+        /// Only re-render target/bench/report.md and the charts from the
+        /// target/bench/results.json of an earlier run (left unchanged) and print the
+        /// tables: nothing is built or measured.
+        #[arg(long)]
+        report_only: bool,
+    },
     /// Check and install prerequisites only (rustup targets, QEMU, OpenSBI).
     Setup,
     /// Hot load: build an extension and push it into the kernel `cargo xtask qemu` runs.
@@ -115,7 +121,8 @@ fn main() -> ExitCode {
     let result = match cli.verb {
         Verb::Setup => setup::ensure_prerequisites().map(|()| ExitCode::SUCCESS),
         Verb::Ext { command } => ext::run(command),
-        Verb::Bench => run_bench(),
+        Verb::Bench { report_only: true } => bench::report_only().map(|()| ExitCode::SUCCESS),
+        Verb::Bench { report_only: false } => run_bench(),
         Verb::Load(arguments) => load::run(arguments),
         Verb::Qemu { smp, memory, timeout, hotload_socket, kernel_console, host_clock, lines } => {
             let clock = if host_clock { qemu::Clock::Host } else { qemu::Clock::ExactInteractive };

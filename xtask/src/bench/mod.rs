@@ -15,12 +15,13 @@
 pub mod charts;
 pub mod grafts;
 pub mod model;
+pub mod numbers;
 pub mod paper;
 pub mod report;
 
 use std::time::Duration;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::Result;
 use crate::kernel_build::Image;
@@ -35,7 +36,7 @@ const BENCH_TIMEOUT: Duration = Duration::from_secs(600);
 pub const METHOD: &str = "rdinstret around a loop of N operations with interrupts off, minus the same loop with an empty body; QEMU -icount makes counts exact; run twice and compared";
 
 /// One measured row.
-#[derive(Clone, Debug, Serialize, PartialEq)]
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
 pub struct Row {
     /// Group (table) the row belongs to.
     pub group: String,
@@ -48,7 +49,7 @@ pub struct Row {
 }
 
 /// Hardware events of one row, per operation (a `bench hw` line).
-#[derive(Clone, Debug, Serialize, PartialEq)]
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
 pub struct HardwareLine {
     /// Group of the row.
     pub group: String,
@@ -142,7 +143,7 @@ fn run_twice(kernel: &Image, label: &str) -> Result<Measurements> {
 pub const VARIANT_GROUPS: &[&str] = &["extension-cost", "graft-hotlist", "graft-md5", "graft-logdisk"];
 
 /// One kernel build the benchmark ran, as the report describes it.
-#[derive(Clone, Debug, Serialize, PartialEq)]
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
 pub struct BuildInfo {
     /// `default` or `+<variant>`.
     pub label: String,
@@ -220,6 +221,16 @@ pub fn run(kernel: &Image, variant: Option<(&str, &str, &Image)>) -> Result<bool
     print!("{}", written.terminal);
     println!("\nwrote {}/results.json, report.md and {} chart(s)", directory.display(), written.charts.len());
     Ok(true)
+}
+
+/// `bench --report-only`: re-renders report.md and the charts from the results.json of
+/// an earlier run (left unchanged) and prints the tables; builds and runs nothing.
+pub fn report_only() -> Result<()> {
+    let directory = crate::kernel_build::workspace_root().join("target").join("bench");
+    let written = report::rewrite_from_saved(&directory)?;
+    print!("{}", written.terminal);
+    println!("\nwrote {}/report.md and {} chart(s) from results.json", directory.display(), written.charts.len());
+    Ok(())
 }
 
 #[cfg(test)]

@@ -14,10 +14,10 @@
 //! trap round trip is priced at a whole seL4 IPC call, which already contains one
 //! address-space switch (an upper-end estimate for a trap, see [`SOURCES`]).
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// Hardware events one operation causes, per operation (from `bench hw` lines; absent = 0).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Deserialize, Serialize)]
 pub struct HardwareCounts {
     /// Traps taken (entry into S-mode and its return).
     pub traps: f64,

@@ -10,10 +10,11 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::Path;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::grafts::{self, GraftTable};
 use super::model::{self, CYCLE_MODEL, CycleModel, DISK_MODEL, DiskModel, HardwareCounts};
+use super::numbers::{self, count, duration, grouped, optional, significant};
 use super::paper::{self, PaperTable};
 use super::{BuildInfo, HardwareLine, ICOUNT, METHOD, ResultsSet, Row};
 use crate::Result;
@@ -122,14 +123,17 @@ fn analyse_with(set: &ResultsSet, cycles: &CycleModel, disk: &DiskModel) -> Anal
             Some(max_ratio) => {
                 let pass = ratio.is_some_and(|ratio| ratio <= max_ratio);
                 goal_lines.push(match ratio {
-                    Some(ratio) => format!("{} {}: {:.2}x (goal <= {:.2}x)", if pass { "PASS" } else { "FALL SHORT" }, goal.description, ratio, max_ratio),
+                    Some(ratio) => {
+                        let (shown, bound) = goal_ratios(ratio, max_ratio);
+                        format!("{} {}: {shown} (goal ≤ {bound})", if pass { "PASS" } else { "FALL SHORT" }, goal.description)
+                    }
                     None => format!("FALL SHORT {}: not measured yet ({} / {})", goal.description, goal.numerator, goal.denominator),
                 });
                 goal_results.push(GoalResult { description: goal.description, ratio, max_ratio, pass });
             }
             None => {
                 goal_lines.push(match ratio {
-                    Some(ratio) => format!("REPORT {}: {:.2}x", goal.description, ratio),
+                    Some(ratio) => format!("REPORT {}: {}", goal.description, numbers::ratio(ratio)),
                     None => format!("REPORT {}: not measured yet ({} / {})", goal.description, goal.numerator, goal.denominator),
                 });
                 reported.push(ReportedRatio { description: goal.description, ratio });
@@ -139,39 +143,11 @@ fn analyse_with(set: &ResultsSet, cycles: &CycleModel, disk: &DiskModel) -> Anal
     Analysis { grafts: grafts::tables(&set.rows, &hardware, cycles, disk), goals: goal_results, reported, goal_lines, hardware }
 }
 
-/// A value with about three significant digits (ratios and break-evens span 0.005–10⁴).
-pub fn significant(value: f64) -> String {
-    let magnitude = value.abs();
-    if magnitude == 0.0 {
-        "0".to_string()
-    } else if magnitude >= 100.0 {
-        format!("{value:.0}")
-    } else if magnitude >= 10.0 {
-        format!("{value:.1}")
-    } else if magnitude >= 1.0 {
-        format!("{value:.2}")
-    } else if magnitude >= 0.01 {
-        format!("{value:.3}")
-    } else {
-        format!("{value:.2e}")
-    }
-}
-
-fn optional(value: Option<f64>) -> String {
-    value.map_or_else(|| "-".to_string(), significant)
-}
-
-/// Seconds as the most readable of s / ms / µs / ns.
-pub fn duration(seconds: f64) -> String {
-    if seconds >= 1.0 {
-        format!("{} s", significant(seconds))
-    } else if seconds >= 1e-3 {
-        format!("{} ms", significant(seconds * 1e3))
-    } else if seconds >= 1e-6 {
-        format!("{} µs", significant(seconds * 1e6))
-    } else {
-        format!("{} ns", significant(seconds * 1e9))
-    }
+/// A goal's ratio and bound as printed: three significant digits, or more when those
+/// would print a ratio that misses its bound as equal to it (`1.1004×` vs `1.10×`).
+fn goal_ratios(ratio: f64, max_ratio: f64) -> (String, String) {
+    let (shown, bound) = (numbers::ratio(ratio), numbers::ratio(max_ratio));
+    if shown == bound && ratio != max_ratio { (format!("{ratio:.4}×"), format!("{max_ratio:.4}×")) } else { (shown, bound) }
 }
 
 /// Groups in the order first measured.
@@ -193,15 +169,15 @@ pub fn terminal(set: &ResultsSet, analysis: &Analysis) -> String {
         let graft = grafts::spec_for(group).and_then(|spec| analysis.grafts.iter().find(|table| table.group == spec.group));
         let _ = write!(text, "\n{group}\n  {:<44} {:>14} {:>10}", "operation", "instructions", "iterations");
         if graft.is_some() {
-            let _ = write!(text, " {:>10} {:>6} {:>14} {:>10}", "x built-in", "x C", "modelled cyc", "break-even");
+            let _ = write!(text, " {:>10} {:>6} {:>14} {:>10}", "× built-in", "× C", "modelled cyc", "break-even");
         }
         let _ = writeln!(text);
         for row in set.rows.iter().filter(|row| row.group == group) {
-            let _ = write!(text, "  {:<44} {:>14.3} {:>10}", row.name, row.instructions, row.iterations);
+            let _ = write!(text, "  {:<44} {:>14} {:>10}", row.name, count(row.instructions), grouped(row.iterations as f64));
             if let Some(table) = graft
                 && let Some(derived) = table.rows.iter().find(|derived| derived.group == row.group && derived.name == row.name)
             {
-                let _ = write!(text, " {:>10} {:>6} {:>14.1} {:>10}", optional(derived.times_builtin), optional(derived.times_c), derived.modelled_cycles, optional(derived.break_even));
+                let _ = write!(text, " {:>10} {:>6} {:>14} {:>10}", optional(derived.times_builtin), optional(derived.times_c), count(derived.modelled_cycles), optional(derived.break_even));
             }
             let _ = writeln!(text);
         }
@@ -365,7 +341,7 @@ fn markdown_method(text: &mut String, set: &ResultsSet) {
         all.dedup();
         all
     };
-    let _ = writeln!(text, "- Repetitions per row: {} (per row in the tables below).", iterations.iter().map(u64::to_string).collect::<Vec<_>>().join(", "));
+    let _ = writeln!(text, "- Repetitions per row: {} (per row in the tables below).", iterations.iter().map(|&iterations| grouped(iterations as f64)).collect::<Vec<_>>().join(", "));
     let _ = writeln!(text, "- Ratios (× built-in, × C) compare instruction counts of rows of the same kernel build, measured in the same run.");
     let _ = writeln!(
         text,
@@ -405,9 +381,9 @@ fn markdown_models(text: &mut String) {
         text,
         "| average rotational delay | {} ({} RPM, half a revolution) | infokernel03 §5.1 (Small & Seltzer give none) |",
         duration(DISK_MODEL.rotational_delay_seconds),
-        model::DISK_RPM
+        grouped(model::DISK_RPM)
     );
-    let _ = writeln!(text, "| transfer rate | {:.0} KiB/s | small96 §5.5, Table 4, Solaris (lmbench) |", DISK_MODEL.transfer_bytes_per_second / 1024.0);
+    let _ = writeln!(text, "| transfer rate | {} KiB/s | small96 §5.5, Table 4, Solaris (lmbench) |", grouped(DISK_MODEL.transfer_bytes_per_second / 1024.0));
     let _ = writeln!(text, "| → reading 1 MiB | {} | transfer rate alone, as the paper's Table 4 |", duration(DISK_MODEL.read_seconds(model::MD5_BYTES)));
     let _ = writeln!(text, "| → positioning a random write | {} | seek + rotational delay |\n", duration(DISK_MODEL.positioning_seconds()));
     let _ = writeln!(text, "### Sources\n");
@@ -428,7 +404,7 @@ fn markdown_one_time(text: &mut String, set: &ResultsSet) {
     let _ = writeln!(text, "| row | build | instructions | modelled time |\n|---|---|---:|---:|");
     for row in loads {
         let build = grafts::build_of(&row.group).unwrap_or("default");
-        let _ = writeln!(text, "| {} | {} | {:.0} | {} |", row.name, build, row.instructions, duration(CYCLE_MODEL.seconds(CYCLE_MODEL.cycles(row.instructions, HardwareCounts::default()))));
+        let _ = writeln!(text, "| {} | {} | {} | {} |", row.name, build, grouped(row.instructions), duration(CYCLE_MODEL.seconds(CYCLE_MODEL.cycles(row.instructions, HardwareCounts::default()))));
     }
     let _ = writeln!(text);
 }
@@ -452,16 +428,16 @@ fn markdown_graft(text: &mut String, table: &GraftTable, chart: Option<&String>)
     for row in shown {
         let _ = writeln!(
             text,
-            "| {} | `{}` | {:.1} | {} | {} | {} | {} | {} | {:.0} | {} | {} |",
+            "| {} | `{}` | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
             row.label,
             row.name,
-            row.instructions,
+            count(row.instructions),
             optional(row.times_builtin),
             optional(row.times_c),
             significant(row.hardware.traps),
             significant(row.hardware.satp_writes),
             significant(row.hardware.sfences),
-            row.modelled_cycles,
+            count(row.modelled_cycles),
             duration(row.modelled_seconds),
             optional(row.break_even)
         );
@@ -516,7 +492,7 @@ fn markdown_paper(text: &mut String, paper_table: &PaperTable, table: Option<&Gr
             5 => row.break_even.map_or_else(|| "-".into(), |keeps_up| significant(1.0 / keeps_up)),
             _ => duration(row.modelled_seconds),
         };
-        let _ = writeln!(text, "| {label} | {:.1} | {} | {derived} |", row.instructions, optional(normalised));
+        let _ = writeln!(text, "| {label} | {} | {} | {derived} |", count(row.instructions), optional(normalised));
     }
     let _ = writeln!(text, "\nOmniware (SFI) has no Spindle counterpart; the paper estimated user-level servers from signal-delivery times instead of measuring them.\n");
 }
@@ -557,6 +533,12 @@ pub struct Written {
 
 /// Writes results.json, report.md and one SVG chart per measured graft into `directory`.
 pub fn write_all(set: &ResultsSet, directory: &Path) -> Result<Written> {
+    write_files(set, directory, true)
+}
+
+/// Writes report.md and the charts into `directory` from `set`, and results.json too when
+/// `with_json` (a re-render from a saved results.json leaves that file as it is).
+fn write_files(set: &ResultsSet, directory: &Path, with_json: bool) -> Result<Written> {
     std::fs::create_dir_all(directory).map_err(|error| format!("cannot create {}: {error}", directory.display()))?;
     let analysis = analyse(set);
     let mut charts = BTreeMap::new();
@@ -568,9 +550,36 @@ pub fn write_all(set: &ResultsSet, directory: &Path) -> Result<Written> {
     }
     let chart_names: Vec<String> = charts.values().cloned().collect();
     let write = |name: &str, contents: &str| std::fs::write(directory.join(name), contents).map_err(|error| format!("cannot write {name}: {error}"));
-    write("results.json", &json(set, &analysis, &chart_names)?)?;
+    if with_json {
+        write("results.json", &json(set, &analysis, &chart_names)?)?;
+    }
     write("report.md", &markdown(set, &analysis, &charts))?;
     Ok(Written { terminal: terminal(set, &analysis), charts: chart_names })
+}
+
+/// The measured part of results.json; everything else in it is derived again.
+#[derive(Deserialize)]
+struct Saved {
+    rows: Vec<Row>,
+    hardware: Vec<HardwareLine>,
+    builds: Vec<BuildInfo>,
+}
+
+/// The measurements in a results.json written by [`json`]: rows, hardware lines and
+/// builds; the variant is the first build labelled `+label`. Errors name what is wrong.
+pub fn parse_results(text: &str) -> Result<ResultsSet> {
+    let saved: Saved = serde_json::from_str(text).map_err(|error| format!("not a results.json of this version: {error}"))?;
+    let variant = saved.builds.iter().find_map(|build| build.label.strip_prefix('+')).map(str::to_string);
+    Ok(ResultsSet { rows: saved.rows, hardware: saved.hardware, builds: saved.builds, variant })
+}
+
+/// Re-renders report.md and the charts in `directory` from its results.json, which is
+/// left unchanged (no kernel is built or run).
+pub fn rewrite_from_saved(directory: &Path) -> Result<Written> {
+    let path = directory.join("results.json");
+    let text = std::fs::read_to_string(&path).map_err(|error| format!("cannot read {} (run `cargo xtask bench` first): {error}", path.display()))?;
+    let set = parse_results(&text).map_err(|error| format!("{}: {error}", path.display()))?;
+    write_files(&set, directory, false)
 }
 
 #[cfg(test)]
@@ -657,7 +666,7 @@ mod tests {
         assert!(text.contains("graft-md5 (instructions per 1 MiB)\n  not measured yet: md5-builtin, md5-native, md5-wasm, md5-c-reference, md5-direct, md5-user, read-4k-copy"));
         assert!(text.contains("not measured yet: write-native, write-c-reference, write-direct, write-user, dispatch-1-bounded-binding"));
         assert!(!text.contains("reclaim-direct"), "the legacy direct-call row satisfies the contract");
-        assert!(text.contains("x built-in"));
+        assert!(text.contains("× built-in"));
         assert!(text.contains("PASS hot list: dispatch <= 5% of the graft") || text.contains("FALL SHORT hot list: dispatch <= 5% of the graft"));
     }
 
@@ -723,14 +732,63 @@ mod tests {
     }
 
     #[test]
-    fn number_formats() {
-        assert_eq!(significant(1533.4), "1533");
-        assert_eq!(significant(31.32), "31.3");
-        assert_eq!(significant(1.128), "1.13");
-        assert_eq!(significant(0.2146), "0.215");
-        assert_eq!(significant(0.0066), "6.60e-3");
-        assert_eq!(significant(0.0), "0");
-        assert_eq!(duration(0.3276), "328 ms");
-        assert_eq!(duration(2.8e-6), "2.80 µs");
+    fn results_json_reads_back_to_the_same_measurements() {
+        let set = fixture();
+        let analysis = analyse(&set);
+        let text = json(&set, &analysis, &["graft-hotlist.svg".into()]).expect("json");
+        let back = parse_results(&text).expect("parsed");
+        assert_eq!(back.rows, set.rows);
+        assert_eq!(back.hardware, set.hardware);
+        assert_eq!(back.builds, set.builds);
+        assert_eq!(back.variant.as_deref(), Some("unaligned-scalar-mem"));
+        assert_eq!(markdown(&back, &analyse(&back), &BTreeMap::new()), markdown(&set, &analysis, &BTreeMap::new()), "the same report");
+        assert!(parse_results("{\"rows\": []}").expect_err("incomplete").contains("not a results.json"));
+    }
+
+    #[test]
+    fn rewrite_from_saved_leaves_results_json_alone() {
+        let directory = std::env::temp_dir().join(format!("spindle-rewrite-test-{}", std::process::id()));
+        assert!(rewrite_from_saved(&directory).is_err(), "no results.json yet");
+        write_all(&fixture(), &directory).expect("written");
+        let saved = "\n".to_string() + &std::fs::read_to_string(directory.join("results.json")).expect("json");
+        std::fs::write(directory.join("results.json"), &saved).expect("marked");
+        std::fs::remove_file(directory.join("report.md")).expect("removed");
+        std::fs::remove_file(directory.join("graft-hotlist.svg")).expect("removed");
+        let written = rewrite_from_saved(&directory).expect("re-rendered");
+        assert_eq!(written.charts, vec!["graft-hotlist.svg".to_string(), "graft-logdisk.svg".to_string()]);
+        assert!(directory.join("report.md").exists() && directory.join("graft-hotlist.svg").exists());
+        assert_eq!(std::fs::read_to_string(directory.join("results.json")).expect("json"), saved, "results.json untouched");
+        let _ = std::fs::remove_dir_all(&directory);
+    }
+
+    #[test]
+    fn goal_ratios_never_hide_a_miss() {
+        assert_eq!(goal_ratios(1.1349, 1.10), ("1.13×".to_string(), "1.10×".to_string()));
+        assert_eq!(goal_ratios(1.1004, 1.10), ("1.1004×".to_string(), "1.1000×".to_string()));
+        assert_eq!(goal_ratios(1.10, 1.10), ("1.10×".to_string(), "1.10×".to_string()));
+        assert_eq!(goal_ratios(0.366, 0.05), ("0.37×".to_string(), "0.050×".to_string()));
+    }
+
+    #[test]
+    fn printed_numbers_are_formatted_for_reading() {
+        let set = fixture();
+        let analysis = analyse(&set);
+        let text = terminal(&set, &analysis);
+        let line = text.lines().find(|line| line.trim_start().starts_with("load-faulty-native")).expect("one-time row");
+        assert!(line.contains("1,894,264") && line.contains(" 20"), "{line}");
+        let line = text.lines().find(|line| line.trim_start().starts_with("reclaim-native ")).expect("native row");
+        assert!(line.contains("1,452") && line.contains("4,096") && line.contains("1.13"), "{line}");
+        assert!(text.contains("FALL SHORT hotlist: native <= 1.10x built-in: 1.13× (goal ≤ 1.10×)"), "{text}");
+        let markdown = markdown(&set, &analysis, &BTreeMap::new());
+        for needle in ["| load-faulty-native | default | 1,894,264 |", "| native (signed .kext) | `reclaim-native` | 1,452 | 1.13 |", "Repetitions per row: 20, 1,000, 4,096, 10,000", "(7,200 RPM, half a revolution)"] {
+            assert!(markdown.contains(needle), "report.md lacks {needle:?}");
+        }
+        // No raw float rendering (`1894264.1`, `1452.000`, `21446393.0`) anywhere.
+        for raw in ["1894264", "1452.0", "1286.1", "41564"] {
+            assert!(!text.contains(raw) && !markdown.contains(raw), "raw number {raw} printed");
+        }
+        // results.json keeps the exact values.
+        let json = json(&set, &analysis, &[]).expect("json");
+        assert!(json.contains("1894264.1") && json.contains("41564.126"));
     }
 }
