@@ -1,12 +1,16 @@
-//! `cargo xtask ext`: the trusted builder of native extensions (DESIGN.md §5).
+//! `cargo xtask ext`: the trusted builder of extensions (DESIGN.md §5).
 //!
 //! `ext build <crate>` turns an extension crate under `extensions/` into a signed
-//! `target/spindle/ext/<name>.kext` that the kernel's loader accepts:
+//! `target/spindle/ext/<name>.kext` that the kernel's loader accepts (`--wasm` and
+//! `--user` build the other technologies through the same first two steps):
 //!
-//! 1. **rules** ([`rules`]): edition 2024, `#![no_std]`, `#![forbid(unsafe_code)]`,
-//!    dependencies only `spindle-abi` and an allow-list, no build scripts or proc-macros;
-//! 2. **describe** ([`glue::describe`]): a generated host program prints the manifest of
-//!    the crate's `extension!` declaration, parsed with `Manifest::parse`;
+//! 1. **rules** ([`rules`]): the crate's tree steers nothing ([`tree`], before any tool
+//!    runs), edition 2024, `#![no_std]`, `#![forbid(unsafe_code)]`, dependencies only
+//!    `spindle-abi` and an allow-list, no build scripts or proc-macros. Every tool runs
+//!    from the builder's own directory with a cleaned environment ([`tools`]);
+//! 2. **describe** ([`glue::describe`]): a generated wasm32 module describes the crate's
+//!    `extension!` declaration in a `wasmi` sandbox ([`describe`]); the manifest is
+//!    checked with `Manifest::parse`;
 //! 3. **glue + build** ([`glue::build_shared_object`]): a generated `no_std` staticlib
 //!    exports the C entry points of `spindle_abi::native`, is compiled for
 //!    `riscv64gc-unknown-none-elf` position-independent, and linked by rust-lld into a
@@ -20,9 +24,12 @@
 
 mod artifact;
 mod c;
+mod describe;
 mod glue;
 mod keys;
 mod rules;
+mod tools;
+mod tree;
 mod user_glue;
 pub mod wasm_check;
 
@@ -39,6 +46,37 @@ use crate::Result;
 use crate::kernel_build::workspace_root;
 
 pub use keys::{signing_key, verifying_key_hex};
+
+/// The technologies an extension crate is built as.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Technology {
+    /// A signed native `.kext` (`ext build CRATE`).
+    Native,
+    /// A signed Wasm `.kext` (`ext build CRATE --wasm`; C extensions too).
+    Wasm,
+    /// A user program served by upcalls (`ext build CRATE --user`).
+    User,
+}
+
+impl Technology {
+    /// Its name in messages: `native`, `Wasm`, `user-level`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Technology::Native => "native",
+            Technology::Wasm => "Wasm",
+            Technology::User => "user-level",
+        }
+    }
+
+    /// `a native extension`, `a Wasm extension`, `a user-level extension`.
+    pub fn as_an_extension(self) -> &'static str {
+        match self {
+            Technology::Native => "a native extension",
+            Technology::Wasm => "a Wasm extension",
+            Technology::User => "a user-level extension",
+        }
+    }
+}
 
 /// `cargo xtask ext …` subcommands.
 #[derive(Subcommand)]
@@ -102,9 +140,9 @@ pub fn build_native(crate_name: &str) -> Result<PathBuf> {
     crate::setup::ensure_rust_targets()?;
     let root = workspace_root();
     if c::find(crate_name, &root.join("extensions"))?.is_some() {
-        return Err(format!("`{crate_name}` is a C extension, which builds only as Wasm: `cargo xtask ext build {crate_name} --wasm`"));
+        return Err(format!("`{crate_name}` is a C extension, which builds only as Wasm, not {}: `cargo xtask ext build {crate_name} --wasm`", Technology::Native.name()));
     }
-    let checked = rules::check_crate(crate_name, &root.join("extensions"), &root.join("abi/Cargo.toml")).map_err(|error| error.to_string())?;
+    let checked = check_crate(crate_name, Technology::Native)?;
     let mut manifest = glue::describe(&checked)?;
     let output_directory = root.join("target/spindle/ext");
     let shared_object_path = output_directory.join(format!("{}.so", manifest.name));
@@ -134,7 +172,7 @@ pub fn build_wasm(crate_name: &str) -> Result<PathBuf> {
     let (mut manifest, module, module_path) = match c::find(crate_name, &root.join("extensions"))? {
         Some(c_extension) => c::build(&c_extension, &output_directory)?,
         None => {
-            let checked = rules::check_crate(crate_name, &root.join("extensions"), &root.join("abi/Cargo.toml")).map_err(|error| error.to_string())?;
+            let checked = check_crate(crate_name, Technology::Wasm)?;
             let manifest = glue::describe(&checked)?;
             let module_path = output_directory.join(format!("{}.wasm", manifest.name));
             glue::build_wasm_module(&checked, &module_path)?;
@@ -167,9 +205,9 @@ pub fn build_user(crate_name: &str) -> Result<PathBuf> {
     crate::setup::ensure_rust_targets()?;
     let root = workspace_root();
     if c::find(crate_name, &root.join("extensions"))?.is_some() {
-        return Err(format!("`{crate_name}` is a C extension, which builds only as Wasm: `cargo xtask ext build {crate_name} --wasm`"));
+        return Err(format!("`{crate_name}` is a C extension, which builds only as Wasm, not {}: `cargo xtask ext build {crate_name} --wasm`", Technology::User.name()));
     }
-    let checked = rules::check_crate(crate_name, &root.join("extensions"), &root.join("abi/Cargo.toml")).map_err(|error| error.to_string())?;
+    let checked = check_crate(crate_name, Technology::User)?;
     let manifest = glue::describe(&checked)?;
     let path = root.join("target/spindle/ext").join(format!("{}{}", user_glue::PROGRAM_PREFIX, manifest.name));
     user_glue::build_user_program(&checked, &manifest, &path)?;
@@ -179,6 +217,15 @@ pub fn build_user(crate_name: &str) -> Result<PathBuf> {
     println!("ext build --user: {} ({} bytes, {:.1} s)", shown.display(), bytes.len(), started.elapsed().as_secs_f64());
     print_manifest(&manifest);
     Ok(path)
+}
+
+/// The rules of [`rules::check_crate`] for `crate_name` under the workspace's
+/// `extensions/`, to be built as `technology`.
+///
+/// Errors: the refusal or metadata failure as text.
+fn check_crate(crate_name: &str, technology: Technology) -> Result<rules::CheckedCrate> {
+    let root = workspace_root();
+    rules::check_crate(crate_name, &root.join("extensions"), &root.join("abi/Cargo.toml"), technology).map_err(|error| error.to_string())
 }
 
 /// The bundle entry of a user-level build: `bin/ext-<name>`.
