@@ -110,6 +110,7 @@ fn check(extension: &CExtension) -> Result<Manifest> {
             ));
         }
     }
+    super::check_budget(description.budget_us, &format!("{}: budget_us", toml_path.display()))?;
     let manifest = Manifest {
         name: description.name.clone(),
         version: description.version.clone(),
@@ -374,6 +375,15 @@ mod tests {
         assert!(error.contains("as a Wasm extension") && error.contains("demo-c/.cargo/config.toml"), "{error}");
         let error = refusal(&[("extension.toml", C_MANIFEST), ("demo.c", "int x;\n"), ("rust-toolchain.toml", "[toolchain]\n")]);
         assert!(error.contains("demo-c/rust-toolchain.toml"), "{error}");
+    }
+
+    #[test]
+    fn a_c_budget_outside_the_limit_is_refused_naming_it() {
+        for budget in ["0", "1000001"] {
+            let manifest = C_MANIFEST.replace("budget_us = 100", &format!("budget_us = {budget}"));
+            let error = refusal(&[("extension.toml", &manifest), ("demo.c", "int x;\n")]);
+            assert!(error.contains(&format!("extension.toml: budget_us is {budget} us")) && error.contains("1 ..= 1000000 us (MAX_BUDGET_MICROSECONDS"), "{error}");
+        }
     }
 
     #[test]

@@ -86,7 +86,8 @@ fn records(text: &str) -> Result<Vec<(&str, &str)>, String> {
 /// loader's parser ([`Manifest::parse`] of its canonical text must give it back).
 ///
 /// Errors: a malformed description, a missing, repeated or unknown key, a number that is
-/// not one, or a manifest the loader would refuse (its error, e.g. a zero budget).
+/// not one, a budget outside 1 ..= `MAX_BUDGET_MICROSECONDS` ([`super::check_budget`]), or
+/// a manifest the loader would refuse (its error).
 pub fn manifest(text: &str) -> Result<Manifest, String> {
     let mut single: [(&str, Option<&str>); 4] = [("name", None), ("version", None), ("budget_microseconds", None), ("memory_quota_bytes", None)];
     let (mut domains, mut events) = (Vec::new(), Vec::<String>::new());
@@ -114,6 +115,7 @@ pub fn manifest(text: &str) -> Result<Manifest, String> {
         budget_microseconds: number(2)?,
         memory_quota_bytes: number(3)?,
     };
+    super::check_budget(manifest.budget_microseconds, "the extension! declaration's budget_microseconds")?;
     let parsed = Manifest::parse(&manifest.to_text()).map_err(|error| error.to_string())?;
     if parsed != manifest {
         return Err(format!("the declaration does not survive the manifest's text form (a value has a character its key does not allow): {manifest:?}"));
@@ -182,7 +184,8 @@ mod tests {
             (&HELLO.replace("name=5:hello", "colour=3:red"), "unknown description key `colour`"),
             (&HELLO.replace("budget_microseconds=5:20000", "budget_microseconds=3:ten"), "is not a number"),
             (&HELLO.replace("name=5:hello", "name=11:hello\nevil="), "evil"),
-            (&HELLO.replace("budget_microseconds=5:20000", "budget_microseconds=1:0"), "budget_us"),
+            (&HELLO.replace("budget_microseconds=5:20000", "budget_microseconds=1:0"), "budget_microseconds is 0 us; a handler's budget must be 1 ..= 1000000 us"),
+            (&HELLO.replace("budget_microseconds=5:20000", "budget_microseconds=7:1000001"), "is 1000001 us; a handler's budget must be 1 ..= 1000000 us (MAX_BUDGET_MICROSECONDS"),
         ];
         for (text, expected) in cases {
             let error = manifest(text).unwrap_err();

@@ -530,6 +530,26 @@ mod tests {
         assert!(outcome.is_err() || outcome.as_ref().is_ok_and(|manifest| manifest.name == "sneaky"), "{outcome:?}");
     }
 
+    /// A declaration written without `extension!` (so no compile-time check) whose budget
+    /// is above the limit: the builder refuses it after describing, naming the limit.
+    #[test]
+    fn a_hand_written_budget_above_the_limit_is_refused() {
+        let extensions = crate::ext::tree::tests::TemporaryExtensions::new("slow");
+        let manifest = format!(
+            "[package]\nname = \"slow-budget-test\"\nversion = \"0.1.0\"\nedition = \"2024\"\n\n[dependencies]\nspindle-abi = {{ path = {:?} }}\n\n[workspace]\n",
+            workspace_root().join("abi")
+        );
+        let library = "#![no_std]\n#![forbid(unsafe_code)]\n\
+             static DECLARATION: spindle_abi::extension::ExtensionDecl = spindle_abi::extension::ExtensionDecl {\n\
+             name: \"slow\", version: \"0.1.0\", budget_microseconds: 5_000_000, memory_quota_bytes: 65536, domains: &[], bindings: &[] };\n\
+             pub fn spindle_extension() -> &'static spindle_abi::extension::ExtensionDecl { &DECLARATION }\n";
+        extensions.write_crate("slow", &[("Cargo.toml", &manifest), ("src/lib.rs", library)]);
+        let abi = workspace_root().join("abi/Cargo.toml");
+        let checked = super::super::rules::check_crate("slow", &extensions.root, &abi, super::super::Technology::Native).unwrap();
+        let error = describe(&checked).unwrap_err();
+        assert!(error.contains("budget_microseconds is 5000000 us") && error.contains("MAX_BUDGET_MICROSECONDS"), "{error}");
+    }
+
     #[test]
     fn version_script_exports_exactly_the_contract() {
         let script = version_script_text();

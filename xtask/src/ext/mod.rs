@@ -219,6 +219,23 @@ pub fn build_user(crate_name: &str) -> Result<PathBuf> {
     Ok(path)
 }
 
+/// The budget rule every technology enforces before anything is packed: 1 ..=
+/// [`MAX_BUDGET_MICROSECONDS`](spindle_abi::extension::MAX_BUDGET_MICROSECONDS) (one
+/// second per handler call). `source` says where the budget was declared (the
+/// `extension!` declaration, a C extension's `extension.toml`); the loader's manifest
+/// parser refuses the same budgets, so this is the builder's clearer message for them.
+///
+/// Errors: the budget and the limit.
+pub fn check_budget(budget_microseconds: u64, source: &str) -> Result<()> {
+    use spindle_abi::extension::MAX_BUDGET_MICROSECONDS;
+    if budget_microseconds == 0 || budget_microseconds > MAX_BUDGET_MICROSECONDS {
+        return Err(format!(
+            "{source} is {budget_microseconds} us; a handler's budget must be 1 ..= {MAX_BUDGET_MICROSECONDS} us (MAX_BUDGET_MICROSECONDS, one second per handler call)"
+        ));
+    }
+    Ok(())
+}
+
 /// The rules of [`rules::check_crate`] for `crate_name` under the workspace's
 /// `extensions/`, to be built as `technology`.
 ///
@@ -299,6 +316,16 @@ pub fn write_if_changed(path: &Path, bytes: &[u8]) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn budgets_outside_the_limit_are_refused_naming_it() {
+        assert!(check_budget(1, "b").is_ok() && check_budget(1_000_000, "b").is_ok());
+        for budget in [0, 1_000_001, u64::MAX] {
+            let error = check_budget(budget, "the declaration's budget_microseconds").unwrap_err();
+            assert!(error.starts_with(&format!("the declaration's budget_microseconds is {budget} us")), "{error}");
+            assert!(error.contains("1 ..= 1000000 us (MAX_BUDGET_MICROSECONDS"), "{error}");
+        }
+    }
 
     #[test]
     fn the_kernel_side_check_fails_for_a_wrong_key_or_fingerprint() {
