@@ -27,6 +27,8 @@ mod c;
 mod describe;
 mod glue;
 mod keys;
+#[cfg(test)]
+mod macro_tests;
 mod rules;
 mod tools;
 mod tree;

@@ -848,6 +848,19 @@ mod tests {
         assert!(message.contains(&directory.join(".cargo/config.toml").display().to_string()), "{message}");
     }
 
+    /// A refusal names the technology that was asked for.
+    #[test]
+    fn refusals_name_the_technology() {
+        for (technology, wording) in [
+            (Technology::Native, "as a native extension:"),
+            (Technology::Wasm, "as a Wasm extension:"),
+            (Technology::User, "as a user-level extension:"),
+        ] {
+            let message = check_crate("no-forbid-unsafe", &fixtures(), &abi_manifest(), technology).unwrap_err().to_string();
+            assert!(message.starts_with(&format!("refusing to build `no-forbid-unsafe` {wording}")), "{message}");
+        }
+    }
+
     /// Each bad fixture crate is refused for exactly its fault, with the place named.
     #[test]
     fn bad_fixture_crates_are_refused() {
