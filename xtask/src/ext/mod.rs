@@ -25,6 +25,7 @@
 mod artifact;
 mod c;
 mod describe;
+mod domains;
 mod glue;
 mod keys;
 #[cfg(test)]
@@ -212,13 +213,28 @@ pub fn build_user(crate_name: &str) -> Result<PathBuf> {
     let checked = check_crate(crate_name, Technology::User)?;
     let manifest = glue::describe(&checked)?;
     let path = root.join("target/spindle/ext").join(format!("{}{}", user_glue::PROGRAM_PREFIX, manifest.name));
-    user_glue::build_user_program(&checked, &manifest, &path)?;
-    let bytes = fs::read(&path).map_err(|error| format!("cannot read {}: {error}", path.display()))?;
-    spindle_process::Executable::parse(&bytes).map_err(|error| format!("the kernel would refuse {}: {error}", path.display()))?;
+    let bytes = user_glue::build_user_program(&checked, &manifest)?;
+    let calls = check_user_program(&bytes, &manifest).map_err(|error| format!("refusing the user-level build of `{crate_name}`: {error}"))?;
+    write_if_changed(&path, &bytes)?;
     let shown = path.strip_prefix(&root).unwrap_or(&path);
     println!("ext build --user: {} ({} bytes, {:.1} s)", shown.display(), bytes.len(), started.elapsed().as_secs_f64());
     print_manifest(&manifest);
+    let calls: Vec<String> = calls.iter().map(|(symbol, domain)| format!("{symbol} ({domain})")).collect();
+    println!("  calls:       {}", if calls.is_empty() { "no kernel functions".to_string() } else { calls.join(", ") });
     Ok(path)
+}
+
+/// The checks on a user-level program before it is written: the kernel's executable
+/// checks (`spindle_process::Executable`), and the domain check every technology applies
+/// ([`domains::check`]) to the kernel functions it calls. Returns those, with their
+/// domains.
+///
+/// Errors: the kernel would refuse the program, or it calls a kernel function of a domain
+/// the manifest does not name.
+fn check_user_program(program: &[u8], manifest: &Manifest) -> Result<Vec<(String, &'static str)>> {
+    spindle_process::Executable::parse(program).map_err(|error| format!("the kernel would refuse the program: {error}"))?;
+    let called = domains::user_program_kernel_functions(program)?;
+    domains::check(called.iter().map(String::as_str), manifest, &[]).map_err(|error| format!("the program calls kernel functions it may not: {error}"))
 }
 
 /// The budget rule every technology enforces before anything is packed: 1 ..=
@@ -318,6 +334,30 @@ pub fn write_if_changed(path: &Path, bytes: &[u8]) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// An extension that calls `spindle_clock_ticks` but declares no domains: its native
+    /// and Wasm builds are refused by their import checks, and so is its user-level build.
+    #[test]
+    fn a_user_level_program_calling_an_undeclared_domain_is_refused() {
+        let extensions = tree::tests::TemporaryExtensions::new("user-domains");
+        let cargo_manifest = format!(
+            "[package]\nname = \"undeclared-domain-test\"\nversion = \"0.1.0\"\nedition = \"2024\"\n\n[dependencies]\nspindle-abi = {{ path = {:?} }}\n\n[workspace]\n",
+            workspace_root().join("abi")
+        );
+        let library = "#![no_std]\n#![forbid(unsafe_code)]\n\
+            use spindle_abi::event::{BENCH_PROBE, Probe, ProbeResult};\n\
+            fn stamp(probe: &Probe) -> ProbeResult { ProbeResult { value: probe.value + spindle_abi::host::ticks() } }\n\
+            spindle_abi::extension! { name: \"undeclared\", version: \"0.1.0\", budget_microseconds: 10, memory_quota_bytes: 4096, domains: [], bindings: [BENCH_PROBE => stamp] }\n";
+        extensions.write_crate("undeclared", &[("Cargo.toml", &cargo_manifest), ("src/lib.rs", library)]);
+        let checked = rules::check_crate("undeclared", &extensions.root, &workspace_root().join("abi/Cargo.toml"), Technology::User).unwrap();
+        let mut manifest = glue::describe(&checked).unwrap();
+        let program = user_glue::build_user_program(&checked, &manifest).unwrap();
+        let error = check_user_program(&program, &manifest).unwrap_err();
+        assert!(error.contains("`spindle_clock_ticks` of domain `clock`"), "{error}");
+        // Declared, it passes, and the call is reported.
+        manifest.domains.push("clock".into());
+        assert_eq!(check_user_program(&program, &manifest).unwrap(), [("spindle_clock_ticks".to_string(), "clock")]);
+    }
 
     #[test]
     fn budgets_outside_the_limit_are_refused_naming_it() {

@@ -109,10 +109,10 @@ fn user_main(manifest: &Manifest) -> String {
 }
 
 /// Builds the user-level program of `extension` (whose `manifest` the describe step
-/// printed) and copies the ELF to `output`.
+/// stated) and returns the ELF (the caller checks it before writing it anywhere).
 ///
 /// Errors: the build fails or produces no program.
-pub fn build_user_program(extension: &CheckedCrate, manifest: &Manifest, output: &Path) -> Result<()> {
+pub fn build_user_program(extension: &CheckedCrate, manifest: &Manifest) -> Result<Vec<u8>> {
     let package = format!("{}-user", extension.package_name);
     let program = format!("{PROGRAM_PREFIX}{}", manifest.name);
     let directory = glue_directory().join(&package);
@@ -144,8 +144,7 @@ pub fn build_user_program(extension: &CheckedCrate, manifest: &Manifest, output:
         .env("RUSTFLAGS", format!("-C link-arg=-T{} -C strip=debuginfo", linker_script.display()));
     super::tools::run_build(command, &format!("building `{}` as a user program", extension.package_name))?;
     let elf = target_directory().join(KERNEL_TARGET).join("release").join(&program);
-    let bytes = fs::read(&elf).map_err(|error| format!("cannot read {}: {error}", elf.display()))?;
-    write_if_changed(output, &bytes)
+    fs::read(&elf).map_err(|error| format!("cannot read {}: {error}", elf.display()))
 }
 
 #[cfg(test)]
