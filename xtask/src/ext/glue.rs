@@ -550,6 +550,23 @@ mod tests {
         assert!(error.contains("budget_microseconds is 5000000 us") && error.contains("MAX_BUDGET_MICROSECONDS"), "{error}");
     }
 
+    /// A compile error in the extension: the describe step's error says which crate and
+    /// step failed and carries the compiler's own message.
+    #[test]
+    fn a_compile_error_is_part_of_the_builders_error() {
+        let extensions = crate::ext::tree::tests::TemporaryExtensions::new("broken");
+        let manifest = format!(
+            "[package]\nname = \"broken-build-test\"\nversion = \"0.1.0\"\nedition = \"2024\"\n\n[dependencies]\nspindle-abi = {{ path = {:?} }}\n\n[workspace]\n",
+            workspace_root().join("abi")
+        );
+        extensions.write_crate("broken", &[("Cargo.toml", &manifest), ("src/lib.rs", "#![no_std]\n#![forbid(unsafe_code)]\npub fn f() -> u8 { \"not a number\" }\n")]);
+        let abi = workspace_root().join("abi/Cargo.toml");
+        let checked = super::super::rules::check_crate("broken", &extensions.root, &abi, super::super::Technology::Native).unwrap();
+        let error = describe(&checked).unwrap_err();
+        assert!(error.starts_with("describing `broken-build-test` (building its describe module) failed:"), "{error}");
+        assert!(error.contains("error[E0308]: mismatched types") && error.contains("src/lib.rs:3"), "{error}");
+    }
+
     #[test]
     fn version_script_exports_exactly_the_contract() {
         let script = version_script_text();
