@@ -28,6 +28,17 @@ pub fn ensure_prerequisites() -> Result<()> {
 /// from the workspace root, so the workspace's toolchain file is the one it reads (not one
 /// in whatever directory xtask was started from).
 pub fn ensure_rust_targets() -> Result<()> {
+    // Once per process: every extension build asks.
+    static PRESENT: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    if PRESENT.load(std::sync::atomic::Ordering::Relaxed) {
+        return Ok(());
+    }
+    add_missing_rust_targets()?;
+    PRESENT.store(true, std::sync::atomic::Ordering::Relaxed);
+    Ok(())
+}
+
+fn add_missing_rust_targets() -> Result<()> {
     let output = Command::new("rustup")
         .args(["target", "list", "--installed"])
         .current_dir(crate::kernel_build::workspace_root())
