@@ -1,5 +1,10 @@
 //! Passes the kernel's linker script to the linker (the kernel is linked at 0x8020_0000,
 //! where OpenSBI jumps).
+//!
+//! Every path comes from cargo's environment when the script *runs* (`CARGO_MANIFEST_DIR`,
+//! `OUT_DIR`), never from where the script was compiled, and what the linker reads is
+//! copied into `OUT_DIR`: cargo rewrites `OUT_DIR` paths in a kept build-script output
+//! when a checkout is copied or moved with its `target/`, so a copy links its own script.
 
 /// The trusted builder's verifying key, hex-encoded, set by `cargo xtask` when it builds
 /// the kernel. Without it the kernel refuses every native extension with a clear error.
@@ -18,25 +23,29 @@ fn main() {
         Some(bytes) => format!("Some({bytes:?})"),
         None => String::from("None"),
     };
-    let out = std::path::PathBuf::from(std::env::var("OUT_DIR").expect("cargo sets OUT_DIR"));
+    let out = std::path::PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
+    let manifest_directory = std::path::PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"));
     std::fs::write(
         out.join("verifying_key.rs"),
         format!("/// The trusted builder's Ed25519 verifying key, baked in by xtask.\npub const VERIFYING_KEY: Option<[u8; 32]> = {text};\n"),
     )
     .expect("write verifying_key.rs");
-    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/arch/riscv64/kernel.ld");
+    let script = manifest_directory.join("src/arch/riscv64/kernel.ld");
     println!("cargo:rerun-if-changed={}", script.display());
-    println!("cargo:rustc-link-arg-bins=-T{}", script.display());
-    c_references(&out);
+    let linked_script = out.join("kernel.ld");
+    std::fs::copy(&script, &linked_script).unwrap_or_else(|error| panic!("cannot copy {} to {}: {error}", script.display(), linked_script.display()));
+    println!("cargo:rustc-link-arg-bins=-T{}", linked_script.display());
+    // `kernel/..`, not canonicalised: cargo stores a rerun-if-changed path that starts
+    // with the package root relative to it, so a copied checkout watches its own sources.
+    c_references(&out, &manifest_directory.join(".."));
 }
 
 /// Compiles the C references of the benchmark grafts (Small & Seltzer's "unsafe C"
 /// baseline, e.g. `extensions/hotlist/c/hotlist.c`) with clang for the kernel's target
 /// and links them as a static library; without clang the kernel builds without them
 /// (cfg `spindle_no_c_reference`, and the benchmark says the rows are missing).
-fn c_references(out: &std::path::Path) {
+fn c_references(out: &std::path::Path, root: &std::path::Path) {
     println!("cargo:rustc-check-cfg=cfg(spindle_no_c_reference)");
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     let sources = [root.join("extensions/hotlist/c/hotlist.c"), root.join("extensions/md5/c/md5.c"), root.join("extensions/logdisk/c/logdisk.c")];
     for source in &sources {
         println!("cargo:rerun-if-changed={}", source.display());

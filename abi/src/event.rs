@@ -147,6 +147,33 @@ impl EventRecord for () {
     }
 }
 
+/// A record's field indices as a struct: one `usize` field per record field, named like
+/// it, holding its index in [`EventRecord::FIELDS`]. [`declare_records!`] implements it for
+/// every record, so [`extension!`](crate::extension) resolves a guard's field name with a
+/// plain field access — a name the record lacks is then a compile error at that name,
+/// listing the record's fields (or suggesting the closest one).
+pub trait FieldIndices {
+    /// The struct of indices (generated next to the record).
+    type Indices;
+    /// The indices.
+    const INDICES: Self::Indices;
+}
+
+/// The field indices of `()`, which has no fields.
+#[derive(Clone, Copy, Debug)]
+pub struct NoFields {}
+
+impl FieldIndices for () {
+    type Indices = NoFields;
+    const INDICES: NoFields = NoFields {};
+}
+
+/// The field indices of the argument record of `event` (for
+/// [`extension!`](crate::extension)'s guards: `argument_fields(&EVENT).field`).
+pub const fn argument_fields<Args: EventRecord + FieldIndices, Result: EventRecord>(_event: &Event<Args, Result>) -> Args::Indices {
+    Args::INDICES
+}
+
 /// Index of the field called `name` in `fields`, usable in `const` context; `None` if absent.
 ///
 /// Typical use: `const PORT: usize = field_index(Packet::FIELDS, "port").unwrap();`
@@ -430,6 +457,37 @@ macro_rules! declare_records {
                 })
             }
         }
+
+        // The field indices (`FieldIndices`): a struct named like the record, in a module
+        // of its own inside an anonymous constant, so it neither clashes with the record
+        // nor needs a name of its own.
+        const _: () = {
+            mod indices {
+                #[doc = ::core::concat!("The field indices of `", ::core::stringify!($Record), "` (guards name its fields through them).")]
+                #[allow(dead_code, non_camel_case_types)]
+                pub struct $Record {
+                    $(
+                        #[doc = ::core::concat!("Index of `", ::core::stringify!($field), "`.")]
+                        pub $field: usize,
+                    )*
+                }
+            }
+
+            impl $crate::event::FieldIndices for $Record {
+                type Indices = indices::$Record;
+                // (A record without fields leaves `next` unused.)
+                #[allow(unused_assignments, unused_mut, unused_variables)]
+                const INDICES: indices::$Record = {
+                    let mut next = 0usize;
+                    indices::$Record {
+                        $($field: {
+                            next += 1;
+                            next - 1
+                        },)*
+                    }
+                };
+            }
+        };
     )*};
 }
 

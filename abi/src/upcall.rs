@@ -134,18 +134,25 @@ pub mod glue {
 /// The kernel functions of [`crate::host`] for a user-level extension (feature
 /// `user-level`, enabled only by the generated user-level glue): same names and
 /// signatures as the kernel's, implemented with system calls.
+///
+/// Each is `#[inline(never)]`, so a program that calls one keeps its symbol and one that
+/// does not loses it to the linker's garbage collection: the trusted builder reads the
+/// program's symbol table to check that every kernel function it calls is of a domain the
+/// manifest names, as it checks a native object's imports (`xtask/src/ext/domains.rs`).
 #[cfg(all(feature = "user-level", target_arch = "riscv64", target_os = "none"))]
 mod user_level_kernel_functions {
     use super::glue::{kernel_function, upcall_return};
     use crate::syscall::CONSOLE;
 
     /// Domain `console`: a `write` to the console handle (the kernel checks the range).
+    #[inline(never)]
     #[unsafe(no_mangle)]
     pub extern "C" fn spindle_console_write(pointer: *const u8, length: usize) {
         let _ = crate::syscall::user::write_from_address(CONSOLE, pointer as usize, length);
     }
 
     /// Domain `clock`.
+    #[inline(never)]
     #[unsafe(no_mangle)]
     pub extern "C" fn spindle_clock_ticks() -> u64 {
         // SAFETY: writes no memory.
@@ -154,6 +161,7 @@ mod user_level_kernel_functions {
 
     /// Domain `extension`: prints the message and fails the upcall (the kernel then
     /// contains the extension, as for a native panic).
+    #[inline(never)]
     #[unsafe(no_mangle)]
     pub extern "C" fn spindle_extension_panic(pointer: *const u8, length: usize) -> ! {
         let _ = crate::syscall::user::write_from_address(CONSOLE, pointer as usize, length);
@@ -164,6 +172,7 @@ mod user_level_kernel_functions {
     const PANIC_CODE: usize = 101;
 
     /// Domain `mm`.
+    #[inline(never)]
     #[unsafe(no_mangle)]
     pub extern "C" fn spindle_mm_lru_length() -> u64 {
         // SAFETY: writes no memory.
@@ -171,6 +180,7 @@ mod user_level_kernel_functions {
     }
 
     /// Domain `mm`.
+    #[inline(never)]
     #[unsafe(no_mangle)]
     pub extern "C" fn spindle_mm_lru_frame(position: u64) -> u64 {
         // SAFETY: writes no memory.
@@ -182,6 +192,7 @@ mod user_level_kernel_functions {
     /// # Safety
     /// `destination` is valid for writing `length` bytes nothing else refers to during
     /// the call (the safe wrapper in `spindle_abi::host` lends an exclusive slice).
+    #[inline(never)]
     #[unsafe(no_mangle)]
     pub unsafe extern "C" fn spindle_block_read(request: u64, offset: u64, destination: *mut u8, length: usize) -> u64 {
         // SAFETY: forwarded from the caller; the kernel checks the range is this

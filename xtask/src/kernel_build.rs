@@ -1,16 +1,58 @@
 //! Building the kernel image.
 
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::OnceLock;
+use std::time::Instant;
 
 use crate::Result;
+use crate::ext::{Report, Technology};
 
 /// The kernel's target triple.
 pub const KERNEL_TARGET: &str = "riscv64gc-unknown-none-elf";
 
-/// The workspace root (xtask lives in `<root>/xtask`).
+/// The workspace root xtask works on, found at run time by [`locate_workspace`] (once;
+/// `main` reports a failure before anything else runs).
+///
+/// Not the path xtask was compiled in: a copied checkout (with its `target/`, so cargo
+/// does not rebuild xtask) must build the copy, not the original.
 pub fn workspace_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("xtask is inside the workspace").to_path_buf()
+    static ROOT: OnceLock<PathBuf> = OnceLock::new();
+    ROOT.get_or_init(|| locate_workspace().unwrap_or_else(|error| panic!("{error}"))).clone()
+}
+
+/// Finds the Spindle workspace this xtask runs in: the parent of `CARGO_MANIFEST_DIR` as
+/// cargo sets it *when running* xtask (`cargo xtask` is `cargo run`; `cargo test` sets it
+/// too), else the current directory or its nearest ancestor that is one (a `Cargo.toml`
+/// whose `[workspace]` members include `xtask`).
+///
+/// Errors: neither leads to a Spindle workspace.
+pub fn locate_workspace() -> Result<PathBuf> {
+    let current = std::env::current_dir().map_err(|error| format!("cannot read the current directory: {error}"))?;
+    find_workspace(std::env::var_os("CARGO_MANIFEST_DIR").map(PathBuf::from).as_deref(), &current)
+}
+
+/// [`locate_workspace`] for a given `CARGO_MANIFEST_DIR` (if set) and current directory.
+fn find_workspace(manifest_directory: Option<&Path>, current_directory: &Path) -> Result<PathBuf> {
+    if let Some(root) = manifest_directory.and_then(Path::parent).filter(|root| is_spindle_workspace(root)) {
+        return Ok(root.to_path_buf());
+    }
+    current_directory.ancestors().find(|directory| is_spindle_workspace(directory)).map(Path::to_path_buf).ok_or_else(|| {
+        format!(
+            "cannot find the Spindle workspace from {} (a Cargo.toml whose [workspace] members include \"xtask\"); run `cargo xtask` inside the checkout",
+            current_directory.display()
+        )
+    })
+}
+
+/// Whether `directory` holds a `Cargo.toml` whose `[workspace]` members include `xtask`,
+/// and `xtask/Cargo.toml`.
+fn is_spindle_workspace(directory: &Path) -> bool {
+    let Ok(text) = std::fs::read_to_string(directory.join("Cargo.toml")) else { return false };
+    let Ok(manifest) = toml::from_str::<toml::Table>(&text) else { return false };
+    let members = manifest.get("workspace").and_then(|workspace| workspace.get("members")).and_then(toml::Value::as_array);
+    members.is_some_and(|members| members.iter().any(|member| member.as_str() == Some("xtask"))) && directory.join("xtask/Cargo.toml").is_file()
 }
 
 /// `cargo` as invoked by the user (honours the toolchain chosen by rust-toolchain.toml).
@@ -53,7 +95,7 @@ pub fn build_kernel_variant(variant: Option<&Variant>) -> Result<PathBuf> {
     }
     let status = command.status().map_err(|error| format!("cannot run cargo: {error}"))?;
     if !status.success() {
-        return Err("building the kernel failed (see the compiler output above)".into());
+        return Err("building the kernel (spindle-kernel) failed: cargo's errors are above".into());
     }
     Ok(target_directory.join(KERNEL_TARGET).join("release").join("spindle-kernel"))
 }
@@ -100,34 +142,102 @@ pub enum Purpose {
     Test,
 }
 
+/// Numbered progress lines on stderr (`xtask: [ 3/19] extension `hello` (user-level) … 1.9 s`),
+/// so a first run that compiles for minutes says what it is doing.
+struct Progress {
+    step: usize,
+    steps: usize,
+    started: Instant,
+}
+
+impl Progress {
+    fn new(steps: usize) -> Progress {
+        Progress { step: 0, steps, started: Instant::now() }
+    }
+
+    /// Runs the next step, `what`: its line is printed first; its time is added after it
+    /// when `timed` (steps whose tools print their own progress, like the kernel's cargo,
+    /// end the line at once instead).
+    fn run<T>(&mut self, what: &str, timed: bool, step: impl FnOnce() -> Result<T>) -> Result<T> {
+        self.step += 1;
+        let width = self.steps.to_string().len();
+        let started = Instant::now();
+        if timed {
+            eprint!("xtask: [{:>width$}/{}] {what} …", self.step, self.steps);
+            let _ = std::io::stderr().flush();
+        } else {
+            eprintln!("xtask: [{:>width$}/{}] {what}", self.step, self.steps);
+        }
+        let outcome = step();
+        if timed {
+            eprintln!(" {}", if outcome.is_ok() { format!("{:.1} s", started.elapsed().as_secs_f64()) } else { "failed".to_string() });
+        }
+        outcome
+    }
+}
+
+/// The builds `image.toml` asks for, in order: (extension, technology).
+fn image_builds(description: &ImageDescription) -> Vec<(&str, Technology)> {
+    let mut builds = Vec::new();
+    for extension in &description.extension {
+        if !extension.wasm_only {
+            builds.push((extension.name.as_str(), Technology::Native));
+        }
+        if extension.wasm || extension.wasm_only {
+            builds.push((extension.name.as_str(), Technology::Wasm));
+        }
+        if extension.user {
+            builds.push((extension.name.as_str(), Technology::User));
+        }
+    }
+    builds
+}
+
+/// One build `image.toml` asks for, quietly; a failure names the extension, the
+/// technology and the step, with the tool's messages.
+fn build_for_image(name: &str, technology: Technology) -> Result<PathBuf> {
+    crate::ext::build(technology, name, Report::Quiet).map_err(|error| format!("building extension `{name}` for image.toml ({}) failed: {error}", technology.name()))
+}
+
 /// Builds every extension named in `image.toml` as a signed native `.kext` (and, with
 /// `wasm = true`, also as a Wasm `.kext`, bundle entry `<name>.wasm`; `wasm_only = true`
-/// for a C extension), packs them into the boot bundle (plus the broken test extensions for a test image) with the
-/// user programs (`bin/<name>`), and builds the kernel.
+/// for a C extension; `user = true`, the user-level program `bin/ext-<name>`), packs them
+/// into the boot bundle (plus the broken test extensions for a test image) with the user
+/// programs (`bin/<name>`), and builds the kernel, printing one numbered progress line per
+/// step. A failure names its step, e.g. "building extension `foo` for image.toml (native)
+/// failed: …" followed by cargo's own messages.
 pub fn build_image(purpose: Purpose) -> Result<Image> {
     let path = workspace_root().join("image.toml");
     let text = std::fs::read_to_string(&path).map_err(|error| format!("cannot read {}: {error}", path.display()))?;
     let description: ImageDescription = toml::from_str(&text).map_err(|error| format!("{}: {error}", path.display()))?;
+    let builds = image_builds(&description);
+    let test_steps = if purpose == Purpose::Test { 1 } else { 0 };
+    let mut progress = Progress::new(builds.len() + test_steps + 3);
     let mut entries = Vec::new();
     let read = |path: &Path| std::fs::read(path).map_err(|error| format!("cannot read {}: {error}", path.display()));
-    for extension in &description.extension {
-        if !extension.wasm_only {
-            entries.push((extension.name.clone(), read(&crate::ext::build_native(&extension.name)?)?));
-        }
-        if extension.wasm || extension.wasm_only {
-            entries.push((format!("{}{WASM_ENTRY_SUFFIX}", extension.name), read(&crate::ext::build_wasm(&extension.name)?)?));
-        }
-        if extension.user {
-            entries.push((crate::ext::user_entry_name(&extension.name), read(&crate::ext::build_user(&extension.name)?)?));
-        }
+    for (name, technology) in builds {
+        let built = progress.run(&format!("extension `{name}` ({})", technology.name()), true, || build_for_image(name, technology))?;
+        let entry = match technology {
+            Technology::Native => name.to_string(),
+            Technology::Wasm => format!("{name}{WASM_ENTRY_SUFFIX}"),
+            Technology::User => crate::ext::user_entry_name(name),
+        };
+        entries.push((entry, read(&built)?));
     }
     if purpose == Purpose::Test {
-        let hello = workspace_root().join("target").join("spindle").join("ext").join("hello.kext");
-        entries.extend(crate::testkexts::build(&hello)?);
-        entries.extend(crate::testkexts::build_wasm()?);
+        progress.run("broken test extensions (test-*)", true, || {
+            let hello = crate::ext::build(Technology::Native, "hello", Report::Quiet)?;
+            entries.extend(crate::testkexts::build(&hello)?);
+            entries.extend(crate::testkexts::build_wasm()?);
+            Ok(())
+        })?;
     }
     // User programs, as `bin/<name>` (`run NAME`, the `spawn` system call).
-    entries.extend(crate::userspace::build_programs()?);
+    let programs = crate::userspace::program_names()?;
+    let built = progress.run(&format!("user programs ({})", programs.join(", ")), true, || {
+        crate::userspace::build_programs().map_err(|error| format!("building the user programs under userspace/ failed: {error}"))
+    })?;
+    entries.extend(built);
     let borrowed: Vec<(&str, &[u8])> = entries.iter().map(|(name, bytes)| (name.as_str(), bytes.as_slice())).collect();
     // A Wasm-only extension boots as its `.wasm` entry.
     let boot_names: Vec<String> = description
@@ -137,11 +247,66 @@ pub fn build_image(purpose: Purpose) -> Result<Image> {
         .map(|extension| if extension.wasm_only { format!("{}{WASM_ENTRY_SUFFIX}", extension.name) } else { extension.name.clone() })
         .collect();
     let boot: Vec<&str> = boot_names.iter().map(String::as_str).collect();
-    let bundle_bytes = spindle_loader::bundle::build(&borrowed, &boot);
-    spindle_loader::bundle::parse(&bundle_bytes).map_err(|error| format!("the boot bundle does not parse back: {error}"))?;
     let file = if purpose == Purpose::Test { "test.bundle" } else { "boot.bundle" };
     let bundle = workspace_root().join("target").join("spindle").join(file);
-    std::fs::write(&bundle, &bundle_bytes).map_err(|error| format!("cannot write {}: {error}", bundle.display()))?;
-    let kernel = build_kernel()?;
+    progress.run(&format!("boot bundle target/spindle/{file} ({} entries)", borrowed.len()), true, || {
+        let bundle_bytes = spindle_loader::bundle::build(&borrowed, &boot);
+        spindle_loader::bundle::parse(&bundle_bytes).map_err(|error| format!("the boot bundle does not parse back: {error}"))?;
+        std::fs::write(&bundle, &bundle_bytes).map_err(|error| format!("cannot write {}: {error}", bundle.display()))
+    })?;
+    let kernel = progress.run("kernel (cargo build --release, riscv64gc-unknown-none-elf)", false, build_kernel)?;
+    eprintln!("xtask: image ready in {:.1} s", progress.started.elapsed().as_secs_f64());
     Ok(Image { kernel, bundle })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A copy of a workspace's skeleton under the system's temporary directory.
+    fn skeleton(label: &str) -> PathBuf {
+        let root = std::env::temp_dir().join(format!("spindle-workspace-{label}-{}", std::process::id()));
+        std::fs::create_dir_all(root.join("xtask/src")).unwrap();
+        std::fs::write(root.join("Cargo.toml"), "[workspace]\nmembers = [\"xtask\", \"abi\"]\n").unwrap();
+        std::fs::write(root.join("xtask/Cargo.toml"), "[package]\nname = \"xtask\"\n").unwrap();
+        root
+    }
+
+    #[test]
+    fn the_workspace_is_found_at_run_time_not_where_xtask_was_compiled() {
+        let copy = skeleton("copy");
+        // `cargo xtask` in the copy: cargo sets CARGO_MANIFEST_DIR to the copy's xtask.
+        assert_eq!(find_workspace(Some(&copy.join("xtask")), Path::new("/")).unwrap(), copy);
+        // The binary run directly, from somewhere inside the copy.
+        assert_eq!(find_workspace(None, &copy.join("xtask/src")).unwrap(), copy);
+        // A CARGO_MANIFEST_DIR of another project does not count.
+        assert_eq!(find_workspace(Some(Path::new("/usr/share/other")), &copy.join("xtask")).unwrap(), copy);
+        assert_ne!(copy, Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap());
+        let error = find_workspace(None, Path::new("/")).unwrap_err();
+        assert!(error.contains("cannot find the Spindle workspace"), "{error}");
+        std::fs::remove_dir_all(&copy).unwrap();
+    }
+
+    #[test]
+    fn a_failed_image_build_names_the_extension_and_technology() {
+        let error = build_for_image("no-such-extension", Technology::Native).unwrap_err();
+        assert!(error.starts_with("building extension `no-such-extension` for image.toml (native) failed: refusing to build"), "{error}");
+        let error = build_for_image("hello-c", Technology::User).unwrap_err();
+        assert!(error.starts_with("building extension `hello-c` for image.toml (user-level) failed: `hello-c` is a C extension"), "{error}");
+    }
+
+    #[test]
+    fn image_builds_follow_image_toml() {
+        let description: ImageDescription = toml::from_str(
+            "[[extension]]\nname = \"a\"\nboot = false\nwasm = true\nuser = true\n\n[[extension]]\nname = \"c\"\nboot = true\nwasm_only = true\n",
+        )
+        .unwrap();
+        assert_eq!(image_builds(&description), [("a", Technology::Native), ("a", Technology::Wasm), ("a", Technology::User), ("c", Technology::Wasm)]);
+    }
+
+    #[test]
+    fn this_checkout_is_a_spindle_workspace() {
+        assert!(is_spindle_workspace(&workspace_root()));
+        assert!(!is_spindle_workspace(&workspace_root().join("xtask")));
+    }
 }

@@ -41,8 +41,14 @@ pub struct LoadArgs {
     #[arg(long)]
     stats: bool,
     /// Build and load the Wasm build of CRATE (`ext build --wasm`) instead of the native one.
-    #[arg(long, requires = "crate_name")]
+    #[arg(long, requires = "crate_name", conflicts_with = "user")]
     wasm: bool,
+    /// Not possible: a user-level build cannot be hot loaded. The protocol
+    /// (kernel/src/hotload.rs) carries signed .kext containers, native or Wasm; a
+    /// user-level build is a program, started from the boot bundle (`user = true` in
+    /// image.toml, then `ext load CRATE user`). Given, the command says so and fails.
+    #[arg(long, requires = "crate_name")]
+    user: bool,
     /// The hot-load socket (default: target/spindle/hotload.sock, where `cargo xtask qemu`
     /// binds it).
     #[arg(long, value_name = "PATH")]
@@ -166,8 +172,20 @@ pub fn is_ok(answer: &str) -> bool {
     answer == "OK" || answer.starts_with("OK ")
 }
 
+/// Why `load --user` cannot work, and what to do instead.
+fn user_level_not_hot_loadable(crate_name: &str) -> String {
+    format!(
+        "a user-level build cannot be hot loaded: the kernel's hot-load protocol (kernel/src/hotload.rs) carries only signed .kext containers \
+         (native or Wasm), and a user-level extension is a program started from the boot bundle. Add `user = true` to `{crate_name}` in image.toml, \
+         boot with `cargo xtask qemu`, then `ext load {crate_name} user`; or hot load `cargo xtask load {crate_name}` (native) or `--wasm`"
+    )
+}
+
 /// Runs `cargo xtask load`: exit 0 for an `OK` answer, 1 for `ERR`.
 pub fn run(arguments: LoadArgs) -> Result<ExitCode> {
+    if arguments.user {
+        return Err(user_level_not_hot_loadable(arguments.crate_name.as_deref().unwrap_or("CRATE")));
+    }
     let socket = arguments.socket.clone().unwrap_or_else(crate::qemu::default_hotload_socket);
     let kext;
     let request = match (&arguments.crate_name, &arguments.unload) {
@@ -194,6 +212,21 @@ pub fn run(arguments: LoadArgs) -> Result<ExitCode> {
 mod tests {
     use super::*;
     use std::os::unix::net::UnixListener;
+
+    #[test]
+    fn load_user_says_why_it_cannot() {
+        let arguments = LoadArgs {
+            crate_name: Some("hello".into()),
+            unload: None,
+            list: false,
+            wasm: false,
+            user: true,
+            socket: Some(temporary_socket("never-used")),
+            timeout: 1,
+        };
+        let error = run(arguments).unwrap_err();
+        assert!(error.starts_with("a user-level build cannot be hot loaded") && error.contains("`ext load hello user`"), "{error}");
+    }
 
     #[test]
     fn encodes_each_request() {

@@ -22,7 +22,7 @@ use clap::{Parser, Subcommand};
 
 /// Spindle's build driver.
 #[derive(Parser)]
-#[command(name = "cargo xtask", about = "Build, run, test and measure the Spindle kernel")]
+#[command(name = "cargo xtask", bin_name = "cargo xtask", about = "Build, run, test and measure the Spindle kernel")]
 struct Cli {
     #[command(subcommand)]
     verb: Verb,
@@ -106,10 +106,12 @@ enum Verb {
     /// socket (a virtio console) and prints the kernel's one-line answer; exits 0 for
     /// `OK …`, 1 for `ERR …`.
     /// `--unload NAME` and `--list` send those requests instead. A script can wait for
-    /// it: `cargo xtask qemu -- 'hotload wait' hello`.
+    /// it: `cargo xtask qemu -- 'hotload wait' hello`. A user-level build cannot be hot
+    /// loaded (the protocol carries .kext containers only): `--user` says so.
     Load(load::LoadArgs),
-    /// Extensions: `ext build CRATE [--wasm]` builds one as a signed native (or Wasm)
-    /// extension (.kext); `ext header` writes the C header.
+    /// Extensions: `ext build CRATE [--wasm | --user]` builds one as a signed native
+    /// extension (.kext), a signed Wasm one (--wasm) or a user-level program (--user);
+    /// `ext header` writes the C header.
     Ext {
         #[command(subcommand)]
         command: ext::ExtCommand,
@@ -118,6 +120,10 @@ enum Verb {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if let Err(error) = kernel_build::locate_workspace() {
+        eprintln!("xtask: error: {error}");
+        return ExitCode::FAILURE;
+    }
     let result = match cli.verb {
         Verb::Setup => setup::ensure_prerequisites().map(|()| ExitCode::SUCCESS),
         Verb::Ext { command } => ext::run(command),
@@ -165,11 +171,14 @@ fn run_qemu(
     if kernel_console {
         machine.append(ktest::KERNEL_CONSOLE);
     }
+    let shell = if kernel_console { "the kernel console" } else { "spsh" };
     if lines.is_empty() {
+        eprintln!("xtask: booting QEMU ({smp} hart(s), {memory} MiB) into {shell}; Ctrl-A X quits");
         let status = machine.run_interactive()?;
         return Ok(ExitCode::from(status.code().unwrap_or(1) as u8));
     }
     machine.append(&format!("spindle.script={}", encode::encode_script(lines)));
+    eprintln!("xtask: booting QEMU ({smp} hart(s), {memory} MiB) with {} line(s) for {shell}", lines.len());
     let outcome = machine.run_to_terminal(std::time::Duration::from_secs(timeout))?;
     match outcome {
         qemu::Exit::Status(code) => Ok(ExitCode::from(code as u8)),
@@ -207,6 +216,32 @@ fn run_tests(host: bool, kernel: bool, verbose: bool, only: Option<&str>) -> Res
     println!("test time: {:.1} s", started.elapsed().as_secs_f64());
     println!("{} passed, {} failed", tally.passed, tally.failed);
     Ok(if tally.failed == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory as _;
+
+    use super::Cli;
+
+    fn help(path: &[&str]) -> String {
+        let mut command = Cli::command();
+        let mut current = &mut command;
+        for name in path {
+            current = current.find_subcommand_mut(name).unwrap_or_else(|| panic!("no subcommand {name}"));
+        }
+        current.render_long_help().to_string()
+    }
+
+    #[test]
+    fn help_texts_name_every_technology() {
+        let ext = help(&["ext"]);
+        assert!(ext.contains("--wasm") && ext.contains("--user"), "{ext}");
+        let build = help(&["ext", "build"]);
+        assert!(build.contains("--wasm") && build.contains("--user"), "{build}");
+        let load = help(&["load"]);
+        assert!(load.contains("--user") && load.contains("cannot be hot loaded"), "{load}");
+    }
 }
 
 fn run_bench() -> Result<ExitCode> {

@@ -24,10 +24,24 @@ pub fn ensure_prerequisites() -> Result<()> {
     ensure_debian_packages()
 }
 
-/// Adds missing rustup targets to the active (rust-toolchain.toml) toolchain.
+/// Adds missing rustup targets to the active (rust-toolchain.toml) toolchain. rustup runs
+/// from the workspace root, so the workspace's toolchain file is the one it reads (not one
+/// in whatever directory xtask was started from).
 pub fn ensure_rust_targets() -> Result<()> {
+    // Once per process: every extension build asks.
+    static PRESENT: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    if PRESENT.load(std::sync::atomic::Ordering::Relaxed) {
+        return Ok(());
+    }
+    add_missing_rust_targets()?;
+    PRESENT.store(true, std::sync::atomic::Ordering::Relaxed);
+    Ok(())
+}
+
+fn add_missing_rust_targets() -> Result<()> {
     let output = Command::new("rustup")
         .args(["target", "list", "--installed"])
+        .current_dir(crate::kernel_build::workspace_root())
         .output()
         .map_err(|error| format!("cannot run `rustup` ({error}); install rustup from https://rustup.rs"))?;
     if !output.status.success() {
@@ -40,6 +54,7 @@ pub fn ensure_rust_targets() -> Result<()> {
     }
     eprintln!("xtask: adding rustup targets: {}", missing.join(" "));
     let status = Command::new("rustup")
+        .current_dir(crate::kernel_build::workspace_root())
         .args(["target", "add"])
         .args(&missing)
         .status()

@@ -54,7 +54,7 @@ pub fn build_programs() -> Result<Vec<(String, Vec<u8>)>> {
     }
     let status = command.status().map_err(|error| format!("cannot run cargo: {error}"))?;
     if !status.success() {
-        return Err("building the user programs failed (see the compiler output above)".into());
+        return Err("cargo's errors are above".into());
     }
     let output: PathBuf = target_directory.join(KERNEL_TARGET).join("release");
     names

@@ -22,6 +22,8 @@ use alloc::string::{String, ToString};
 use alloc::vec::Vec;
 use core::fmt;
 
+pub use spindle_abi::extension::MAX_BUDGET_MICROSECONDS;
+
 /// Longest extension name, in bytes.
 pub const MAX_NAME_LEN: usize = 32;
 /// Longest version string, in bytes.
@@ -59,7 +61,8 @@ pub struct Manifest {
     pub events: Vec<String>,
     /// `domains`: the domains it imports symbols from, comma-separated, no duplicates.
     pub domains: Vec<String>,
-    /// `budget_us`: the time budget per handler invocation, in microseconds (> 0).
+    /// `budget_us`: the time budget per handler invocation, in microseconds, 1 ..=
+    /// [`MAX_BUDGET_MICROSECONDS`] (one second).
     pub budget_microseconds: u64,
     /// `memory_bytes`: the extension arena's quota, in bytes (> 0).
     pub memory_quota_bytes: u64,
@@ -122,6 +125,15 @@ pub enum ManifestError {
         /// The key.
         key: &'static str,
     },
+    /// `budget_us` is above [`MAX_BUDGET_MICROSECONDS`] (one second per handler call).
+    BudgetAboveLimit {
+        /// The line it is on.
+        line: usize,
+        /// The budget declared, in microseconds.
+        budget_microseconds: u64,
+        /// [`MAX_BUDGET_MICROSECONDS`].
+        limit_microseconds: u64,
+    },
     /// A list names the same item twice.
     DuplicateItem {
         /// The line it is on.
@@ -175,6 +187,16 @@ impl fmt::Display for ManifestError {
                 write!(
                     formatter,
                     "manifest line {line}: `{key}` must be greater than zero"
+                )
+            }
+            ManifestError::BudgetAboveLimit {
+                line,
+                budget_microseconds,
+                limit_microseconds,
+            } => {
+                write!(
+                    formatter,
+                    "manifest line {line}: `budget_us` is {budget_microseconds} us, above the limit of {limit_microseconds} us (MAX_BUDGET_MICROSECONDS: one second per handler call)"
                 )
             }
             ManifestError::DuplicateItem { line, key, item } => {
@@ -326,7 +348,17 @@ impl PartialManifest {
             }
             "events" => self.events = Some(parse_list(value, line, key)?),
             "domains" => self.domains = Some(parse_list(value, line, key)?),
-            "budget_us" => self.budget_microseconds = Some(parse_positive(value, line, key)?),
+            "budget_us" => {
+                let budget = parse_positive(value, line, key)?;
+                if budget > MAX_BUDGET_MICROSECONDS {
+                    return Err(ManifestError::BudgetAboveLimit {
+                        line,
+                        budget_microseconds: budget,
+                        limit_microseconds: MAX_BUDGET_MICROSECONDS,
+                    });
+                }
+                self.budget_microseconds = Some(budget);
+            }
             _ => self.memory_quota_bytes = Some(parse_positive(value, line, key)?),
         }
         Ok(())
@@ -579,15 +611,61 @@ memory_bytes = 1_048_576
         }
         let text = replace_line("budget_us", "budget_us = 18446744073709551615");
         assert_eq!(
-            Manifest::parse(&text).unwrap().budget_microseconds,
-            u64::MAX
+            Manifest::parse(&text),
+            Err(ManifestError::BudgetAboveLimit {
+                line: 7,
+                budget_microseconds: u64::MAX,
+                limit_microseconds: MAX_BUDGET_MICROSECONDS
+            })
         );
+        let text = replace_line("memory_bytes", "memory_bytes = 18446744073709551615");
+        assert_eq!(Manifest::parse(&text).unwrap().memory_quota_bytes, u64::MAX);
         let text = replace_line("memory_bytes", "memory_bytes = 0_0");
         assert_eq!(
             Manifest::parse(&text),
             Err(ManifestError::Zero {
                 line: 8,
                 key: "memory_bytes"
+            })
+        );
+    }
+
+    #[test]
+    fn budgets_must_be_one_microsecond_to_one_second() {
+        assert_eq!(MAX_BUDGET_MICROSECONDS, 1_000_000);
+        let at_limit = replace_line("budget_us", "budget_us = 1_000_000");
+        assert_eq!(
+            Manifest::parse(&at_limit).unwrap().budget_microseconds,
+            1_000_000
+        );
+        assert_eq!(
+            Manifest::parse(&replace_line("budget_us", "budget_us = 1"))
+                .unwrap()
+                .budget_microseconds,
+            1
+        );
+        let above = replace_line("budget_us", "budget_us = 1_000_001");
+        let error = Manifest::parse(&above).unwrap_err();
+        assert_eq!(
+            error,
+            ManifestError::BudgetAboveLimit {
+                line: 7,
+                budget_microseconds: 1_000_001,
+                limit_microseconds: 1_000_000
+            }
+        );
+        let message = error.to_string();
+        assert!(
+            message.contains("1000001")
+                && message.contains("1000000")
+                && message.contains("MAX_BUDGET_MICROSECONDS"),
+            "{message}"
+        );
+        assert_eq!(
+            Manifest::parse(&replace_line("budget_us", "budget_us = 0")),
+            Err(ManifestError::Zero {
+                line: 7,
+                key: "budget_us"
             })
         );
     }

@@ -11,9 +11,10 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
-use spindle_abi::host::KERNEL_FUNCTIONS;
 use spindle_abi::native::EXPORTED_SYMBOLS;
 use spindle_loader::{ElfError, ElfObject, Manifest, RelocationKind, SymbolKind, load_into};
+
+use super::domains::{self, DomainError};
 
 /// Link-time base of the trial load (1 GiB: a multiple of every alignment the loader
 /// accepts, which is at most 2 MiB).
@@ -100,38 +101,15 @@ impl Report {
     }
 }
 
-/// The kernel function called `symbol`, with its index in the table.
-fn kernel_function(symbol: &str) -> Option<(usize, &'static spindle_abi::host::KernelFunction)> {
-    KERNEL_FUNCTIONS.iter().enumerate().find(|(_, function)| function.name == symbol)
-}
-
-/// Domains of the kernel functions among `imports` that the glue itself calls, which the
-/// manifest must grant even though the extension's declaration does not name them (the
-/// panic handler's `spindle_extension_panic`).
-pub fn glue_domains<'a>(imports: impl Iterator<Item = &'a str>, glue_imports: &[&str]) -> Vec<&'static str> {
-    let mut domains = Vec::new();
-    for symbol in imports.filter(|symbol| glue_imports.contains(symbol)) {
-        if let Some((_, function)) = kernel_function(symbol)
-            && !domains.contains(&function.domain)
-        {
-            domains.push(function.domain);
-        }
-    }
-    domains
-}
-
 /// Runs every check on `shared_object` for an extension with `manifest`, first adding to
 /// the manifest's domains those of the `glue_imports` the object imports (see
-/// [`glue_domains`]).
+/// [`domains::glue_domains`]); the imports are checked by [`domains::check`], the one domain
+/// check of every technology.
 ///
 /// Errors: the first [`ArtifactError`] found, in the order of the variants.
 pub fn check(shared_object: &[u8], manifest: &mut Manifest, glue_imports: &[&str]) -> Result<Report, ArtifactError> {
     let elf = ElfObject::parse(shared_object, manifest.memory_quota_bytes).map_err(ArtifactError::Elf)?;
-    for domain in glue_domains(elf.imports().map(|symbol| symbol.name), glue_imports) {
-        if !manifest.domains.iter().any(|declared| declared == domain) {
-            manifest.domains.push(domain.to_string());
-        }
-    }
+    domains::add_glue_domains(manifest, elf.imports().map(|symbol| symbol.name), glue_imports);
     for symbol in EXPORTED_SYMBOLS {
         if elf.export(symbol).is_none() {
             return Err(ArtifactError::MissingExport { symbol });
@@ -147,14 +125,10 @@ pub fn check(shared_object: &[u8], manifest: &mut Manifest, glue_imports: &[&str
         }
         exports.push(symbol.name.to_string());
     }
-    let mut imports = Vec::new();
-    for symbol in elf.imports() {
-        let (_, function) = kernel_function(symbol.name).ok_or_else(|| ArtifactError::UnknownImport { symbol: symbol.name.to_string() })?;
-        if !manifest.domains.iter().any(|domain| domain == function.domain) {
-            return Err(ArtifactError::DomainNotDeclared { symbol: symbol.name.to_string(), domain: function.domain });
-        }
-        imports.push((symbol.name.to_string(), function.domain));
-    }
+    let imports = domains::check(elf.imports().map(|symbol| symbol.name), manifest, &[]).map_err(|error| match error {
+        DomainError::Unknown { symbol } => ArtifactError::UnknownImport { symbol },
+        DomainError::NotDeclared { symbol, domain } => ArtifactError::DomainNotDeclared { symbol, domain },
+    })?;
     let mut relocations = BTreeMap::new();
     for relocation in elf.relocations() {
         let kind = match relocation.kind {
@@ -175,7 +149,7 @@ fn trial_load(elf: &ElfObject<'_>, manifest: &Manifest) -> Result<(), ArtifactEr
     let size = usize::try_from(elf.image_size()).map_err(|_| ArtifactError::TrialLoad("image too large".into()))?;
     let mut image = vec![0u8; size];
     let mut resolver = |symbol: &str| -> Result<u64, &'static str> {
-        match kernel_function(symbol) {
+        match domains::kernel_function(symbol) {
             Some((index, function)) if manifest.domains.iter().any(|domain| domain == function.domain) => {
                 Ok(TRIAL_FUNCTION_BASE + index as u64 * TRIAL_FUNCTION_STRIDE)
             }
@@ -215,13 +189,5 @@ mod tests {
         let error = check(&bytes, &mut manifest(&["console"]), &[]).unwrap_err();
         assert!(matches!(&error, ArtifactError::MissingExport { symbol } if *symbol == EXPORTED_SYMBOLS[0]), "{error}");
         assert!(matches!(check(b"not an ELF file", &mut manifest(&[]), &[]), Err(ArtifactError::Elf(_))));
-    }
-
-    #[test]
-    fn glue_domains_come_from_the_kernel_function_table() {
-        let imports = ["spindle_console_write", "spindle_extension_panic", "spindle_extension_panic"];
-        let panic_domain = kernel_function("spindle_extension_panic").unwrap().1.domain;
-        assert_eq!(glue_domains(imports.into_iter(), &["spindle_extension_panic"]), [panic_domain]);
-        assert!(glue_domains(["spindle_console_write"].into_iter(), &["spindle_extension_panic"]).is_empty());
     }
 }

@@ -18,7 +18,6 @@
 
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use spindle_abi::event::{EventDescriptor, KERNEL_EVENTS, MEASUREMENT_EVENTS, RecordDescriptor};
 use spindle_abi::host::KERNEL_FUNCTIONS;
@@ -49,14 +48,20 @@ struct Description {
 
 /// A C extension found under `extensions/`.
 pub struct CExtension {
+    /// What the user named it.
+    argument: String,
+    /// Its directory (canonical, inside the extensions root).
     directory: PathBuf,
+    /// The extensions root it was found under.
+    extensions_root: PathBuf,
     description: Description,
 }
 
 /// The C extension `name_or_path` names (a directory under `extensions/` holding an
 /// `extension.toml` and no `Cargo.toml`), or `None` for anything else.
 ///
-/// Errors: its `extension.toml` cannot be read or parsed.
+/// Errors: such a directory outside `extensions`, or its `extension.toml` cannot be read
+/// or parsed.
 pub fn find(name_or_path: &str, extensions: &Path) -> Result<Option<CExtension>> {
     let candidate = Path::new(name_or_path);
     let directory = if candidate.is_dir() { candidate.to_path_buf() } else { extensions.join(name_or_path) };
@@ -64,18 +69,48 @@ pub fn find(name_or_path: &str, extensions: &Path) -> Result<Option<CExtension>>
     if !manifest.is_file() || directory.join("Cargo.toml").exists() {
         return Ok(None);
     }
+    let (Ok(directory), Ok(root)) = (directory.canonicalize(), extensions.canonicalize()) else { return Ok(None) };
+    if !directory.starts_with(&root) || directory == root {
+        return Err(format!(
+            "refusing to build `{name_or_path}`: {} is not inside {} (an extension is a crate or a C extension's directory under extensions/)",
+            directory.display(),
+            root.display()
+        ));
+    }
     let text = fs::read_to_string(&manifest).map_err(|error| format!("cannot read {}: {error}", manifest.display()))?;
     let description = toml::from_str(&text).map_err(|error| format!("{}: {error}", manifest.display()))?;
-    Ok(Some(CExtension { directory, description }))
+    Ok(Some(CExtension { argument: name_or_path.to_string(), directory, extensions_root: root, description }))
 }
 
-/// Compiles a C extension into a Wasm module at `<output>/<name>.wasm`; returns its
-/// manifest (parsed back, so `extension.toml` obeys the manifest's rules), the module
-/// and its path.
+/// Checks a C extension before any tool runs: its tree ([`super::rules::check_tree`]),
+/// its sources (relative paths of `.c` files inside its directory, no `..`), and its
+/// manifest ([`Manifest::parse`] of the canonical text, so `extension.toml` obeys the
+/// loader's rules).
 ///
-/// Errors: an invalid manifest, missing tools that cannot be installed, a compile error.
-pub fn build(extension: &CExtension, output: &Path) -> Result<(Manifest, Vec<u8>, PathBuf)> {
+/// Errors: the refusal, naming the file or the key.
+fn check(extension: &CExtension) -> Result<Manifest> {
+    if let Err(violations) = super::rules::check_tree(&extension.directory, &extension.extensions_root) {
+        let refusal = super::rules::CheckError::Refused { crate_argument: extension.argument.clone(), technology: super::Technology::Wasm, violations };
+        return Err(refusal.to_string());
+    }
     let description = &extension.description;
+    let toml_path = extension.directory.join("extension.toml");
+    if description.sources.is_empty() {
+        return Err(format!("{}: `sources` names no C file", toml_path.display()));
+    }
+    for source in &description.sources {
+        let path = Path::new(source);
+        let plain = path.components().all(|component| matches!(component, std::path::Component::Normal(_)));
+        let is_c = path.extension().is_some_and(|extension| extension == "c");
+        let is_file = fs::symlink_metadata(extension.directory.join(path)).is_ok_and(|metadata| metadata.is_file());
+        if !(plain && is_c && is_file) {
+            return Err(format!(
+                "{}: source {source:?} must be a `.c` file inside the extension's directory, named by a relative path without `..`",
+                toml_path.display()
+            ));
+        }
+    }
+    super::check_budget(description.budget_us, &format!("{}: budget_us", toml_path.display()))?;
     let manifest = Manifest {
         name: description.name.clone(),
         version: description.version.clone(),
@@ -85,12 +120,22 @@ pub fn build(extension: &CExtension, output: &Path) -> Result<(Manifest, Vec<u8>
         budget_microseconds: description.budget_us,
         memory_quota_bytes: description.memory_bytes,
     };
-    let manifest = Manifest::parse(&manifest.to_text()).map_err(|error| format!("{}/extension.toml: {error}", extension.directory.display()))?;
+    Manifest::parse(&manifest.to_text()).map_err(|error| format!("{}: {error}", toml_path.display()))
+}
+
+/// Compiles a C extension into a Wasm module at `<output>/<name>.wasm`; returns its
+/// manifest (parsed back, so `extension.toml` obeys the manifest's rules), the module
+/// and its path. Nothing runs before [`check`] passes; clang runs with the builder's
+/// cleaned environment and working directory ([`super::tools`]).
+///
+/// Errors: a refusal of [`check`], missing tools that cannot be installed, a compile error.
+pub fn build(extension: &CExtension, output: &Path) -> Result<(Manifest, Vec<u8>, PathBuf)> {
+    let manifest = check(extension)?;
     let header = write_header()?;
     let clang = ensure_c_tools()?;
     let module_path = output.join(format!("{}.wasm", manifest.name));
     fs::create_dir_all(output).map_err(|error| format!("cannot create {}: {error}", output.display()))?;
-    let mut command = Command::new(clang);
+    let mut command = super::tools::command(clang)?;
     command
         .args(["--target=wasm32-unknown-unknown", "-std=c11", "-O2", "-ffreestanding", "-nostdlib", "-mbulk-memory"])
         .args(["-Wall", "-Wextra", "-Werror"])
@@ -100,14 +145,11 @@ pub fn build(extension: &CExtension, output: &Path) -> Result<(Manifest, Vec<u8>
     for symbol in EXPORTED_FUNCTIONS {
         command.arg(format!("-Wl,--export={symbol}"));
     }
-    for source in &description.sources {
+    for source in &extension.description.sources {
         command.arg(extension.directory.join(source));
     }
     command.arg("-o").arg(&module_path);
-    let status = command.status().map_err(|error| format!("cannot run clang: {error}"))?;
-    if !status.success() {
-        return Err(format!("compiling `{}` with clang failed (see the compiler output above)", manifest.name));
-    }
+    super::tools::run_build(command, &format!("compiling `{}` with clang", manifest.name))?;
     let module = fs::read(&module_path).map_err(|error| format!("cannot read {}: {error}", module_path.display()))?;
     Ok((manifest, module, module_path))
 }
@@ -311,5 +353,55 @@ mod tests {
         assert!(header.contains("#define SPINDLE_EVENT_BENCH_PROBE_ID 1000u"));
         assert_eq!(event_macro("console.Line"), "CONSOLE_LINE");
         assert_eq!(snake_case("NoSuchBinding"), "no_such_binding");
+    }
+
+    const C_MANIFEST: &str = "name = \"demo-c\"\nversion = \"0.1.0\"\nbudget_us = 100\nmemory_bytes = 65536\ndomains = []\nevents = []\nsources = [\"demo.c\"]\n";
+
+    /// The refusal `build` gives for a C extension made of `files`, before any tool runs
+    /// (the output directory is never created: clang would have needed it).
+    fn refusal(files: &[(&str, &str)]) -> String {
+        let extensions = crate::ext::tree::tests::TemporaryExtensions::new("c-check");
+        extensions.write_crate("demo-c", files);
+        let found = find("demo-c", &extensions.root).unwrap().expect("a C extension");
+        let output = extensions.root.join("never-created");
+        let error = build(&found, &output).map(|_| ()).unwrap_err();
+        assert!(!output.exists(), "a tool ran: {error}");
+        error
+    }
+
+    #[test]
+    fn a_c_extension_tree_that_steers_the_build_is_refused_before_clang() {
+        let error = refusal(&[("extension.toml", C_MANIFEST), ("demo.c", "int x;\n"), (".cargo/config.toml", "[build]\n")]);
+        assert!(error.contains("as a Wasm extension") && error.contains("demo-c/.cargo/config.toml"), "{error}");
+        let error = refusal(&[("extension.toml", C_MANIFEST), ("demo.c", "int x;\n"), ("rust-toolchain.toml", "[toolchain]\n")]);
+        assert!(error.contains("demo-c/rust-toolchain.toml"), "{error}");
+    }
+
+    #[test]
+    fn a_c_budget_outside_the_limit_is_refused_naming_it() {
+        for budget in ["0", "1000001"] {
+            let manifest = C_MANIFEST.replace("budget_us = 100", &format!("budget_us = {budget}"));
+            let error = refusal(&[("extension.toml", &manifest), ("demo.c", "int x;\n")]);
+            assert!(error.contains(&format!("extension.toml: budget_us is {budget} us")) && error.contains("1 ..= 1000000 us (MAX_BUDGET_MICROSECONDS"), "{error}");
+        }
+    }
+
+    #[test]
+    fn c_sources_must_be_c_files_inside_the_directory() {
+        for source in ["../demo.c", "/etc/hostname", "demo.h", "missing.c", "-fplugin=x.c"] {
+            let manifest = C_MANIFEST.replace("\"demo.c\"", &format!("{source:?}"));
+            let error = refusal(&[("extension.toml", &manifest), ("demo.c", "int x;\n"), ("demo.h", "int y;\n")]);
+            assert!(error.contains(&format!("source {source:?} must be a `.c` file inside")), "{source}: {error}");
+        }
+    }
+
+    #[test]
+    fn a_c_extension_outside_extensions_is_refused() {
+        let extensions = crate::ext::tree::tests::TemporaryExtensions::new("c-outside");
+        let elsewhere = extensions.root.parent().unwrap().join("elsewhere");
+        fs::create_dir_all(&elsewhere).unwrap();
+        fs::write(elsewhere.join("extension.toml"), C_MANIFEST).unwrap();
+        let error = find(&elsewhere.display().to_string(), &extensions.root).map(|_| ()).unwrap_err();
+        assert!(error.contains("is not inside"), "{error}");
     }
 }

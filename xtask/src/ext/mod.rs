@@ -1,12 +1,16 @@
-//! `cargo xtask ext`: the trusted builder of native extensions (DESIGN.md §5).
+//! `cargo xtask ext`: the trusted builder of extensions (DESIGN.md §5).
 //!
 //! `ext build <crate>` turns an extension crate under `extensions/` into a signed
-//! `target/spindle/ext/<name>.kext` that the kernel's loader accepts:
+//! `target/spindle/ext/<name>.kext` that the kernel's loader accepts (`--wasm` and
+//! `--user` build the other technologies through the same first two steps):
 //!
-//! 1. **rules** ([`rules`]): edition 2024, `#![no_std]`, `#![forbid(unsafe_code)]`,
-//!    dependencies only `spindle-abi` and an allow-list, no build scripts or proc-macros;
-//! 2. **describe** ([`glue::describe`]): a generated host program prints the manifest of
-//!    the crate's `extension!` declaration, parsed with `Manifest::parse`;
+//! 1. **rules** ([`rules`]): the crate's tree steers nothing ([`tree`], before any tool
+//!    runs), edition 2024, `#![no_std]`, `#![forbid(unsafe_code)]`, dependencies only
+//!    `spindle-abi` and an allow-list, no build scripts or proc-macros. Every tool runs
+//!    from the builder's own directory with a cleaned environment ([`tools`]);
+//! 2. **describe** ([`glue::describe`]): a generated wasm32 module describes the crate's
+//!    `extension!` declaration in a `wasmi` sandbox ([`describe`]); the manifest is
+//!    checked with `Manifest::parse`;
 //! 3. **glue + build** ([`glue::build_shared_object`]): a generated `no_std` staticlib
 //!    exports the C entry points of `spindle_abi::native`, is compiled for
 //!    `riscv64gc-unknown-none-elf` position-independent, and linked by rust-lld into a
@@ -20,15 +24,23 @@
 
 mod artifact;
 mod c;
+mod describe;
+mod domains;
 mod glue;
 mod keys;
+#[cfg(test)]
+mod macro_tests;
 mod rules;
+mod tools;
+mod tree;
 mod user_glue;
 pub mod wasm_check;
 
+use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::Mutex;
 use std::time::Instant;
 
 use clap::Subcommand;
@@ -40,11 +52,43 @@ use crate::kernel_build::workspace_root;
 
 pub use keys::{signing_key, verifying_key_hex};
 
+/// The technologies an extension crate is built as.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Technology {
+    /// A signed native `.kext` (`ext build CRATE`).
+    Native,
+    /// A signed Wasm `.kext` (`ext build CRATE --wasm`; C extensions too).
+    Wasm,
+    /// A user program served by upcalls (`ext build CRATE --user`).
+    User,
+}
+
+impl Technology {
+    /// Its name in messages: `native`, `Wasm`, `user-level`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Technology::Native => "native",
+            Technology::Wasm => "Wasm",
+            Technology::User => "user-level",
+        }
+    }
+
+    /// `a native extension`, `a Wasm extension`, `a user-level extension`.
+    pub fn as_an_extension(self) -> &'static str {
+        match self {
+            Technology::Native => "a native extension",
+            Technology::Wasm => "a Wasm extension",
+            Technology::User => "a user-level extension",
+        }
+    }
+}
+
 /// `cargo xtask ext …` subcommands.
 #[derive(Subcommand)]
 pub enum ExtCommand {
-    /// Build an extension crate as a signed native extension (target/spindle/ext/NAME.kext).
+    /// Build an extension crate: native (.kext, default), Wasm (--wasm) or user-level (--user).
     ///
+    /// Without a flag, builds a signed native extension (target/spindle/ext/NAME.kext).
     /// CRATE is a directory name under extensions/ (`hello`) or a path inside it. The crate
     /// must be edition 2024, `#![no_std]` and `#![forbid(unsafe_code)]`, and depend only on
     /// spindle-abi (and the allow-list in xtask/src/ext/rules.rs), with no build scripts or
@@ -91,6 +135,41 @@ pub fn run(command: ExtCommand) -> Result<ExitCode> {
     }
 }
 
+/// What a build prints when it succeeds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Report {
+    /// The full summary (`ext build`): path, size, manifest, imports, …
+    Summary,
+    /// Nothing: the caller reports progress itself (`cargo xtask qemu`'s image build).
+    Quiet,
+}
+
+/// Builds `crate_name` (a name under `extensions/` or a path inside it) as `technology`
+/// and returns the artifact's path: [`build_native`], [`build_wasm`] or [`build_user`].
+///
+/// Each build is done once per xtask process: the crates do not change while xtask runs,
+/// so a second request (the test image builds `hello`, then the hot-load tests ask for it
+/// again) returns the first result, and the rules and describe step run once per crate for
+/// all three technologies ([`prepare`]).
+///
+/// Errors: those of the build.
+pub fn build(technology: Technology, crate_name: &str, report: Report) -> Result<PathBuf> {
+    static BUILT: Mutex<BTreeMap<(Technology, String), PathBuf>> = Mutex::new(BTreeMap::new());
+    let key = (technology, crate_name.to_string());
+    if let Some(path) = BUILT.lock().map_err(|_| "a build panicked")?.get(&key) {
+        return Ok(path.clone());
+    }
+    let started = Instant::now();
+    crate::setup::ensure_rust_targets()?;
+    let path = match technology {
+        Technology::Native => native(crate_name, report, started)?,
+        Technology::Wasm => wasm(crate_name, report, started)?,
+        Technology::User => user(crate_name, report, started)?,
+    };
+    BUILT.lock().map_err(|_| "a build panicked")?.insert(key, path.clone());
+    Ok(path)
+}
+
 /// Builds `crate_name` (a name under `extensions/` or a path inside it) as a signed native
 /// extension, checks that the kernel's loader accepts it, prints a summary and returns the
 /// path of the `.kext`.
@@ -98,26 +177,7 @@ pub fn run(command: ExtCommand) -> Result<ExitCode> {
 /// Errors: a rule refusal (naming the rule and the place), a build, link, check, key or
 /// packing failure, each as a message.
 pub fn build_native(crate_name: &str) -> Result<PathBuf> {
-    let started = Instant::now();
-    crate::setup::ensure_rust_targets()?;
-    let root = workspace_root();
-    if c::find(crate_name, &root.join("extensions"))?.is_some() {
-        return Err(format!("`{crate_name}` is a C extension, which builds only as Wasm: `cargo xtask ext build {crate_name} --wasm`"));
-    }
-    let checked = rules::check_crate(crate_name, &root.join("extensions"), &root.join("abi/Cargo.toml")).map_err(|error| error.to_string())?;
-    let mut manifest = glue::describe(&checked)?;
-    let output_directory = root.join("target/spindle/ext");
-    let shared_object_path = output_directory.join(format!("{}.so", manifest.name));
-    glue::build_shared_object(&checked, &shared_object_path)?;
-    let shared_object = fs::read(&shared_object_path).map_err(|error| format!("cannot read {}: {error}", shared_object_path.display()))?;
-    let report = artifact::check(&shared_object, &mut manifest, glue::GLUE_IMPORTS)
-        .map_err(|error| format!("refusing to sign {}: {error}", shared_object_path.display()))?;
-
-    let kext_path = output_directory.join(format!("{}.kext", manifest.name));
-    let (kext, verifying_key_hex) = sign_and_write(Kind::Native, &manifest, &shared_object, &kext_path)?;
-
-    print_summary(&kext_path, kext.len(), &manifest, &report, &verifying_key_hex, started);
-    Ok(kext_path)
+    build(Technology::Native, crate_name, Report::Summary)
 }
 
 /// Builds `crate_name` as a Wasm extension (`target/spindle/ext/<name>.wasm.kext`, kind
@@ -127,58 +187,134 @@ pub fn build_native(crate_name: &str) -> Result<PathBuf> {
 ///
 /// Errors: as [`build_native`], or a [`wasm_check::WasmCheckError`] as a message.
 pub fn build_wasm(crate_name: &str) -> Result<PathBuf> {
-    let started = Instant::now();
-    crate::setup::ensure_rust_targets()?;
+    build(Technology::Wasm, crate_name, Report::Summary)
+}
+
+/// Builds `crate_name` as a user-level extension: the same rules and describe step as
+/// [`build_native`], then a static user program from generated glue
+/// ([`user_glue::build_user_program`]) at `target/spindle/ext/ext-<name>`, checked with the
+/// kernel's executable checks (`spindle_process::Executable`) and the domain check of
+/// every technology ([`domains::check`]). Returns its path.
+///
+/// Errors: as [`build_native`], or those checks refuse the program.
+pub fn build_user(crate_name: &str) -> Result<PathBuf> {
+    build(Technology::User, crate_name, Report::Summary)
+}
+
+/// The steps every Rust technology shares, done once per crate and xtask process: the
+/// rules ([`rules::check_crate`]: the tree scan first, then `cargo metadata`) and the
+/// sandboxed describe step ([`glue::describe`], which also checks the budget). Returns the
+/// checked crate and its manifest (before any glue domains are added).
+///
+/// Errors: a C extension asked for as another technology than Wasm, a refusal, a failed
+/// describe step.
+fn prepare(crate_name: &str, technology: Technology) -> Result<(rules::CheckedCrate, Manifest)> {
+    static PREPARED: Mutex<BTreeMap<String, (rules::CheckedCrate, Manifest)>> = Mutex::new(BTreeMap::new());
+    if let Some(prepared) = PREPARED.lock().map_err(|_| "a build panicked")?.get(crate_name) {
+        return Ok(prepared.clone());
+    }
+    let root = workspace_root();
+    if technology != Technology::Wasm && c::find(crate_name, &root.join("extensions"))?.is_some() {
+        return Err(format!("`{crate_name}` is a C extension, which builds only as Wasm, not {}: `cargo xtask ext build {crate_name} --wasm`", technology.name()));
+    }
+    let checked = rules::check_crate(crate_name, &root.join("extensions"), &root.join("abi/Cargo.toml"), technology).map_err(|error| error.to_string())?;
+    let manifest = glue::describe(&checked)?;
+    PREPARED.lock().map_err(|_| "a build panicked")?.insert(crate_name.to_string(), (checked.clone(), manifest.clone()));
+    Ok((checked, manifest))
+}
+
+fn native(crate_name: &str, report: Report, started: Instant) -> Result<PathBuf> {
+    let (checked, mut manifest) = prepare(crate_name, Technology::Native)?;
+    let output_directory = workspace_root().join("target/spindle/ext");
+    let shared_object_path = output_directory.join(format!("{}.so", manifest.name));
+    glue::build_shared_object(&checked, &shared_object_path)?;
+    let shared_object = fs::read(&shared_object_path).map_err(|error| format!("cannot read {}: {error}", shared_object_path.display()))?;
+    let checks = artifact::check(&shared_object, &mut manifest, glue::GLUE_IMPORTS)
+        .map_err(|error| format!("refusing to sign {}: {error}", shared_object_path.display()))?;
+
+    let kext_path = output_directory.join(format!("{}.kext", manifest.name));
+    let (kext, verifying_key_hex) = sign_and_write(Kind::Native, &manifest, &shared_object, &kext_path)?;
+
+    if report == Report::Summary {
+        print_summary(&kext_path, kext.len(), &manifest, &checks, &verifying_key_hex, started);
+    }
+    Ok(kext_path)
+}
+
+fn wasm(crate_name: &str, report: Report, started: Instant) -> Result<PathBuf> {
     let root = workspace_root();
     let output_directory = root.join("target/spindle/ext");
     let (mut manifest, module, module_path) = match c::find(crate_name, &root.join("extensions"))? {
         Some(c_extension) => c::build(&c_extension, &output_directory)?,
         None => {
-            let checked = rules::check_crate(crate_name, &root.join("extensions"), &root.join("abi/Cargo.toml")).map_err(|error| error.to_string())?;
-            let manifest = glue::describe(&checked)?;
+            let (checked, manifest) = prepare(crate_name, Technology::Wasm)?;
             let module_path = output_directory.join(format!("{}.wasm", manifest.name));
             glue::build_wasm_module(&checked, &module_path)?;
             let module = fs::read(&module_path).map_err(|error| format!("cannot read {}: {error}", module_path.display()))?;
             (manifest, module, module_path)
         }
     };
-    let report = wasm_check::check(&module, &mut manifest, glue::GLUE_IMPORTS)
+    let checks = wasm_check::check(&module, &mut manifest, glue::GLUE_IMPORTS)
         .map_err(|error| format!("refusing to pack {}: {error}", module_path.display()))?;
     let kext_path = output_directory.join(format!("{}.wasm.kext", manifest.name));
     let (kext, _) = sign_and_write(Kind::Wasm, &manifest, &module, &kext_path)?;
 
-    let shown = kext_path.strip_prefix(workspace_root()).unwrap_or(&kext_path);
-    println!("ext build --wasm: {} ({} bytes, signed, {:.1} s)", shown.display(), kext.len(), started.elapsed().as_secs_f64());
-    print_manifest(&manifest);
-    let imports: Vec<String> = report.imports.iter().map(|(symbol, domain)| format!("{symbol} ({domain})")).collect();
-    println!("  imports:     {}", if imports.is_empty() { "none".to_string() } else { imports.join(", ") });
-    println!("  module:      {} bytes, initial memory {} bytes, {} binding(s) described", module.len(), report.initial_memory, report.bindings);
+    if report == Report::Summary {
+        let shown = kext_path.strip_prefix(&root).unwrap_or(&kext_path);
+        println!("ext build --wasm: {} ({} bytes, signed, {:.1} s)", shown.display(), kext.len(), started.elapsed().as_secs_f64());
+        print_manifest(&manifest);
+        let imports: Vec<String> = checks.imports.iter().map(|(symbol, domain)| format!("{symbol} ({domain})")).collect();
+        println!("  imports:     {}", if imports.is_empty() { "none".to_string() } else { imports.join(", ") });
+        println!("  module:      {} bytes, initial memory {} bytes, {} binding(s) described", module.len(), checks.initial_memory, checks.bindings);
+    }
     Ok(kext_path)
 }
 
-/// Builds `crate_name` as a user-level extension: the same rules and describe step as
-/// [`build_native`], then a static user program from generated glue
-/// ([`user_glue::build_user_program`]) at `target/spindle/ext/ext-<name>`, checked with the
-/// kernel's executable checks (`spindle_process::Executable`). Returns its path.
-///
-/// Errors: as [`build_native`], or the kernel's executable checks refuse the program.
-pub fn build_user(crate_name: &str) -> Result<PathBuf> {
-    let started = Instant::now();
-    crate::setup::ensure_rust_targets()?;
+fn user(crate_name: &str, report: Report, started: Instant) -> Result<PathBuf> {
     let root = workspace_root();
-    if c::find(crate_name, &root.join("extensions"))?.is_some() {
-        return Err(format!("`{crate_name}` is a C extension, which builds only as Wasm: `cargo xtask ext build {crate_name} --wasm`"));
-    }
-    let checked = rules::check_crate(crate_name, &root.join("extensions"), &root.join("abi/Cargo.toml")).map_err(|error| error.to_string())?;
-    let manifest = glue::describe(&checked)?;
+    let (checked, manifest) = prepare(crate_name, Technology::User)?;
     let path = root.join("target/spindle/ext").join(format!("{}{}", user_glue::PROGRAM_PREFIX, manifest.name));
-    user_glue::build_user_program(&checked, &manifest, &path)?;
-    let bytes = fs::read(&path).map_err(|error| format!("cannot read {}: {error}", path.display()))?;
-    spindle_process::Executable::parse(&bytes).map_err(|error| format!("the kernel would refuse {}: {error}", path.display()))?;
-    let shown = path.strip_prefix(&root).unwrap_or(&path);
-    println!("ext build --user: {} ({} bytes, {:.1} s)", shown.display(), bytes.len(), started.elapsed().as_secs_f64());
-    print_manifest(&manifest);
+    let bytes = user_glue::build_user_program(&checked, &manifest)?;
+    let calls = check_user_program(&bytes, &manifest).map_err(|error| format!("refusing the user-level build of `{crate_name}`: {error}"))?;
+    write_if_changed(&path, &bytes)?;
+    if report == Report::Summary {
+        let shown = path.strip_prefix(&root).unwrap_or(&path);
+        println!("ext build --user: {} ({} bytes, {:.1} s)", shown.display(), bytes.len(), started.elapsed().as_secs_f64());
+        print_manifest(&manifest);
+        let calls: Vec<String> = calls.iter().map(|(symbol, domain)| format!("{symbol} ({domain})")).collect();
+        println!("  calls:       {}", if calls.is_empty() { "no kernel functions".to_string() } else { calls.join(", ") });
+    }
     Ok(path)
+}
+
+/// The checks on a user-level program before it is written: the kernel's executable
+/// checks (`spindle_process::Executable`), and the domain check every technology applies
+/// ([`domains::check`]) to the kernel functions it calls. Returns those, with their
+/// domains.
+///
+/// Errors: the kernel would refuse the program, or it calls a kernel function of a domain
+/// the manifest does not name.
+fn check_user_program(program: &[u8], manifest: &Manifest) -> Result<Vec<(String, &'static str)>> {
+    spindle_process::Executable::parse(program).map_err(|error| format!("the kernel would refuse the program: {error}"))?;
+    let called = domains::user_program_kernel_functions(program)?;
+    domains::check(called.iter().map(String::as_str), manifest, &[]).map_err(|error| format!("the program calls kernel functions it may not: {error}"))
+}
+
+/// The budget rule every technology enforces before anything is packed: 1 ..=
+/// [`MAX_BUDGET_MICROSECONDS`](spindle_abi::extension::MAX_BUDGET_MICROSECONDS) (one
+/// second per handler call). `source` says where the budget was declared (the
+/// `extension!` declaration, a C extension's `extension.toml`); the loader's manifest
+/// parser refuses the same budgets, so this is the builder's clearer message for them.
+///
+/// Errors: the budget and the limit.
+pub fn check_budget(budget_microseconds: u64, source: &str) -> Result<()> {
+    use spindle_abi::extension::MAX_BUDGET_MICROSECONDS;
+    if budget_microseconds == 0 || budget_microseconds > MAX_BUDGET_MICROSECONDS {
+        return Err(format!(
+            "{source} is {budget_microseconds} us; a handler's budget must be 1 ..= {MAX_BUDGET_MICROSECONDS} us (MAX_BUDGET_MICROSECONDS, one second per handler call)"
+        ));
+    }
+    Ok(())
 }
 
 /// The bundle entry of a user-level build: `bin/ext-<name>`.
@@ -252,6 +388,40 @@ pub fn write_if_changed(path: &Path, bytes: &[u8]) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// An extension that calls `spindle_clock_ticks` but declares no domains: its native
+    /// and Wasm builds are refused by their import checks, and so is its user-level build.
+    #[test]
+    fn a_user_level_program_calling_an_undeclared_domain_is_refused() {
+        let extensions = tree::tests::TemporaryExtensions::new("user-domains");
+        let cargo_manifest = format!(
+            "[package]\nname = \"undeclared-domain-test\"\nversion = \"0.1.0\"\nedition = \"2024\"\n\n[dependencies]\nspindle-abi = {{ path = {:?} }}\n\n[workspace]\n",
+            workspace_root().join("abi")
+        );
+        let library = "#![no_std]\n#![forbid(unsafe_code)]\n\
+            use spindle_abi::event::{BENCH_PROBE, Probe, ProbeResult};\n\
+            fn stamp(probe: &Probe) -> ProbeResult { ProbeResult { value: probe.value + spindle_abi::host::ticks() } }\n\
+            spindle_abi::extension! { name: \"undeclared\", version: \"0.1.0\", budget_microseconds: 10, memory_quota_bytes: 4096, domains: [], bindings: [BENCH_PROBE => stamp] }\n";
+        extensions.write_crate("undeclared", &[("Cargo.toml", &cargo_manifest), ("src/lib.rs", library)]);
+        let checked = rules::check_crate("undeclared", &extensions.root, &workspace_root().join("abi/Cargo.toml"), Technology::User).unwrap();
+        let mut manifest = glue::describe(&checked).unwrap();
+        let program = user_glue::build_user_program(&checked, &manifest).unwrap();
+        let error = check_user_program(&program, &manifest).unwrap_err();
+        assert!(error.contains("`spindle_clock_ticks` of domain `clock`"), "{error}");
+        // Declared, it passes, and the call is reported.
+        manifest.domains.push("clock".into());
+        assert_eq!(check_user_program(&program, &manifest).unwrap(), [("spindle_clock_ticks".to_string(), "clock")]);
+    }
+
+    #[test]
+    fn budgets_outside_the_limit_are_refused_naming_it() {
+        assert!(check_budget(1, "b").is_ok() && check_budget(1_000_000, "b").is_ok());
+        for budget in [0, 1_000_001, u64::MAX] {
+            let error = check_budget(budget, "the declaration's budget_microseconds").unwrap_err();
+            assert!(error.starts_with(&format!("the declaration's budget_microseconds is {budget} us")), "{error}");
+            assert!(error.contains("1 ..= 1000000 us (MAX_BUDGET_MICROSECONDS"), "{error}");
+        }
+    }
 
     #[test]
     fn the_kernel_side_check_fails_for_a_wrong_key_or_fingerprint() {

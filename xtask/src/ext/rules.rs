@@ -21,15 +21,18 @@
 use std::collections::{BTreeMap, VecDeque};
 use std::fmt;
 use std::path::{Path, PathBuf};
-use std::process::Command;
-
 use serde::Deserialize;
+
+use super::Technology;
 
 /// A rule a native extension crate must follow.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Rule {
     /// The crate lives under `extensions/`.
     UnderExtensions,
+    /// Nothing in the crate's directory can steer cargo, rustup or rustc (see
+    /// [`super::tree`]).
+    NothingSteersTheBuild,
     /// The crate has a library target (the glue links against it).
     LibraryTarget,
     /// Edition 2024 (package and library target).
@@ -49,6 +52,7 @@ pub enum Rule {
 /// Every rule, in the order they are checked.
 pub const RULES: &[Rule] = &[
     Rule::UnderExtensions,
+    Rule::NothingSteersTheBuild,
     Rule::LibraryTarget,
     Rule::Edition2024,
     Rule::NoStd,
@@ -62,7 +66,10 @@ impl Rule {
     /// The rule as one sentence (shown in every refusal).
     pub fn statement(self) -> &'static str {
         match self {
-            Rule::UnderExtensions => "a native extension is a crate under extensions/",
+            Rule::UnderExtensions => "an extension is a crate (or a C extension's directory) under extensions/",
+            Rule::NothingSteersTheBuild => {
+                "nothing in the extension's directory can steer cargo, rustup or rustc: no .cargo, rust-toolchain(.toml), build.rs, symlink leaving the crate, or Cargo.toml cargo-features/[patch]/[replace]/[profile]/build/links/workspace/proc-macro"
+            }
             Rule::LibraryTarget => "the crate has a library target",
             Rule::Edition2024 => "the crate uses edition 2024 (which makes no_mangle, export_name, link_section and extern blocks unsafe)",
             Rule::NoStd => "the library's root file has `#![no_std]` at crate level",
@@ -130,6 +137,8 @@ pub enum CheckError {
     Refused {
         /// What the user named.
         crate_argument: String,
+        /// The technology it was to be built as.
+        technology: Technology,
         /// The violations.
         violations: Vec<Violation>,
     },
@@ -140,8 +149,8 @@ pub enum CheckError {
 impl fmt::Display for CheckError {
     fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            CheckError::Refused { crate_argument, violations } => {
-                write!(formatter, "refusing to build `{crate_argument}` as a native extension:")?;
+            CheckError::Refused { crate_argument, technology, violations } => {
+                write!(formatter, "refusing to build `{crate_argument}` as {}:", technology.as_an_extension())?;
                 for violation in violations {
                     write!(formatter, "\n  - {violation}")?;
                 }
@@ -175,14 +184,21 @@ pub struct CheckedCrate {
 }
 
 /// Checks the crate named by `argument` — a directory name under `extensions_root` or a
-/// path (to the crate directory or its `Cargo.toml`) inside it — against every rule.
+/// path (to the crate directory or its `Cargo.toml`) inside it — against every rule, to be
+/// built as `technology` (which only changes the wording of a refusal).
 /// `abi_manifest` is the workspace's `abi/Cargo.toml`, the one `spindle-abi` accepted.
 ///
+/// Order: the crate's place ([`locate`]), then its tree ([`check_tree`], plain file reads),
+/// and only then the first tool, `cargo metadata` (cleaned environment, the builder's own
+/// working directory).
+///
 /// Errors: [`CheckError::Refused`] listing every violation found (a crate outside
-/// `extensions_root` is refused before anything else is read), [`CheckError::Metadata`].
-pub fn check_crate(argument: &str, extensions_root: &Path, abi_manifest: &Path) -> Result<CheckedCrate, CheckError> {
-    let refuse = |violations: Vec<Violation>| CheckError::Refused { crate_argument: argument.to_string(), violations };
+/// `extensions_root`, or one whose tree could steer the build, is refused before any tool
+/// runs), [`CheckError::Metadata`].
+pub fn check_crate(argument: &str, extensions_root: &Path, abi_manifest: &Path, technology: Technology) -> Result<CheckedCrate, CheckError> {
+    let refuse = |violations: Vec<Violation>| CheckError::Refused { crate_argument: argument.to_string(), technology, violations };
     let manifest_path = locate(argument, extensions_root).map_err(|violation| refuse(vec![violation]))?;
+    check_tree(manifest_path.parent().unwrap_or(&manifest_path), extensions_root).map_err(refuse)?;
     let json = run_cargo_metadata(&manifest_path)?;
     let metadata = parse_metadata(&json).map_err(CheckError::Metadata)?;
     let (checked, mut violations) = check_metadata(&metadata, &manifest_path, abi_manifest);
@@ -197,6 +213,21 @@ pub fn check_crate(argument: &str, extensions_root: &Path, abi_manifest: &Path) 
         Some(checked) if violations.is_empty() => Ok(checked),
         _ => Err(refuse(violations)),
     }
+}
+
+/// The [`Rule::NothingSteersTheBuild`] check of an extension directory (Rust or C): every
+/// finding of [`super::tree::scan`] as a violation.
+///
+/// Errors: the violations, one per offending file.
+pub fn check_tree(directory: &Path, extensions_root: &Path) -> Result<(), Vec<Violation>> {
+    let findings = super::tree::scan(directory, extensions_root);
+    if findings.is_empty() {
+        return Ok(());
+    }
+    Err(findings
+        .into_iter()
+        .map(|finding| Violation { rule: Rule::NothingSteersTheBuild, place: finding.path.display().to_string(), detail: finding.reason })
+        .collect())
 }
 
 /// Finds the `Cargo.toml` of the crate `argument` names, which must be inside
@@ -234,12 +265,13 @@ pub fn locate(argument: &str, extensions_root: &Path) -> Result<PathBuf, Violati
 }
 
 /// Runs `cargo metadata --format-version 1` for the crate (whole resolve graph, every
-/// platform) and returns its JSON.
+/// platform) and returns its JSON. Cargo runs from the builder's working directory with a
+/// cleaned environment ([`super::tools`]), so no configuration of the extension's applies.
 fn run_cargo_metadata(manifest_path: &Path) -> Result<String, CheckError> {
-    let output = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
+    let output = super::tools::cargo()
+        .map_err(CheckError::Metadata)?
         .args(["metadata", "--format-version", "1", "--manifest-path"])
         .arg(manifest_path)
-        .current_dir(manifest_path.parent().unwrap_or(Path::new(".")))
         .output()
         .map_err(|error| CheckError::Metadata(format!("cannot run cargo metadata: {error}")))?;
     if !output.status.success() {
@@ -779,16 +811,54 @@ mod tests {
             let violation = locate(&argument, &extensions).unwrap_err();
             assert_eq!(violation.rule, Rule::UnderExtensions, "{argument}");
         }
-        let error = check_crate(&fixtures().join("build-script").display().to_string(), &extensions, &abi_manifest()).unwrap_err();
+        let error = check_crate(&fixtures().join("build-script").display().to_string(), &extensions, &abi_manifest(), Technology::Native).unwrap_err();
         assert_eq!(error.rules(), [Rule::UnderExtensions]);
         assert!(error.to_string().contains("is not inside"), "{error}");
     }
 
     #[test]
     fn hello_follows_every_rule() {
-        let checked = check_crate("hello", &workspace_root().join("extensions"), &abi_manifest()).unwrap();
+        let checked = check_crate("hello", &workspace_root().join("extensions"), &abi_manifest(), Technology::Native).unwrap();
         assert_eq!(checked.package_name, "hello");
         assert!(checked.library_source.ends_with("extensions/hello/src/lib.rs"));
+    }
+
+    /// A `.cargo/config.toml` in the extension naming a rustc wrapper: the build is refused
+    /// naming the file, and the wrapper (which would create a marker file) never runs.
+    #[test]
+    fn a_rustc_wrapper_in_the_extension_never_runs() {
+        use std::os::unix::fs::PermissionsExt as _;
+        let extensions = crate::ext::tree::tests::TemporaryExtensions::new("wrapper");
+        let marker = extensions.root.join("wrapper-ran");
+        let wrapper = extensions.root.join("wrapper.sh");
+        std::fs::write(&wrapper, format!("#!/bin/sh\ntouch '{}'\nexec \"$@\"\n", marker.display())).unwrap();
+        std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let manifest = format!(
+            "[package]\nname = \"steered\"\nversion = \"0.1.0\"\nedition = \"2024\"\n\n[dependencies]\nspindle-abi = {{ path = {:?} }}\n\n[workspace]\n",
+            workspace_root().join("abi")
+        );
+        let configuration = format!("[build]\nrustc-wrapper = {:?}\n", wrapper);
+        let directory = extensions.write_crate(
+            "steered",
+            &[("Cargo.toml", &manifest), ("src/lib.rs", "#![no_std]\n#![forbid(unsafe_code)]\n"), (".cargo/config.toml", &configuration)],
+        );
+        let error = check_crate("steered", &extensions.root, &abi_manifest(), Technology::Native).unwrap_err();
+        assert!(!marker.exists(), "the extension's rustc-wrapper ran");
+        let message = error.to_string();
+        assert!(message.contains(&directory.join(".cargo/config.toml").display().to_string()), "{message}");
+    }
+
+    /// A refusal names the technology that was asked for.
+    #[test]
+    fn refusals_name_the_technology() {
+        for (technology, wording) in [
+            (Technology::Native, "as a native extension:"),
+            (Technology::Wasm, "as a Wasm extension:"),
+            (Technology::User, "as a user-level extension:"),
+        ] {
+            let message = check_crate("no-forbid-unsafe", &fixtures(), &abi_manifest(), technology).unwrap_err().to_string();
+            assert!(message.starts_with(&format!("refusing to build `no-forbid-unsafe` {wording}")), "{message}");
+        }
     }
 
     /// Each bad fixture crate is refused for exactly its fault, with the place named.
@@ -796,13 +866,15 @@ mod tests {
     fn bad_fixture_crates_are_refused() {
         let cases: [(&str, &[Rule], &str); 5] = [
             ("no-forbid-unsafe", &[Rule::ForbidUnsafeCode], "no-forbid-unsafe/src/lib.rs"),
-            ("build-script", &[Rule::NoBuildScript], "build.rs"),
+            ("build-script", &[Rule::NothingSteersTheBuild], "build-script/build.rs"),
             ("bad-dependency", &[Rule::AllowedDependencies], "`local-helper 0.1.0`"),
-            ("proc-macro-dependency", &[Rule::AllowedDependencies, Rule::NoProcMacro], "`local-derive 0.1.0`"),
+            // Both are caught by the tree scan before cargo metadata runs; the metadata rules
+            // still cover build scripts and proc-macros outside the tree (synthetic_metadata_rules).
+            ("proc-macro-dependency", &[Rule::NothingSteersTheBuild], "local-derive/Cargo.toml"),
             ("edition-2021", &[Rule::Edition2024], "edition-2021/Cargo.toml"),
         ];
         for (fixture, rules, place) in cases {
-            let error = check_crate(fixture, &fixtures(), &abi_manifest()).unwrap_err();
+            let error = check_crate(fixture, &fixtures(), &abi_manifest(), Technology::Native).unwrap_err();
             assert_eq!(error.rules(), rules, "{fixture}: {error}");
             let message = error.to_string();
             assert!(message.contains(place) && message.contains(rules[0].statement()), "{fixture}: {message}");

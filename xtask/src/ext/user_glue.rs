@@ -21,7 +21,7 @@ use super::glue::{dependencies, glue_directory, target_directory, toml_string, w
 use super::rules::CheckedCrate;
 use super::write_if_changed;
 use crate::Result;
-use crate::kernel_build::{KERNEL_TARGET, cargo, workspace_root};
+use crate::kernel_build::{KERNEL_TARGET, workspace_root};
 
 /// Bundle entries of user-level builds: `bin/ext-<name>` (the kernel's `ext::user`).
 pub const PROGRAM_PREFIX: &str = "ext-";
@@ -109,10 +109,10 @@ fn user_main(manifest: &Manifest) -> String {
 }
 
 /// Builds the user-level program of `extension` (whose `manifest` the describe step
-/// printed) and copies the ELF to `output`.
+/// stated) and returns the ELF (the caller checks it before writing it anywhere).
 ///
 /// Errors: the build fails or produces no program.
-pub fn build_user_program(extension: &CheckedCrate, manifest: &Manifest, output: &Path) -> Result<()> {
+pub fn build_user_program(extension: &CheckedCrate, manifest: &Manifest) -> Result<Vec<u8>> {
     let package = format!("{}-user", extension.package_name);
     let program = format!("{PROGRAM_PREFIX}{}", manifest.name);
     let directory = glue_directory().join(&package);
@@ -129,27 +129,22 @@ pub fn build_user_program(extension: &CheckedCrate, manifest: &Manifest, output:
         toml_string(Path::new(&format!("spindle-{package}")))?,
         toml_string(Path::new(&program))?,
         // The kernel functions as system calls (see `spindle_abi::upcall`).
-        dependencies(extension, false)?.replace("spindle-abi = { path = ", "spindle-abi = { features = [\"user-level\"], path = "),
+        dependencies(extension)?.replace("spindle-abi = { path = ", "spindle-abi = { features = [\"user-level\"], path = "),
         toml_string(&root.join("userspace/runtime"))?,
     );
     write_crate(&directory, &cargo_manifest, "main.rs", &user_main(manifest))?;
     write_if_changed(&directory.join("src/manifest.txt"), manifest.to_text().as_bytes())?;
     let linker_script = root.join("userspace/user.ld");
-    let status = cargo()
+    let mut command = super::tools::cargo()?;
+    command
         .args(["build", "--quiet", "--release", "--target", KERNEL_TARGET, "--manifest-path"])
         .arg(directory.join("Cargo.toml"))
         .arg("--target-dir")
         .arg(target_directory())
-        .env("RUSTFLAGS", format!("-C link-arg=-T{} -C strip=debuginfo", linker_script.display()))
-        .env_remove("CARGO_ENCODED_RUSTFLAGS")
-        .status()
-        .map_err(|error| format!("cannot run cargo: {error}"))?;
-    if !status.success() {
-        return Err(format!("building `{}` as a user program failed (see the compiler output above)", extension.package_name));
-    }
+        .env("RUSTFLAGS", format!("-C link-arg=-T{} -C strip=debuginfo", linker_script.display()));
+    super::tools::run_build(command, &format!("building `{}` as a user program", extension.package_name))?;
     let elf = target_directory().join(KERNEL_TARGET).join("release").join(&program);
-    let bytes = fs::read(&elf).map_err(|error| format!("cannot read {}: {error}", elf.display()))?;
-    write_if_changed(output, &bytes)
+    fs::read(&elf).map_err(|error| format!("cannot read {}: {error}", elf.display()))
 }
 
 #[cfg(test)]

@@ -11,11 +11,12 @@
 
 use std::fmt;
 
-use spindle_abi::host::KERNEL_FUNCTIONS;
 use spindle_abi::native::{BINDING_COUNT_SYMBOL, BINDING_INFO_SYMBOL};
 use spindle_abi::wasm::{EXCHANGE_SYMBOL, EXPORTED_FUNCTIONS, MEMORY_EXPORT, WASM_IMPORT_MODULE, WASM_PAGE_SIZE};
 use spindle_loader::Manifest;
 use wasmi::{Config, Engine, ExternType, Linker, Module, Store, Val};
+
+use super::domains::DomainError;
 
 /// Kernel functions a Wasm module may not import: its heap is its own linear memory.
 pub use spindle_abi::wasm::NATIVE_ONLY_FUNCTIONS as NOT_FOR_WASM;
@@ -101,25 +102,17 @@ pub fn check(bytes: &[u8], manifest: &mut Manifest, glue_imports: &[&str]) -> Re
     let engine = engine();
     let module = Module::new(&engine, bytes).map_err(|error| WasmCheckError::Invalid(error.to_string()))?;
     let names: Vec<String> = module.imports().map(|import| import.name().to_string()).collect();
-    for domain in super::artifact::glue_domains(names.iter().map(String::as_str), glue_imports) {
-        if !manifest.domains.iter().any(|declared| declared == domain) {
-            manifest.domains.push(domain.to_string());
-        }
-    }
-    let mut imports = Vec::new();
+    super::domains::add_glue_domains(manifest, names.iter().map(String::as_str), glue_imports);
     for import in module.imports() {
         if import.module() != WASM_IMPORT_MODULE || import.ty().func().is_none() {
             return Err(WasmCheckError::ForeignImport(format!("{}.{}", import.module(), import.name())));
         }
-        let function = KERNEL_FUNCTIONS
-            .iter()
-            .find(|function| function.name == import.name() && !NOT_FOR_WASM.contains(&function.name))
-            .ok_or_else(|| WasmCheckError::UnknownImport(import.name().to_string()))?;
-        if !manifest.domains.iter().any(|domain| domain == function.domain) {
-            return Err(WasmCheckError::DomainNotDeclared { symbol: import.name().to_string(), domain: function.domain });
-        }
-        imports.push((import.name().to_string(), function.domain));
     }
+    // The one domain check of every technology; the arena functions are native-only.
+    let imports = super::domains::check(names.iter().map(String::as_str), manifest, NOT_FOR_WASM).map_err(|error| match error {
+        DomainError::Unknown { symbol } => WasmCheckError::UnknownImport(symbol),
+        DomainError::NotDeclared { symbol, domain } => WasmCheckError::DomainNotDeclared { symbol, domain },
+    })?;
     for symbol in EXPORTED_FUNCTIONS {
         if !matches!(module.get_export(symbol), Some(ExternType::Func(_))) {
             return Err(WasmCheckError::MissingExport(symbol));
