@@ -219,6 +219,7 @@ mod tests {
             crate_name: Some("hello".into()),
             unload: None,
             list: false,
+            stats: false,
             wasm: false,
             user: true,
             socket: Some(temporary_socket("never-used")),
@@ -233,6 +234,7 @@ mod tests {
         assert_eq!(Request::Load(b"abc").encode().unwrap(), b"LOAD 3\nabc");
         assert_eq!(Request::Unload("hello").encode().unwrap(), b"UNLOAD hello\n");
         assert_eq!(Request::List.encode().unwrap(), b"LIST\n");
+        assert_eq!(Request::Stats.encode().unwrap(), b"STATS\n");
     }
 
     #[test]
