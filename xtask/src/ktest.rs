@@ -123,7 +123,7 @@ pub fn run_all(kernel: &Image, verbose: bool, tally: &mut Tally) -> Result<()> {
     run_harness_self_tests(kernel, verbose, tally)?;
     println!("== console system tests (`cargo xtask qemu -- …`)");
     run_console_tests(kernel, verbose, tally)?;
-    println!("== host-clock system tests (no -icount, as `cargo xtask qemu --host-clock`; the host kept busy)");
+    println!("== clock system tests (the clocks `cargo xtask qemu` and `--host-clock` run; the host kept busy)");
     run_host_clock_tests(kernel, verbose, tally)?;
     println!("== MD5 graft against the host's md5sum");
     run_md5sum_test(kernel, verbose, tally)?;
@@ -561,11 +561,14 @@ fn run_console_tests(kernel: &Image, verbose: bool, tally: &mut Tally) -> Result
 /// busy threads).
 const HOST_CLOCK_TIMEOUT: Duration = Duration::from_secs(240);
 
-/// A script run without `-icount` while every host core is kept busy, with texts the log
-/// must and must not contain and, per technology, the least number of ticks `heartbeat`
-/// must report.
+/// A script run with the clock of an interactive machine while every host core is kept
+/// busy, with texts the log must and must not contain and, per technology, the least
+/// number of ticks `heartbeat` must report.
 struct HostClockTest {
     name: &'static str,
+    /// `Clock::Host` (no -icount, `--host-clock`) or `Clock::ExactInteractive` (what
+    /// `cargo xtask qemu` runs).
+    clock: crate::qemu::Clock,
     lines: &'static [&'static str],
     log_contains: &'static [&'static str],
     log_lacks: &'static [&'static str],
@@ -580,6 +583,7 @@ const HEARTBEAT_MIN_TICKS: u64 = 200;
 const HOST_CLOCK_TESTS: &[HostClockTest] = &[
     HostClockTest {
         name: "healthy-extensions-are-never-killed",
+        clock: crate::qemu::Clock::Host,
         lines: &[
             "ext load heartbeat",
             "run spin 1000",
@@ -607,10 +611,47 @@ const HOST_CLOCK_TESTS: &[HostClockTest] = &[
     },
     HostClockTest {
         name: "runaway-handler-is-still-killed",
+        clock: crate::qemu::Clock::Host,
         lines: &["ext load faulty", "probe 3 0", "ext list", "probe 1 21"],
         log_contains: &["`faulty` killed: faulty#2 overran budget of 10000 us", "KILLED", "(key=1, value=21) -> 0"],
         log_lacks: &[],
         heartbeat_reports: 0,
+    },
+    // The README's extension flow in the default interactive machine: one crate loaded,
+    // run, shown and listed the same way in every technology.
+    HostClockTest {
+        name: "heartbeat-in-every-technology",
+        clock: crate::qemu::Clock::ExactInteractive,
+        lines: &[
+            "ext load heartbeat",
+            "run spin 300",
+            "heartbeat",
+            "ext show heartbeat",
+            "ext unload heartbeat",
+            "ext load heartbeat wasm",
+            "run spin 300",
+            "heartbeat",
+            "ext show heartbeat",
+            "ext unload heartbeat",
+            "ext load heartbeat user",
+            "run spin 300",
+            "heartbeat",
+            "ext show heartbeat",
+            "ext list",
+            "events clock",
+        ],
+        log_contains: &[
+            "clock exact: budgets are guest time",
+            "loaded `heartbeat` 0.1.0 (native), 2 binding(s)",
+            "heartbeat 0.1.0 (native)",
+            "heartbeat 0.1.0 (wasm)",
+            "heartbeat 0.1.0 (user-level)",
+            "mode=bounded(100 us) (capped by the event's owner; manifest 1000 us)",
+            "  state:     running",
+            "instructions=",
+        ],
+        log_lacks: &["killed:", "KILLED", "DEGRADED", "DISABLED", "host-ticks="],
+        heartbeat_reports: 3,
     },
 ];
 
@@ -659,8 +700,8 @@ fn run_host_clock_tests(kernel: &Image, verbose: bool, tally: &mut Tally) -> Res
     for test in HOST_CLOCK_TESTS {
         let lines: Vec<String> = test.lines.iter().map(|line| line.to_string()).collect();
         let mut machine = Machine::for_image(kernel);
-        // No -icount and no `spindle.clock=`: the kernel must find out by itself.
-        machine.extra(crate::qemu::Clock::Host.arguments());
+        // No `spindle.clock=`: the kernel must find out by itself.
+        machine.extra(test.clock.arguments());
         machine.append(&format!("spindle.script={}", crate::encode::encode_script(&lines)));
         let busy = BusyHost::start();
         let (exit, log) = machine.run_captured(HOST_CLOCK_TIMEOUT, verbose)?;
@@ -690,7 +731,8 @@ fn run_host_clock_tests(kernel: &Image, verbose: bool, tally: &mut Tally) -> Res
         if outcome.is_err() && !verbose {
             show_tail(&log);
         }
-        tally.record(&format!("host-clock::{}", test.name), &outcome);
+        let clock = if test.clock == crate::qemu::Clock::Host { "host-clock" } else { "interactive-clock" };
+        tally.record(&format!("{clock}::{}", test.name), &outcome);
     }
     Ok(())
 }
