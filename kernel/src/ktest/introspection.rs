@@ -14,6 +14,7 @@ pub static TESTS: &[KernelTest] = &[
     KernelTest { name: "introspect::killed_extensions_command_says_so", run: killed_extensions_command_says_so },
     KernelTest { name: "introspect::capped_budget_is_reported_at_load", run: capped_budget_is_reported_at_load },
     KernelTest { name: "introspect::budgets_follow_the_clock_mode", run: budgets_follow_the_clock_mode },
+    KernelTest { name: "introspect::disabled_binding_is_degraded_in_every_view", run: disabled_binding_is_degraded_in_every_view },
 ];
 
 fn text(error: impl core::fmt::Display) -> alloc::string::String {
@@ -142,4 +143,39 @@ fn budgets_follow_the_clock_mode() -> TestResult {
     ensure!(budget_timebase_ticks(20_000_000, ClockMode::Host, 10_000_000) == 4_000_000, "host 20 ms → 400 ms");
     ensure!(budget_timebase_ticks(u64::MAX, ClockMode::Host, 10_000_000) > 0, "no overflow");
     Ok(())
+}
+
+/// A running extension whose binding the dispatcher's circuit breaker disabled (after
+/// repeated answers its primary module rejected) is `degraded`, not `running`, in every
+/// view. The hot list's kernel mirror and the extension's own list are made to disagree:
+/// the extension then volunteers a frame the kernel knows is hot, which is rejected.
+fn disabled_binding_is_degraded_in_every_view() -> TestResult {
+    use crate::services::frames::{self, LRU_BASE_FRAME};
+    use spindle_abi::event::{HotListEntry, MM_HOT_LIST_SET};
+    let outcome = with_loaded("hotlist", ext::Preference::BuiltIn, |extension| {
+        frames::set_hot(0, LRU_BASE_FRAME);
+        frames::set_hot(1, LRU_BASE_FRAME + 1);
+        // Empty slot 1 in the extension only (the mirror keeps LRU_BASE_FRAME + 1 hot).
+        let table = crate::events::dispatcher().table(&MM_HOT_LIST_SET).map_err(text)?;
+        crate::events::raise(&table, &HotListEntry { slot: 1, frame: 0 });
+        let rejected_before = frames::rejections();
+        for _ in 0..spindle_dispatch::DEFAULT_BREAKER_THRESHOLD + 1 {
+            let frame = frames::reclaim(LRU_BASE_FRAME);
+            ensure!(frame == LRU_BASE_FRAME, "a rejected answer was used: {frame:#x}");
+        }
+        ensure!(frames::rejections() > rejected_before, "no answer was rejected");
+        let report = introspect::report(extension);
+        ensure!(matches!(report.status, introspect::Status::Degraded { .. }), "status: {:?}", report.status);
+        let line = introspect::list_line(&report);
+        ensure!(line.contains("DEGRADED: hotlist.") && line.contains("disabled: after 3 faults"), "ext list line: {line}");
+        let listing = crate::syscall::shell_calls::extension_listing();
+        ensure!(listing.lines().any(|row| row.starts_with("hotlist\t") && row.contains("\tDEGRADED: ")), "ext_list: {listing}");
+        let host = crate::hotload::execute(&crate::hotload::Request::List);
+        ensure!(host.contains("hotlist:degraded"), "hot-load LIST: {host}");
+        ensure!(introspect::to_json(&report).contains("\"state\":\"degraded\""), "JSON state");
+        ensure!(ext::loaded_summary(extension).is_err_and(|why| why.contains("DEGRADED")), "the load summary of a degraded extension is not an error");
+        Ok(())
+    });
+    frames::clear_hot();
+    outcome
 }
