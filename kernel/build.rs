@@ -42,7 +42,7 @@ fn main() {
 
 /// Compiles the C references of the benchmark grafts (Small & Seltzer's "unsafe C"
 /// baseline, e.g. `extensions/hotlist/c/hotlist.c`) with clang for the kernel's target
-/// and links them as a static library; without clang the kernel builds without them
+/// and links them as a static library — only with the `bench` feature; without clang the kernel builds without them
 /// (cfg `spindle_no_c_reference`, and the benchmark says the rows are missing).
 fn c_references(out: &std::path::Path, root: &std::path::Path) {
     println!("cargo:rustc-check-cfg=cfg(spindle_no_c_reference)");
@@ -50,7 +50,9 @@ fn c_references(out: &std::path::Path, root: &std::path::Path) {
     for source in &sources {
         println!("cargo:rerun-if-changed={}", source.display());
     }
-    if std::env::var("CARGO_CFG_TARGET_ARCH").as_deref() != Ok("riscv64") {
+    // Only the bench and test images carry the benchmarks (feature `bench`); the
+    // production image links no C.
+    if std::env::var("CARGO_CFG_TARGET_ARCH").as_deref() != Ok("riscv64") || std::env::var_os("CARGO_FEATURE_BENCH").is_none() {
         println!("cargo:rustc-cfg=spindle_no_c_reference");
         return;
     }

@@ -15,6 +15,7 @@
 extern crate alloc;
 
 pub mod arch;
+#[cfg(feature = "bench")]
 pub mod bench;
 pub mod bootargs;
 pub mod console;
@@ -24,6 +25,7 @@ pub mod events;
 pub mod ext;
 pub mod fault;
 pub mod hotload;
+#[cfg(feature = "tests")]
 pub mod ktest;
 pub mod memlayout;
 pub mod mm;
@@ -90,8 +92,20 @@ pub extern "C" fn kernel_main(hart_id: usize, device_tree_address: usize) -> ! {
 
     let kernel_console = bootargs::kernel_console_requested(devicetree::bootargs());
     match bootargs::parse(devicetree::bootargs()) {
+        #[cfg(feature = "tests")]
         bootargs::Mode::Test { from, only, watchdog_seconds } => ktest::run(from, only, watchdog_seconds),
+        #[cfg(feature = "bench")]
         bootargs::Mode::Bench => bench::run(),
+        #[cfg(not(feature = "tests"))]
+        bootargs::Mode::Test { .. } => {
+            println!("[boot] this kernel has no in-kernel tests: `cargo xtask test` builds the test image");
+            exit(ExitStatus::Failure)
+        }
+        #[cfg(not(feature = "bench"))]
+        bootargs::Mode::Bench => {
+            println!("[boot] this kernel has no benchmarks: `cargo xtask bench` builds the bench image");
+            exit(ExitStatus::Failure)
+        }
         bootargs::Mode::Script(lines) if kernel_console => shell::run_script(lines),
         bootargs::Mode::Script(lines) => shell::run_script_in_user_shell(lines),
         bootargs::Mode::Interactive if kernel_console => shell::interactive(),

@@ -67,7 +67,9 @@ pub static COMMANDS: &[Command] = &[
     Command { name: "hotload", usage: "hotload wait [SECONDS]", help: "wait for one `cargo xtask load` request (default 30 s); fails if it was refused", run: hotload },
     Command { name: "probe", usage: "probe KEY VALUE", help: "raise bench.Probe and print the combined result", run: probe },
     Command { name: "reclaim", usage: "reclaim FRAME|hot SLOT FRAME|clear", help: "raise mm.Reclaim for FRAME (synthetic LRU queue), or set/clear the hot list", run: reclaim },
+    #[cfg(feature = "bench")]
     Command { name: "md5", usage: "md5 [builtin|native|wasm|user|c]", help: "fingerprint the 1 MiB file through block.ReadFilter with the md5 graft (default native)", run: md5_graft },
+    #[cfg(feature = "bench")]
     Command { name: "logdisk", usage: "logdisk [builtin|native|wasm|user|c] [WRITES]", help: "run WRITES writes (default 4096) of the 80/20 workload through the logdisk graft and check its map", run: logdisk_graft },
     Command { name: "strands", usage: "strands", help: "the running strand and the ready count", run: strands },
     Command { name: "run", usage: "run NAME [ARGS…]", help: "run user program NAME from the boot bundle, wait, print its status", run: run_program },
@@ -445,6 +447,7 @@ fn reclaim(arguments: &[&str]) -> Result<(), CommandError> {
 }
 
 /// The graft a console word names (default: native).
+#[cfg(feature = "bench")]
 fn graft_named(word: Option<&&str>, usage: &'static str) -> Result<crate::bench::Graft, CommandError> {
     match word {
         None => Ok(crate::bench::Graft::Extension(crate::ext::Preference::Native)),
@@ -452,6 +455,7 @@ fn graft_named(word: Option<&&str>, usage: &'static str) -> Result<crate::bench:
     }
 }
 
+#[cfg(feature = "bench")]
 fn md5_graft(arguments: &[&str]) -> Result<(), CommandError> {
     const USAGE: &str = "md5 [builtin|native|wasm|user|c]";
     if arguments.len() > 1 {
@@ -470,6 +474,7 @@ fn md5_graft(arguments: &[&str]) -> Result<(), CommandError> {
     }
 }
 
+#[cfg(feature = "bench")]
 fn logdisk_graft(arguments: &[&str]) -> Result<(), CommandError> {
     const USAGE: &str = "logdisk [builtin|native|wasm|user|c] [WRITES]";
     let (graft, count) = match arguments {

@@ -64,8 +64,8 @@ pub fn cargo() -> Command {
 
 /// Builds the kernel in release mode, with the trusted builder's verifying key baked in,
 /// and returns the ELF path.
-pub fn build_kernel() -> Result<PathBuf> {
-    build_kernel_variant(None)
+pub fn build_kernel(purpose: Purpose) -> Result<PathBuf> {
+    build_kernel_variant(purpose, None)
 }
 
 /// The kernel built with extra code-generation flags, into its own target directory
@@ -82,22 +82,33 @@ pub struct Variant {
 /// misaligned accesses at no cost; some real cores trap on them.
 pub const UNALIGNED_SCALAR_MEM: Variant = Variant { name: "unaligned-scalar-mem", rustflags: "-C target-feature=+unaligned-scalar-mem" };
 
-/// Builds the kernel (release, verifying key baked in), or a [`Variant`] of it; returns
-/// the ELF path.
-pub fn build_kernel_variant(variant: Option<&Variant>) -> Result<PathBuf> {
+/// Builds the kernel for `purpose` (release, verifying key baked in, the purpose's cargo
+/// features), or a [`Variant`] of it; returns the ELF path, one per purpose and variant
+/// (`target/spindle/kernel-<purpose>[-<variant>]`), so images of different purposes never
+/// overwrite each other. Cargo caches each feature set's build separately.
+pub fn build_kernel_variant(purpose: Purpose, variant: Option<&Variant>) -> Result<PathBuf> {
     let verifying_key = crate::ext::verifying_key_hex()?;
     let mut command = cargo();
     command.env("SPINDLE_VERIFYING_KEY", verifying_key).args(["build", "--release", "--package", "spindle-kernel", "--target", KERNEL_TARGET]);
+    if !purpose.kernel_features().is_empty() {
+        command.args(["--features", purpose.kernel_features()]);
+    }
     let mut target_directory = workspace_root().join("target");
+    let mut name = format!("kernel-{}", purpose.name());
     if let Some(variant) = variant {
         target_directory = target_directory.join("variants").join(variant.name);
         command.arg("--target-dir").arg(&target_directory).env("RUSTFLAGS", variant.rustflags).env_remove("CARGO_ENCODED_RUSTFLAGS");
+        name = format!("{name}-{}", variant.name);
     }
     let status = command.status().map_err(|error| format!("cannot run cargo: {error}"))?;
     if !status.success() {
         return Err("building the kernel (spindle-kernel) failed: cargo's errors are above".into());
     }
-    Ok(target_directory.join(KERNEL_TARGET).join("release").join("spindle-kernel"))
+    let built = target_directory.join(KERNEL_TARGET).join("release").join("spindle-kernel");
+    let kept = workspace_root().join("target").join("spindle").join(name);
+    std::fs::create_dir_all(kept.parent().unwrap_or(Path::new("."))).map_err(|error| format!("cannot create target/spindle: {error}"))?;
+    std::fs::copy(&built, &kept).map_err(|error| format!("cannot copy {} to {}: {error}", built.display(), kept.display()))?;
+    Ok(kept)
 }
 
 /// A bootable image: the kernel and the boot bundle of native extensions.
@@ -134,12 +145,36 @@ struct ImageExtension {
 pub const WASM_ENTRY_SUFFIX: &str = ".wasm";
 
 /// What an image is for.
-#[derive(Clone, Copy, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Purpose {
-    /// Running and benchmarking: the extensions of `image.toml`.
+    /// Running (`cargo xtask qemu`): the production kernel, without test or benchmark
+    /// code, and the extensions of `image.toml`.
     Run,
-    /// Testing: also the deliberately broken `test-*` extensions.
+    /// Testing: the kernel with the in-kernel tests and benchmarks (features `tests`,
+    /// `bench`); also the deliberately broken `test-*` extensions.
     Test,
+    /// Benchmarking: the kernel with the benchmarks and the C references (feature `bench`).
+    Bench,
+}
+
+impl Purpose {
+    /// The word in file names (`kernel-run`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Purpose::Run => "run",
+            Purpose::Test => "test",
+            Purpose::Bench => "bench",
+        }
+    }
+
+    /// The kernel's cargo features for this purpose.
+    pub fn kernel_features(self) -> &'static str {
+        match self {
+            Purpose::Run => "",
+            Purpose::Test => "tests",
+            Purpose::Bench => "bench",
+        }
+    }
 }
 
 /// Numbered progress lines on stderr (`xtask: [ 3/19] extension `hello` (user-level) … 1.9 s`),
@@ -254,14 +289,60 @@ pub fn build_image(purpose: Purpose) -> Result<Image> {
         spindle_loader::bundle::parse(&bundle_bytes).map_err(|error| format!("the boot bundle does not parse back: {error}"))?;
         std::fs::write(&bundle, &bundle_bytes).map_err(|error| format!("cannot write {}: {error}", bundle.display()))
     })?;
-    let kernel = progress.run("kernel (cargo build --release, riscv64gc-unknown-none-elf)", false, build_kernel)?;
+    let what = match purpose.kernel_features() {
+        "" => String::from("kernel (cargo build --release, riscv64gc-unknown-none-elf)"),
+        features => format!("kernel (cargo build --release, riscv64gc-unknown-none-elf, features {features})"),
+    };
+    let kernel = progress.run(&what, false, || build_kernel(purpose))?;
     eprintln!("xtask: image ready in {:.1} s", progress.started.elapsed().as_secs_f64());
     Ok(Image { kernel, bundle })
+}
+
+/// Modules whose code must not be in the production kernel: the in-kernel tests and the
+/// benchmarks.
+const NOT_IN_PRODUCTION: &[&str] = &["ktest", "bench"];
+/// Prefix of the C references' symbols (bench only).
+const C_REFERENCE_PREFIX: &str = "spindle_c_";
+
+/// The symbols of the kernel ELF at `kernel` that belong to test or benchmark code
+/// (demangled path components `ktest`/`bench`, or C reference symbols).
+pub fn test_and_bench_symbols(kernel: &Path) -> Result<Vec<String>> {
+    use object::{Object, ObjectSymbol};
+    let bytes = std::fs::read(kernel).map_err(|error| format!("cannot read {}: {error}", kernel.display()))?;
+    let file = object::File::parse(&*bytes).map_err(|error| format!("{}: not an ELF file: {error}", kernel.display()))?;
+    Ok(file.symbols().filter_map(|symbol| symbol.name().ok().map(str::to_string)).filter(|name| is_test_or_bench_symbol(name)).collect())
+}
+
+/// Whether a (mangled) symbol name is test or benchmark code: Rust's legacy mangling
+/// writes each path component as `<length><name>`, so `…5ktest…` is the module `ktest`.
+fn is_test_or_bench_symbol(name: &str) -> bool {
+    if name.starts_with(C_REFERENCE_PREFIX) {
+        return true;
+    }
+    NOT_IN_PRODUCTION.iter().any(|component| {
+        let encoded = format!("{}{component}", component.len());
+        name.match_indices(&encoded).any(|(at, _)| {
+            let before_is_length = name[..at].ends_with(|character: char| character.is_ascii_digit());
+            let after = name[at + encoded.len()..].chars().next();
+            !before_is_length && after.is_some_and(|character| character.is_ascii_digit() || character == 'E')
+        })
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn test_and_bench_symbols_are_recognised() {
+        assert!(is_test_or_bench_symbol("_ZN14spindle_kernel5ktest3run17h0123456789abcdefE"));
+        assert!(is_test_or_bench_symbol("_ZN14spindle_kernel5bench6stream8workload17h0123456789abcdefE"));
+        assert!(is_test_or_bench_symbol("spindle_c_hotlist_reclaim"));
+        assert!(!is_test_or_bench_symbol("_ZN14spindle_kernel3ext10introspect6report17h0123456789abcdefE"));
+        assert!(!is_test_or_bench_symbol("_ZN14spindle_kernel6events5probe5raise17h0123456789abcdefE"));
+        // `benchmark` or `bench_x` are other words, not the module.
+        assert!(!is_test_or_bench_symbol("_ZN3foo9benchmark3bar17h0123456789abcdefE"));
+    }
 
     /// A copy of a workspace's skeleton under the system's temporary directory.
     fn skeleton(label: &str) -> PathBuf {

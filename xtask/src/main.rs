@@ -62,6 +62,11 @@ enum Verb {
         /// budgets mean exactly what the tests measure.
         #[arg(long)]
         host_clock: bool,
+        /// Boot the test image instead of the production one: the kernel with the in-kernel
+        /// tests and benchmarks (their console commands `md5` and `logdisk`) and a boot
+        /// bundle with the deliberately broken `test-*` extensions.
+        #[arg(long)]
+        test_image: bool,
         /// Console command lines to run non-interactively.
         #[arg(last = true)]
         lines: Vec<String>,
@@ -130,9 +135,10 @@ fn main() -> ExitCode {
         Verb::Bench { report_only: true } => bench::report_only().map(|()| ExitCode::SUCCESS),
         Verb::Bench { report_only: false } => run_bench(),
         Verb::Load(arguments) => load::run(arguments),
-        Verb::Qemu { smp, memory, timeout, hotload_socket, kernel_console, host_clock, lines } => {
+        Verb::Qemu { smp, memory, timeout, hotload_socket, kernel_console, host_clock, test_image, lines } => {
             let clock = if host_clock { qemu::Clock::Host } else { qemu::Clock::ExactInteractive };
-            run_qemu(smp, memory, timeout, hotload_socket, kernel_console, clock, &lines)
+            let purpose = if test_image { kernel_build::Purpose::Test } else { kernel_build::Purpose::Run };
+            run_qemu(smp, memory, timeout, hotload_socket, kernel_console, clock, purpose, &lines)
         }
         Verb::Test { host_only, kernel_only, verbose, only } => run_tests(!kernel_only && only.is_none(), !host_only, verbose, only.as_deref()),
     };
@@ -155,10 +161,11 @@ fn run_qemu(
     hotload_socket: Option<std::path::PathBuf>,
     kernel_console: bool,
     clock: qemu::Clock,
+    purpose: kernel_build::Purpose,
     lines: &[String],
 ) -> Result<ExitCode> {
     setup::ensure_prerequisites()?;
-    let image = kernel_build::build_image(kernel_build::Purpose::Run)?;
+    let image = kernel_build::build_image(purpose)?;
     let mut machine = qemu::Machine::for_image(&image);
     machine.smp = smp;
     machine.memory_mib = memory;
@@ -207,7 +214,11 @@ fn run_tests(host: bool, kernel: bool, verbose: bool, only: Option<&str>) -> Res
         let image = kernel_build::build_image(kernel_build::Purpose::Test)?;
         match only {
             Some(pattern) => ktest::run_matching(&image, pattern, verbose, &mut tally)?,
-            None => ktest::run_all(&image, verbose, &mut tally)?,
+            None => {
+                ktest::run_all(&image, verbose, &mut tally)?;
+                println!("== the production image (what `cargo xtask qemu` boots) has no test or benchmark code");
+                check_production_image(&image, &mut tally)?;
+            }
         }
     }
     for name in &tally.failures {
@@ -244,11 +255,31 @@ mod tests {
     }
 }
 
+/// Builds the production kernel and requires its symbol table to hold no test or
+/// benchmark code, while the test kernel's does (so the check can see it).
+fn check_production_image(test_image: &kernel_build::Image, tally: &mut ktest::Tally) -> Result<()> {
+    let production = kernel_build::build_kernel(kernel_build::Purpose::Run)?;
+    let found = kernel_build::test_and_bench_symbols(&production)?;
+    let in_test_image = kernel_build::test_and_bench_symbols(&test_image.kernel)?.len();
+    let outcome = if !found.is_empty() {
+        let examples: Vec<String> = found.iter().take(3).cloned().collect();
+        Err(format!("{} test/bench symbols in {}, e.g. {}", found.len(), production.display(), examples.join(", ")))
+    } else if in_test_image == 0 {
+        Err("the test kernel has no test symbols either: the check cannot see them".into())
+    } else {
+        println!("  production kernel: 0 test/bench symbols (test kernel: {in_test_image})");
+        Ok(())
+    };
+    tally.record("image::production-kernel-has-no-test-or-bench-code", &outcome);
+    Ok(())
+}
+
 fn run_bench() -> Result<ExitCode> {
     setup::ensure_prerequisites()?;
-    let image = kernel_build::build_image(kernel_build::Purpose::Run)?;
+    let image = kernel_build::build_image(kernel_build::Purpose::Bench)?;
     let variant = &kernel_build::UNALIGNED_SCALAR_MEM;
-    let unaligned = kernel_build::Image { kernel: kernel_build::build_kernel_variant(Some(variant))?, bundle: image.bundle.clone() };
+    let unaligned =
+        kernel_build::Image { kernel: kernel_build::build_kernel_variant(kernel_build::Purpose::Bench, Some(variant))?, bundle: image.bundle.clone() };
     bench::run(&image, Some((variant.name, variant.rustflags, &unaligned)))?;
     Ok(ExitCode::SUCCESS)
 }
