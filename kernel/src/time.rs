@@ -102,19 +102,31 @@ pub const fn budget_from_micros(micros: u64) -> u64 {
 /// The timer deadline (a `time` value) for a handler call that starts now with a budget
 /// of `budget_nanoseconds` of guest time, in the current [`ClockMode`]. The one place a
 /// budget is turned into time.
+///
+/// On every bounded call's path: one load of the mode, one division by the timebase period
+/// computed at boot.
+#[inline]
 pub fn budget_deadline(budget_nanoseconds: u64) -> u64 {
-    now().saturating_add(budget_timebase_ticks(budget_nanoseconds, clock_mode(), timebase_hz()))
+    let mode = clock_mode();
+    now().saturating_add(budget_ticks(budget_nanoseconds, mode, NANOSECONDS_PER_TIMEBASE_TICK.load(Ordering::Relaxed)))
 }
+
+/// Nanoseconds per tick of the timebase (100 at QEMU virt's 10 MHz), set by [`init`].
+static NANOSECONDS_PER_TIMEBASE_TICK: AtomicU64 = AtomicU64::new(1_000_000_000 / DEFAULT_TIMEBASE_HZ);
 
 /// Timebase ticks a budget of `budget_nanoseconds` allows in `mode` at `timebase_hz`
 /// (at least one tick).
 pub fn budget_timebase_ticks(budget_nanoseconds: u64, mode: ClockMode, timebase_hz: u64) -> u64 {
+    budget_ticks(budget_nanoseconds, mode, (1_000_000_000 / timebase_hz.max(1)).max(1))
+}
+
+#[inline]
+fn budget_ticks(budget_nanoseconds: u64, mode: ClockMode, nanoseconds_per_tick: u64) -> u64 {
     let nanoseconds = match mode {
         ClockMode::Exact => budget_nanoseconds,
         ClockMode::Host => budget_nanoseconds.saturating_mul(HOST_CLOCK_SLACK).max(HOST_CLOCK_FLOOR_MICROS * 1_000),
     };
-    // nanoseconds × Hz / 10^9, without overflow for any budget a manifest can state.
-    ((u128::from(nanoseconds) * u128::from(timebase_hz) / 1_000_000_000).min(u128::from(u64::MAX)) as u64).max(1)
+    (nanoseconds / nanoseconds_per_tick.max(1)).max(1)
 }
 
 /// Measures which clock QEMU gives the guest: under `-icount shift=0` the instruction
@@ -180,6 +192,7 @@ pub fn init(timebase_hz: u64) {
         TIMEBASE_HZ.store(timebase_hz, Ordering::Relaxed);
     }
     SSTC.store(sbi::enable_sstc(crate::devicetree::isa()), Ordering::Relaxed);
+    NANOSECONDS_PER_TIMEBASE_TICK.store((1_000_000_000 / TIMEBASE_HZ.load(Ordering::Relaxed).max(1)).max(1), Ordering::Relaxed);
     choose_clock_mode(TIMEBASE_HZ.load(Ordering::Relaxed));
     let now = csr::time() as u64;
     BOOT_TIME.store(now, Ordering::Relaxed);

@@ -141,6 +141,7 @@ pub fn run_matching(kernel: &Image, pattern: &str, verbose: bool, tally: &mut Ta
 fn run_suite(kernel: &Image, only: Option<&str>, verbose: bool, tally: &mut Tally) -> Result<()> {
     let mut from = 0;
     let mut total = None;
+    let mut reported = std::collections::BTreeSet::new();
     loop {
         let mut machine = Machine::for_image(kernel);
         machine.append("spindle.mode=test").append(&format!("spindle.test.from={from}"));
@@ -160,11 +161,13 @@ fn run_suite(kernel: &Image, only: Option<&str>, verbose: bool, tally: &mut Tall
                 Event::Begin(count) => total = Some(count),
                 Event::Run(index, name) => running = Some((index, name)),
                 Event::Pass(index, name) => {
+                    reported.insert(index);
                     tally.record(&format!("kernel::{name}"), &Ok(()));
                     running = None;
                     last_index = Some(index);
                 }
                 Event::Fail(index, name, reason) => {
+                    reported.insert(index);
                     tally.record(&format!("kernel::{name}"), &Err(reason));
                     running = None;
                     last_index = Some(index);
@@ -174,6 +177,7 @@ fn run_suite(kernel: &Image, only: Option<&str>, verbose: bool, tally: &mut Tall
             }
         }
         if let Some((index, name)) = running {
+            reported.insert(index);
             tally.record(&format!("kernel::{name}"), &Err(describe_exit(exit)));
             last_index = Some(index);
             failed_here = true;
@@ -185,14 +189,14 @@ fn run_suite(kernel: &Image, only: Option<&str>, verbose: bool, tally: &mut Tall
             if failed_here && !verbose {
                 show_tail(&lines);
             }
-            return Ok(());
+            break;
         }
         if failed_here && !verbose {
             show_tail(&lines);
         }
         match (last_index, total) {
             (Some(index), Some(count)) if index + 1 < count => from = index + 1,
-            (Some(_), Some(_)) => return Ok(()),
+            (Some(_), Some(_)) => break,
             _ => {
                 tally.record("kernel::boot", &Err(format!("the kernel did not start its tests ({})", describe_exit(exit))));
                 show_tail(&lines);
@@ -200,6 +204,14 @@ fn run_suite(kernel: &Image, only: Option<&str>, verbose: bool, tally: &mut Tall
             }
         }
     }
+    // Every test the kernel announced must have been reported, exactly once.
+    if only.is_none()
+        && let Some(count) = total
+        && reported.len() != count
+    {
+        tally.record("kernel::suite-count", &Err(format!("the kernel announced {count} tests but {} were reported", reported.len())));
+    }
+    Ok(())
 }
 
 /// What a harness self-test must produce: an exit, a reason in the `fail` line and a

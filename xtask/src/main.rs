@@ -9,6 +9,7 @@ mod ext;
 mod host_tests;
 mod kernel_build;
 mod ktest;
+mod lint;
 mod load;
 mod qemu;
 mod repo_rules;
@@ -38,39 +39,7 @@ enum Verb {
     /// console commands); QEMU then exits with the kernel's status (0 when every line
     /// succeeded), e.g. `cargo xtask qemu -- mem 'uptime' halt`. `--kernel-console`
     /// skips spsh.
-    Qemu {
-        /// Number of harts.
-        #[arg(long, default_value_t = 1)]
-        smp: u32,
-        /// Guest RAM in MiB.
-        #[arg(long, default_value_t = qemu::DEFAULT_MEMORY_MIB)]
-        memory: u32,
-        /// Seconds before a non-interactive run is stopped as hung.
-        #[arg(long, default_value_t = 300)]
-        timeout: u64,
-        /// The Unix socket of the hot-load channel (`cargo xtask load --socket`); default
-        /// target/spindle/hotload.sock.
-        #[arg(long, value_name = "PATH")]
-        hotload_socket: Option<std::path::PathBuf>,
-        /// Use the raw kernel console instead of the user shell (boot argument
-        /// `spindle.shell=kernel`), interactively or for LINES.
-        #[arg(long)]
-        kernel_console: bool,
-        /// Run QEMU without `-icount`: guest time is host time, so budgets are enforced
-        /// loosely (a handler is killed only far past its budget) and counters read host
-        /// cycles. By default the guest clock counts instructions (`-icount shift=0`), so
-        /// budgets mean exactly what the tests measure.
-        #[arg(long)]
-        host_clock: bool,
-        /// Boot the test image instead of the production one: the kernel with the in-kernel
-        /// tests and benchmarks (their console commands `md5` and `logdisk`) and a boot
-        /// bundle with the deliberately broken `test-*` extensions.
-        #[arg(long)]
-        test_image: bool,
-        /// Console command lines to run non-interactively.
-        #[arg(last = true)]
-        lines: Vec<String>,
-    },
+    Qemu(QemuArgs),
     /// Run every test: host unit tests and in-kernel tests under QEMU.
     ///
     /// Ends with one line `N passed, N failed` and exits non-zero on any failure.
@@ -123,6 +92,42 @@ enum Verb {
     },
 }
 
+/// `cargo xtask qemu` arguments.
+#[derive(clap::Args)]
+struct QemuArgs {
+    /// Number of harts.
+    #[arg(long, default_value_t = 1)]
+    smp: u32,
+    /// Guest RAM in MiB.
+    #[arg(long, default_value_t = qemu::DEFAULT_MEMORY_MIB)]
+    memory: u32,
+    /// Seconds before a non-interactive run is stopped as hung.
+    #[arg(long, default_value_t = 300)]
+    timeout: u64,
+    /// The Unix socket of the hot-load channel (`cargo xtask load --socket`); default
+    /// target/spindle/hotload.sock.
+    #[arg(long, value_name = "PATH")]
+    hotload_socket: Option<std::path::PathBuf>,
+    /// Use the raw kernel console instead of the user shell (boot argument
+    /// `spindle.shell=kernel`), interactively or for LINES.
+    #[arg(long)]
+    kernel_console: bool,
+    /// Run QEMU without `-icount`: guest time is host time, so budgets are enforced
+    /// loosely (a handler is killed only far past its budget) and counters read host
+    /// cycles. By default the guest clock counts instructions (`-icount shift=0`), so
+    /// budgets mean exactly what the tests measure.
+    #[arg(long)]
+    host_clock: bool,
+    /// Boot the test image instead of the production one: the kernel with the in-kernel
+    /// tests and benchmarks (their console commands `md5` and `logdisk`) and a boot
+    /// bundle with the deliberately broken `test-*` extensions.
+    #[arg(long)]
+    test_image: bool,
+    /// Console command lines to run non-interactively.
+    #[arg(last = true)]
+    lines: Vec<String>,
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     if let Err(error) = kernel_build::locate_workspace() {
@@ -135,11 +140,7 @@ fn main() -> ExitCode {
         Verb::Bench { report_only: true } => bench::report_only().map(|()| ExitCode::SUCCESS),
         Verb::Bench { report_only: false } => run_bench(),
         Verb::Load(arguments) => load::run(arguments),
-        Verb::Qemu { smp, memory, timeout, hotload_socket, kernel_console, host_clock, test_image, lines } => {
-            let clock = if host_clock { qemu::Clock::Host } else { qemu::Clock::ExactInteractive };
-            let purpose = if test_image { kernel_build::Purpose::Test } else { kernel_build::Purpose::Run };
-            run_qemu(smp, memory, timeout, hotload_socket, kernel_console, clock, purpose, &lines)
-        }
+        Verb::Qemu(arguments) => run_qemu(arguments),
         Verb::Test { host_only, kernel_only, verbose, only } => run_tests(!kernel_only && only.is_none(), !host_only, verbose, only.as_deref()),
     };
     match result {
@@ -154,16 +155,11 @@ fn main() -> ExitCode {
 /// Errors are reported as text: xtask is the outermost layer and only prints them.
 pub type Result<T, E = String> = std::result::Result<T, E>;
 
-fn run_qemu(
-    smp: u32,
-    memory: u32,
-    timeout: u64,
-    hotload_socket: Option<std::path::PathBuf>,
-    kernel_console: bool,
-    clock: qemu::Clock,
-    purpose: kernel_build::Purpose,
-    lines: &[String],
-) -> Result<ExitCode> {
+fn run_qemu(arguments: QemuArgs) -> Result<ExitCode> {
+    let QemuArgs { smp, memory, timeout, hotload_socket, kernel_console, host_clock, test_image, lines } = arguments;
+    let clock = if host_clock { qemu::Clock::Host } else { qemu::Clock::ExactInteractive };
+    let purpose = if test_image { kernel_build::Purpose::Test } else { kernel_build::Purpose::Run };
+    let lines = lines.as_slice();
     setup::ensure_prerequisites()?;
     let image = kernel_build::build_image(purpose)?;
     let mut machine = qemu::Machine::for_image(&image);
@@ -209,6 +205,7 @@ fn run_tests(host: bool, kernel: bool, verbose: bool, only: Option<&str>) -> Res
         tally.passed += passed;
         tally.failed += failed;
         repo_rules::check(&kernel_build::workspace_root(), &mut tally);
+        lint::run(&mut tally)?;
     }
     if kernel {
         let image = kernel_build::build_image(kernel_build::Purpose::Test)?;
@@ -227,32 +224,6 @@ fn run_tests(host: bool, kernel: bool, verbose: bool, only: Option<&str>) -> Res
     println!("test time: {:.1} s", started.elapsed().as_secs_f64());
     println!("{} passed, {} failed", tally.passed, tally.failed);
     Ok(if tally.failed == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })
-}
-
-#[cfg(test)]
-mod tests {
-    use clap::CommandFactory as _;
-
-    use super::Cli;
-
-    fn help(path: &[&str]) -> String {
-        let mut command = Cli::command();
-        let mut current = &mut command;
-        for name in path {
-            current = current.find_subcommand_mut(name).unwrap_or_else(|| panic!("no subcommand {name}"));
-        }
-        current.render_long_help().to_string()
-    }
-
-    #[test]
-    fn help_texts_name_every_technology() {
-        let ext = help(&["ext"]);
-        assert!(ext.contains("--wasm") && ext.contains("--user"), "{ext}");
-        let build = help(&["ext", "build"]);
-        assert!(build.contains("--wasm") && build.contains("--user"), "{build}");
-        let load = help(&["load"]);
-        assert!(load.contains("--user") && load.contains("cannot be hot loaded"), "{load}");
-    }
 }
 
 /// Builds the production kernel and requires its symbol table to hold no test or
@@ -282,4 +253,30 @@ fn run_bench() -> Result<ExitCode> {
         kernel_build::Image { kernel: kernel_build::build_kernel_variant(kernel_build::Purpose::Bench, Some(variant))?, bundle: image.bundle.clone() };
     bench::run(&image, Some((variant.name, variant.rustflags, &unaligned)))?;
     Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory as _;
+
+    use super::Cli;
+
+    fn help(path: &[&str]) -> String {
+        let mut command = Cli::command();
+        let mut current = &mut command;
+        for name in path {
+            current = current.find_subcommand_mut(name).unwrap_or_else(|| panic!("no subcommand {name}"));
+        }
+        current.render_long_help().to_string()
+    }
+
+    #[test]
+    fn help_texts_name_every_technology() {
+        let ext = help(&["ext"]);
+        assert!(ext.contains("--wasm") && ext.contains("--user"), "{ext}");
+        let build = help(&["ext", "build"]);
+        assert!(build.contains("--wasm") && build.contains("--user"), "{build}");
+        let load = help(&["load"]);
+        assert!(load.contains("--user") && load.contains("cannot be hot loaded"), "{load}");
+    }
 }

@@ -65,6 +65,26 @@ fn add_missing_rust_targets() -> Result<()> {
     Ok(())
 }
 
+/// Adds rustup's `clippy` component when `cargo clippy` is missing (`cargo xtask test`
+/// lints every target).
+pub fn ensure_clippy() -> Result<()> {
+    let root = crate::kernel_build::workspace_root();
+    let present = Command::new("cargo").args(["clippy", "--version"]).current_dir(&root).output().is_ok_and(|output| output.status.success());
+    if present {
+        return Ok(());
+    }
+    eprintln!("xtask: adding the rustup component clippy");
+    let status = Command::new("rustup")
+        .current_dir(&root)
+        .args(["component", "add", "clippy"])
+        .status()
+        .map_err(|error| format!("cannot run `rustup component add clippy`: {error}"))?;
+    if !status.success() {
+        return Err("`rustup component add clippy` failed".into());
+    }
+    Ok(())
+}
+
 /// Finds an executable on PATH.
 pub fn find_on_path(name: &str) -> Option<PathBuf> {
     let path = std::env::var_os("PATH")?;

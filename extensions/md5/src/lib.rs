@@ -240,7 +240,7 @@ impl Stream {
             *value = stored.load(Ordering::Relaxed);
         }
         md5.length = self.length.load(Ordering::Relaxed);
-        if md5.length % BLOCK_BYTES as u64 != 0 {
+        if !md5.length.is_multiple_of(BLOCK_BYTES as u64) {
             for (bytes, stored) in md5.pending.chunks_exact_mut(8).zip(&self.pending) {
                 bytes.copy_from_slice(&stored.load(Ordering::Relaxed).to_le_bytes());
             }
@@ -253,7 +253,7 @@ impl Stream {
             stored.store(value, Ordering::Relaxed);
         }
         self.length.store(md5.length, Ordering::Relaxed);
-        if md5.length % BLOCK_BYTES as u64 != 0 {
+        if !md5.length.is_multiple_of(BLOCK_BYTES as u64) {
             for (stored, bytes) in self.pending.iter().zip(md5.pending.chunks_exact(8)) {
                 stored.store(u64::from_le_bytes([bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7]]), Ordering::Relaxed);
             }

@@ -271,6 +271,9 @@ impl<A> Drop for AsyncLane<A> {
 }
 
 /// Starts the lane of a new async binding: queue, runner and worker. `None` if the
+/// A started async lane and the runner to point at its binding once installed.
+pub(crate) type StartedLane<A, R> = (AsyncLane<A>, Arc<AsyncRunner<A, R>>);
+
 /// executor could not start a worker.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn start_lane<A: EventRecord, R: EventRecord>(
@@ -280,7 +283,7 @@ pub(crate) fn start_lane<A: EventRecord, R: EventRecord>(
     instruction_counter: fn() -> u64,
     breaker_threshold: u32,
     name: String,
-) -> Option<(AsyncLane<A>, Arc<AsyncRunner<A, R>>)> {
+) -> Option<StartedLane<A, R>> {
     let queue = Arc::new(AsyncQueue::new(ASYNC_QUEUE_CAPACITY));
     let counters = Arc::new(AsyncCounters::default());
     let runner = Arc::new(AsyncRunner {

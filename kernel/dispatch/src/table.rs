@@ -22,7 +22,7 @@ use core::sync::atomic::{AtomicU64, Ordering};
 
 use spindle_abi::event::{Event, EventDescriptor, EventRecord};
 
-use crate::asynchronous::{AsyncLane, AsyncRunner, start_lane};
+use crate::asynchronous::{StartedLane, start_lane};
 use crate::binding::{AtomicCounters, BindingCore, DISABLED, Parts};
 use crate::combiner::{Accumulate, Combiner, PerAccumulator, Step};
 use crate::error::{InstallError, UpdateError};
@@ -136,7 +136,7 @@ struct Approved<A: EventRecord, R: EventRecord> {
     predicates: Vec<PredicateGuard<A>>,
     imposed_predicates: usize,
     /// For an async binding: its started lane and the runner to point at the binding.
-    lane: Option<(AsyncLane<A>, Arc<AsyncRunner<A, R>>)>,
+    lane: Option<StartedLane<A, R>>,
 }
 
 /// One event registered with the dispatcher: raise it here, bind to it here.
@@ -529,7 +529,7 @@ impl<A: EventRecord, R: EventRecord> EventTable<A, R> {
         spec: &BindingSpec<A, R>,
         cap: Option<u64>,
         description: &crate::handler::HandlerDescription,
-    ) -> Result<(AsyncLane<A>, Arc<AsyncRunner<A, R>>), InstallError> {
+    ) -> Result<StartedLane<A, R>, InstallError> {
         let Some(executor) = &self.platform.async_executor else {
             return Err(InstallError::AsyncUnsupported);
         };

@@ -117,14 +117,18 @@ pub extern "C" fn spindle_mm_lru_frame(position: u64) -> u64 {
 /// active, the range is outside it, `length` is above [`BLOCK_READ_MAX`], or the
 /// destination is not writable kernel memory.
 #[unsafe(no_mangle)]
+// An entry point called by extension code across the C ABI: the pointer is untrusted
+// input, checked against the kernel page table below before any use, so the function is
+// safe to call with any value.
+#[allow(clippy::not_unsafe_ptr_arg_deref)]
 pub extern "C" fn spindle_block_read(request: u64, offset: u64, destination: *mut u8, length: usize) -> u64 {
     if length == 0 || length > BLOCK_READ_MAX || destination.is_null() || !mapped_with(destination, length, crate::arch::sv39::PteFlags::WRITE) {
         return 0;
     }
-    // The caller handed the range over for this call (the safe wrapper passes an
-    // exclusively borrowed slice), and the slice made here does not outlive the call.
-    // SAFETY: the range is non-null, at most BLOCK_READ_MAX bytes, every page of it mapped
-    // writable in the kernel page table (checked above), and lent to us (see above).
+    // The caller lent the range for this call (the ABI's safe wrapper passes an exclusively
+    // borrowed slice); the slice made here is dropped before the call returns.
+    // SAFETY: the range is non-null, at most BLOCK_READ_MAX bytes, and every page of it is
+    // mapped writable in the kernel page table (checked just above); it is lent to us.
     let destination = unsafe { core::slice::from_raw_parts_mut(destination, length) };
     crate::services::blockpath::copy_block(request, offset, destination)
 }

@@ -38,7 +38,7 @@ pub const WRITE_MAX: usize = 4096;
 pub fn check_target(space: &super::AddressSpace, entry: usize, stack_top: usize) -> Result<(), Error> {
     use spindle_process::PageAccess;
     let entry_readable = user_range(entry, 4, 4).is_ok() && space.check(entry, 4, PageAccess::Read).is_ok();
-    let stack_usable = stack_top % 16 == 0 && stack_top >= 16 && space.check(stack_top - 16, 16, PageAccess::Write).is_ok();
+    let stack_usable = stack_top.is_multiple_of(16) && stack_top >= 16 && space.check(stack_top - 16, 16, PageAccess::Write).is_ok();
     if entry_readable && stack_usable { Ok(()) } else { Err(Error::BadArgument) }
 }
 

@@ -3,9 +3,9 @@
 //! '96. Both exist only to compute the report's *modelled cycles* and break-even
 //! columns; every constant names its source.
 //!
-//! Modelled cycles = instructions × [`CycleModel::cycles_per_instruction`]
-//! + traps × [`CycleModel::trap_cycles`] + `satp` writes × [`CycleModel::satp_write_cycles`]
-//! + `sfence.vma` × [`CycleModel::sfence_cycles`]. Time = modelled cycles ÷
+//! Modelled cycles = instructions × [`CycleModel::cycles_per_instruction`], plus traps ×
+//! [`CycleModel::trap_cycles`], plus `satp` writes × [`CycleModel::satp_write_cycles`], plus
+//! `sfence.vma` × [`CycleModel::sfence_cycles`]. Time = modelled cycles ÷
 //! [`CycleModel::clock_hz`].
 //!
 //! Known limitations: one CPI for all code (no caches, TLB refills or branch

@@ -364,7 +364,7 @@ fn print_manifest(manifest: &Manifest) {
 fn print_summary(path: &Path, size: usize, manifest: &Manifest, report: &artifact::Report, verifying_key_hex: &str, started: Instant) {
     let shown = path.strip_prefix(workspace_root()).unwrap_or(path);
     println!("ext build: {} ({size} bytes, signed, {:.1} s)", shown.display(), started.elapsed().as_secs_f64());
-    print_manifest(&manifest);
+    print_manifest(manifest);
     println!("  exports:     {}", report.exports.join(", "));
     let imports: Vec<String> = report.imports.iter().map(|(symbol, domain)| format!("{symbol} ({domain})")).collect();
     println!("  imports:     {}", if imports.is_empty() { "none".to_string() } else { imports.join(", ") });
