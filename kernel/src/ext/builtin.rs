@@ -104,14 +104,6 @@ pub fn install(declaration: &'static ExtensionDecl, installer: &mut super::Insta
         artifact: None,
     };
     let extension = Arc::new(LoadedExtension::new(declaration.name, declaration.version, super::Technology::BuiltIn, provenance, None));
-    for binding in declaration.bindings {
-        match install_binding(declaration, *binding, &extension, installer) {
-            Ok(id) => extension.bindings.lock().push(id),
-            Err(error) => {
-                super::remove_bindings(&extension);
-                return Err(error);
-            }
-        }
-    }
+    super::install_all(&extension, declaration.bindings, |binding| install_binding(declaration, *binding, &extension, installer))?;
     Ok(extension)
 }

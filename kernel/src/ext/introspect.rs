@@ -48,16 +48,39 @@ impl Provenance {
 pub struct Artifact {
     /// Its size in bytes.
     pub bytes: usize,
-    /// SHA-256 of the whole file (what `sha256sum` prints on the host).
-    pub sha256: [u8; 32],
+    /// Its SHA-256, or the bytes to compute it from when asked.
+    digest: ArtifactDigest,
     /// Who signed it.
     pub signer: Signer,
 }
 
+/// An artifact's SHA-256: computed at load for bytes that go away (a hot load), or on
+/// demand from the boot bundle, which stays mapped (hashing costs ≈ 70 instructions a
+/// byte, so a load does not pay it for a report nobody may ask for).
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum ArtifactDigest {
+    Known([u8; 32]),
+    Later(&'static [u8]),
+}
+
 impl Artifact {
-    /// The identity of `bytes`, signed as `signer` says.
+    /// The identity of `bytes` (hashed now), signed as `signer` says.
     pub fn of(bytes: &[u8], signer: Signer) -> Artifact {
-        Artifact { bytes: bytes.len(), sha256: spindle_loader::artifact_digest(bytes), signer }
+        Artifact { bytes: bytes.len(), digest: ArtifactDigest::Known(spindle_loader::artifact_digest(bytes)), signer }
+    }
+
+    /// The identity of `bytes` that stay mapped for good (the boot bundle's), hashed
+    /// when first reported.
+    pub fn of_static(bytes: &'static [u8], signer: Signer) -> Artifact {
+        Artifact { bytes: bytes.len(), digest: ArtifactDigest::Later(bytes), signer }
+    }
+
+    /// SHA-256 of the whole file (what `sha256sum` prints on the host).
+    pub fn sha256(&self) -> [u8; 32] {
+        match self.digest {
+            ArtifactDigest::Known(digest) => digest,
+            ArtifactDigest::Later(bytes) => spindle_loader::artifact_digest(bytes),
+        }
     }
 }
 
@@ -305,7 +328,7 @@ pub fn show_text(report: &ExtensionReport) -> String {
     let _ = writeln!(text, "  state:     {}", report.status.describe());
     match &provenance.artifact {
         Some(artifact) => {
-            let _ = writeln!(text, "  artifact:  {} bytes, sha256 {}", artifact.bytes, hex(&artifact.sha256));
+            let _ = writeln!(text, "  artifact:  {} bytes, sha256 {}", artifact.bytes, hex(&artifact.sha256()));
             let _ = writeln!(text, "  signer:    {}", signer_text(artifact.signer));
         }
         None => {
@@ -449,7 +472,7 @@ pub fn to_json(report: &ExtensionReport) -> String {
                 Signer::Unsigned => String::from("null"),
                 Signer::BootBundleProgram => json_string("boot-bundle"),
             };
-            let _ = write!(text, ",\"artifact\":{{\"bytes\":{},\"sha256\":\"{}\",\"signer\":{signer}}}", artifact.bytes, hex(&artifact.sha256));
+            let _ = write!(text, ",\"artifact\":{{\"bytes\":{},\"sha256\":\"{}\",\"signer\":{signer}}}", artifact.bytes, hex(&artifact.sha256()));
         }
         None => text.push_str(",\"artifact\":null"),
     }

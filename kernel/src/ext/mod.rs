@@ -365,10 +365,10 @@ fn load_available(name: &str, preference: Preference, installer: &mut Installer)
     match (preference, bundle::payload(name)) {
         (Preference::Wasm, _) => {
             let bytes = bundled_wasm(name).ok_or_else(|| ExtensionError::Unknown(alloc::format!("{name}{WASM_ENTRY_SUFFIX}")))?;
-            wasm::load(bytes, installer).map_err(wasm_refusal)
+            wasm::load(bytes, installer.loading_bundled(bytes)).map_err(wasm_refusal)
         }
         (Preference::User, _) => user::load(name, installer).map_err(user_refusal),
-        (Preference::Native, Some(bytes)) => native::load(bytes, installer).map_err(native_refusal),
+        (Preference::Native, Some(bytes)) => native::load(bytes, installer.loading_bundled(bytes)).map_err(native_refusal),
         _ => {
             let declaration = builtin::AVAILABLE
                 .iter()
@@ -383,6 +383,9 @@ fn load_available(name: &str, preference: Preference, installer: &mut Installer)
 /// version — atomic replacements of the old version's bindings on the same events (the
 /// dispatcher guarantees that no raise runs both or neither), in order.
 pub struct Installer {
+    /// The bytes being loaded when they are the boot bundle's (mapped for good): their
+    /// digest can wait until someone asks.
+    bundled: Option<&'static [u8]>,
     replacing: Option<String>,
     /// The name the caller asked for (`ext load NAME`): an artifact declaring another
     /// name is refused, whatever its technology.
@@ -394,7 +397,7 @@ pub struct Installer {
 impl Installer {
     /// Installs without replacing anything (bytes pushed by the host: any name).
     pub fn fresh() -> Installer {
-        Installer { replacing: None, expected: None, old_bindings: Vec::new(), replaced: 0 }
+        Installer { bundled: None, replacing: None, expected: None, old_bindings: Vec::new(), replaced: 0 }
     }
 
     /// Installs the extension asked for by `name`, replacing nothing.
@@ -404,7 +407,22 @@ impl Installer {
 
     /// Replaces the bindings of the loaded extension `name`.
     pub fn replacing(name: &str, old_bindings: Vec<BindingId>) -> Installer {
-        Installer { replacing: Some(name.into()), expected: Some(name.into()), old_bindings, replaced: 0 }
+        Installer { bundled: None, replacing: Some(name.into()), expected: Some(name.into()), old_bindings, replaced: 0 }
+    }
+
+    /// Says that the bytes about to be loaded are the boot bundle's `bytes`.
+    fn loading_bundled(&mut self, bytes: &'static [u8]) -> &mut Installer {
+        self.bundled = Some(bytes);
+        self
+    }
+
+    /// The identity of the artifact `bytes` a loader was given: hashed now, or later if
+    /// they are the boot bundle's.
+    pub fn artifact(&self, bytes: &[u8], signer: introspect::Signer) -> introspect::Artifact {
+        match self.bundled {
+            Some(bundled) if core::ptr::eq(bundled, bytes) => introspect::Artifact::of_static(bundled, signer),
+            _ => introspect::Artifact::of(bytes, signer),
+        }
     }
 
     /// Admits an extension whose manifest declares `name`: it must be the name asked for
@@ -592,6 +610,32 @@ fn unload_locked(name: &str) -> Result<(), ExtensionError> {
 
 fn remove_bindings(extension: &LoadedExtension) {
     introspect::keep_final_snapshots(extension);
+    uninstall_bindings(extension);
+}
+
+/// Installs an extension's bindings in order, one `install` call per item, recording each
+/// binding; on the first refusal uninstalls those already installed and returns it. The
+/// one install-or-roll-back step of every technology's loader.
+pub(crate) fn install_all<T, E>(
+    extension: &LoadedExtension,
+    items: impl IntoIterator<Item = T>,
+    mut install: impl FnMut(T) -> Result<BindingId, E>,
+) -> Result<(), E> {
+    for item in items {
+        match install(item) {
+            Ok(id) => extension.bindings.lock().push(id),
+            Err(error) => {
+                uninstall_bindings(extension);
+                crate::events::quiescent();
+                return Err(error);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Uninstalls an extension's bindings (no record kept: a rolled-back load).
+fn uninstall_bindings(extension: &LoadedExtension) {
     let bindings = core::mem::take(&mut *extension.bindings.lock());
     for binding in bindings {
         let _ = crate::events::dispatcher().uninstall(binding);

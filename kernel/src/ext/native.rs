@@ -417,20 +417,12 @@ pub fn load(bytes: &[u8], installer: &mut super::Installer) -> Result<Arc<Loaded
         infos.push(info);
     }
 
-    let artifact = super::introspect::Artifact::of(bytes, super::introspect::Signer::Builder(verifying_key));
+    let artifact = installer.artifact(bytes, super::introspect::Signer::Builder(verifying_key));
     let provenance = super::introspect::Provenance::of_manifest(&manifest, Some(artifact));
     let extension =
         Arc::new(LoadedExtension::new(&manifest.name, &manifest.version, Technology::Native, provenance, Some(super::ExtensionImage::Native(image))));
-    for (index, info) in infos.iter().enumerate() {
-        match install_binding(info, index, &BindingTarget { invoke: invoke_function, budget, extension: &extension, arena: &arena }, installer) {
-            Ok(id) => extension.bindings.lock().push(id),
-            Err(error) => {
-                super::remove_bindings(&extension);
-                crate::events::quiescent();
-                return Err(error);
-            }
-        }
-    }
+    let target = BindingTarget { invoke: invoke_function, budget, extension: &extension, arena: &arena };
+    super::install_all(&extension, infos.iter().enumerate(), |(index, info)| install_binding(info, index, &target, installer))?;
     Ok(extension)
 }
 

@@ -291,22 +291,16 @@ fn install(
         server,
     });
     let program = super::bundle::payload(&alloc::format!("{}{PROGRAM_PREFIX}{name}", proc::PROGRAM_PREFIX));
-    let artifact = program.map(|bytes| super::introspect::Artifact::of(bytes, super::introspect::Signer::BootBundleProgram));
+    let artifact = program.map(|bytes| super::introspect::Artifact::of_static(bytes, super::introspect::Signer::BootBundleProgram));
     let provenance = super::introspect::Provenance::of_manifest(&manifest, artifact);
     let image = super::ExtensionImage::User(UserImage { extension: user.clone() });
     let extension = Arc::new(LoadedExtension::new(&manifest.name, &manifest.version, Technology::UserLevel, provenance, Some(image)));
-    for (index, info) in bindings.iter().enumerate() {
-        match install_binding(info, index, &user, &extension, installer) {
-            Ok(id) => extension.bindings.lock().push(id),
-            Err(error) => {
-                super::remove_bindings(&extension);
-                crate::events::quiescent();
-                // Dropping the image would end serving; the caller reports the refusal.
-                drop(extension.image.lock().take());
-                return Err(error);
-            }
-        }
-    }
+    super::install_all(&extension, bindings.iter().enumerate(), |(index, info)| install_binding(info, index, &user, &extension, installer)).inspect_err(
+        |_| {
+            // Dropping the image would end serving; the caller reports the refusal.
+            drop(extension.image.lock().take());
+        },
+    )?;
     Ok((extension, user))
 }
 

@@ -500,20 +500,11 @@ pub fn load(bytes: &[u8], installer: &mut super::Installer) -> Result<Arc<Loaded
         (true, Some(key)) => super::introspect::Signer::Builder(key),
         _ => super::introspect::Signer::Unsigned,
     };
-    let provenance = super::introspect::Provenance::of_manifest(&manifest, Some(super::introspect::Artifact::of(bytes, signer)));
+    let provenance = super::introspect::Provenance::of_manifest(&manifest, Some(installer.artifact(bytes, signer)));
     let image = ExtensionImage::Wasm(WasmImage { instance: instance.clone(), module_bytes: payload.len() });
     let extension = Arc::new(LoadedExtension::new(&manifest.name, &manifest.version, Technology::Wasm, provenance, Some(image)));
     let fuel = crate::time::budget_from_micros(manifest.budget_microseconds);
-    for (index, info) in infos.iter().enumerate() {
-        match install_binding(info, index, fuel, &extension, &instance, installer) {
-            Ok(id) => extension.bindings.lock().push(id),
-            Err(error) => {
-                super::remove_bindings(&extension);
-                crate::events::quiescent();
-                return Err(error);
-            }
-        }
-    }
+    super::install_all(&extension, infos.iter().enumerate(), |(index, info)| install_binding(info, index, fuel, &extension, &instance, installer))?;
     Ok(extension)
 }
 
