@@ -157,9 +157,9 @@ impl<T> Rcu<T> {
         // are visible once we see its pointer.
         let current = self.current.load(Ordering::Acquire);
         // `current` came from `Box::into_raw` (`new`/`publish`); `self` owns it until replaced.
-        // SAFETY: it is freed only by `collect` (or `drop`: `&mut self`) after every online hart's
-        // later quiescent state; this hart is online (offline harts must not raise) and, by
-        // `Harts::quiescent`'s contract, reports none while the `&self`-bound reference lives.
+        // SAFETY: only `collect` (or `drop`: `&mut self`) frees it, once swapped out and every online
+        // hart reported a quiescent state tagged at/after its retirement; this hart is online (offline
+        // harts must not raise) and reports none while this reference lives (`Harts::quiescent`).
         unsafe { &*current }
     }
 
@@ -199,7 +199,7 @@ impl<T> Rcu<T> {
             if tag > horizon {
                 return true;
             }
-            // `value` came from `Box::into_raw`; `horizon`'s SeqCst load follows the harts' stores.
+            // `value` is from `Box::into_raw`; `horizon`'s SeqCst load follows the harts' SeqCst stores.
             // SAFETY: `value` left `current` before `tag` was taken, so no reader can load it; every
             // online hart reported a quiescent state >= `tag` and offline harts hold no reference
             // (contract), so none remains; it is listed once and removed here, so it is freed once.

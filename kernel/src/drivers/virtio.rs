@@ -53,10 +53,9 @@ struct Window {
 impl Window {
     fn read_register(self, offset: usize) -> u32 {
         debug_assert!(offset + 4 <= HEADER_WINDOW && offset.is_multiple_of(4));
-        // `self` is a device-tree `virtio,mmio` window of >= HEADER_WINDOW bytes (`windows`).
-        // SAFETY: `mm::kernel_space` maps such windows read-write, identity, before any driver
-        // runs; `offset` is an aligned header register inside it, and reading these
-        // identification registers has no side effect on the device.
+        // SAFETY: `self` is a `virtio,mmio` window of >= HEADER_WINDOW bytes (`windows`), which
+        // `mm::kernel_space` maps read-write, identity, before any driver runs; `offset` is an aligned
+        // header register inside it, and reading identification registers has no device side effect.
         unsafe { ((self.base + offset) as *const u32).read_volatile() }
     }
 }
@@ -129,11 +128,10 @@ pub fn claim(device_type: DeviceType) -> Result<(Slot, MmioTransport<'static>), 
     })
     .ok_or(VirtioError::NoDevice(device_type))?;
     let header = NonNull::new(slot.base as *mut VirtIOHeader).ok_or(VirtioError::NoDevice(device_type))?;
-    // `slot` is a device-tree `virtio,mmio` window; `slot.size`, its size there, covers the
-    // config space. Device windows are never unmapped.
-    // SAFETY: `mm::kernel_space` maps the window read-write for the kernel's life, page-aligned
-    // (so aligned for the header); `slot` was just recorded in CLAIMED, so no other transport
-    // for it exists or will be made: the access is unique.
+    // `slot` is a device-tree `virtio,mmio` window; device windows are never unmapped.
+    // SAFETY: `mm::kernel_space` maps it read-write for the kernel's life, page-aligned (so aligned
+    // for the header); `slot.size`, its device-tree size, covers the config space; `slot` is newly
+    // in CLAIMED, so no other transport for it exists or will be made: the access is unique.
     let transport = unsafe { MmioTransport::new(header, slot.size) }.map_err(VirtioError::Transport)?;
     Ok((slot, transport))
 }

@@ -390,18 +390,17 @@ pub fn load(bytes: &[u8], installer: &mut super::Installer) -> Result<Arc<Loaded
     crate::arch::csr::fence_instructions();
 
     let entry = |symbol: &'static str| loaded.function(symbol).map_err(|_| NativeError::MissingEntry(symbol));
-    // The image lives in the LoadedExtension for as long as any binding can call it.
-    // SAFETY: the address is the function of the exported BINDING_COUNT_SYMBOL in the image just
-    // relocated and mapped executable, with the signature the C-ABI contract
-    // (`spindle_abi::native`) fixes for `CountFunction`.
+    // SAFETY: the address is the exported BINDING_COUNT_SYMBOL function of the image just relocated
+    // and mapped executable, with the C-ABI signature `spindle_abi::native` fixes for `CountFunction`;
+    // the image stays in the LoadedExtension for as long as any binding can call it.
     let count_function: CountFunction = unsafe { function_at(entry(BINDING_COUNT_SYMBOL)?) };
-    // SAFETY: the address is the function of the exported BINDING_INFO_SYMBOL in the image just
-    // relocated and mapped executable, with the signature the C-ABI contract
-    // (`spindle_abi::native`) fixes for `InfoFunction`.
+    // SAFETY: the address is the exported BINDING_INFO_SYMBOL function of the image just relocated
+    // and mapped executable, with the C-ABI signature `spindle_abi::native` fixes for `InfoFunction`;
+    // the image stays in the LoadedExtension for as long as any binding can call it.
     let info_function: InfoFunction = unsafe { function_at(entry(BINDING_INFO_SYMBOL)?) };
-    // SAFETY: the address is the function of the exported INVOKE_SYMBOL in the image just
-    // relocated and mapped executable, with the signature the C-ABI contract
-    // (`spindle_abi::native`) fixes for `InvokeFunction`.
+    // SAFETY: the address is the exported INVOKE_SYMBOL function of the image just relocated
+    // and mapped executable, with the C-ABI signature `spindle_abi::native` fixes for `InvokeFunction`;
+    // the image stays in the LoadedExtension for as long as any binding can call it.
     let invoke_function: InvokeFunction = unsafe { function_at(entry(INVOKE_SYMBOL)?) };
 
     let budget = crate::time::budget_from_micros(manifest.budget_microseconds);
