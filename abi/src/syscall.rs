@@ -777,7 +777,7 @@ pub mod user {
     /// Instructions retired by this hart (`instret`; exact under QEMU `-icount`).
     pub fn instructions_retired() -> u64 {
         let value: u64;
-        // SAFETY: as for `time`.
+        // SAFETY: reading `instret` has no side effects; the kernel enables it for U-mode.
         unsafe { core::arch::asm!("rdinstret {}", out(reg) value, options(nomem, nostack)) };
         value
     }

@@ -36,9 +36,9 @@ pub fn init(address: usize) -> Result<&'static Fdt<'static>, DeviceTreeError> {
     if address == 0 || !address.is_multiple_of(8) {
         return Err(DeviceTreeError::BadAddress(address));
     }
-    // The firmware passes the blob's physical address in a1; the MMU is off (or
-    // identity-mapped) and the range is reserved before any frame is handed out.
-    // SAFETY: as above, the pointer is valid and the blob is never overwritten; `from_ptr`
+    // The firmware passes the blob's physical address in a1.
+    // SAFETY: the MMU is off (or identity-mapped) so the pointer is valid, and the range is
+    // reserved before any frame is handed out, so the blob is never overwritten; `from_ptr`
     // validates the magic and reads the length from the header.
     let tree = unsafe { Fdt::from_ptr(address as *const u8) }.map_err(DeviceTreeError::Parse)?;
     BLOB_ADDRESS.store(address, Ordering::Relaxed);

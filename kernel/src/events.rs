@@ -12,9 +12,13 @@
 //! [`probe`], [`sched`]; the services of `crate::services` register their own) and raise them with
 //! [`raise`], which is [`EventTable::raise`] inside a no-preemption section.
 
+#[deny(unsafe_code)]
 pub mod clock;
+#[deny(unsafe_code)]
 pub mod console;
+#[deny(unsafe_code)]
 pub mod probe;
+#[deny(unsafe_code)]
 pub mod sched;
 
 use alloc::string::String;

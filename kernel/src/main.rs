@@ -9,6 +9,7 @@
 
 #![no_std]
 #![no_main]
+#![deny(unsafe_code)]
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(clippy::undocumented_unsafe_blocks)]
 
@@ -18,9 +19,12 @@ pub mod arch;
 #[cfg(feature = "bench")]
 pub mod bench;
 pub mod bootargs;
+#[allow(unsafe_code)]
 pub mod console;
+#[allow(unsafe_code)]
 pub mod devicetree;
 pub mod drivers;
+#[allow(unsafe_code)]
 pub mod events;
 pub mod ext;
 pub mod fault;
@@ -28,11 +32,15 @@ pub mod hotload;
 #[cfg(feature = "tests")]
 pub mod ktest;
 pub mod memlayout;
+#[allow(unsafe_code)]
 pub mod mm;
+#[allow(unsafe_code)]
 pub mod mmio;
 pub mod param;
+#[allow(unsafe_code)]
 pub mod power;
 pub mod proc;
+#[allow(unsafe_code)]
 pub mod sched;
 pub mod services;
 pub mod shell;
@@ -42,6 +50,7 @@ pub mod time;
 use power::{ExitStatus, exit};
 
 /// The first Rust code, entered from `_start` on the boot hart's stack.
+#[allow(unsafe_code)]
 #[unsafe(no_mangle)]
 pub extern "C" fn kernel_main(hart_id: usize, device_tree_address: usize) -> ! {
     arch::hart::init_current(hart_id, arch::boot::boot_stack_bottom(hart_id));

@@ -38,14 +38,16 @@ impl MmioRegion {
     /// Writes an 8-bit register.
     pub fn write_u8(&self, offset: usize, value: u8) {
         let address = self.checked_address(offset, 1);
-        // SAFETY: as for `read_u8`.
+        // SAFETY: `new`'s contract makes the window valid device memory; the offset was
+        // bounds- and alignment-checked above.
         unsafe { (address as *mut u8).write_volatile(value) }
     }
 
     /// Writes a 32-bit register.
     pub fn write_u32(&self, offset: usize, value: u32) {
         let address = self.checked_address(offset, 4);
-        // SAFETY: as for `read_u8`.
+        // SAFETY: `new`'s contract makes the window valid device memory; the offset was
+        // bounds- and alignment-checked above.
         unsafe { (address as *mut u32).write_volatile(value) }
     }
 }

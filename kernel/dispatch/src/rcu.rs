@@ -132,7 +132,8 @@ pub(crate) struct Rcu<T> {
 // SAFETY: readers on any hart get `&T` (needs `T: Sync`); writers and reclaimers on any
 // hart move and drop `T` (needs `T: Send`). The raw pointers are owned boxes.
 unsafe impl<T: Send + Sync> Sync for Rcu<T> {}
-// SAFETY: as above; moving the `Rcu` moves ownership of boxes of `T`.
+// SAFETY: moving the `Rcu` to another hart moves ownership of the boxes of `T` it holds
+// (needs `T: Send`), and the moved `Rcu` still hands out `&T` to readers (needs `T: Sync`).
 unsafe impl<T: Send + Sync> Send for Rcu<T> {}
 
 impl<T> Rcu<T> {
@@ -155,14 +156,10 @@ impl<T> Rcu<T> {
         // Acquire pairs with the Release half of the writer's swap: the value's contents
         // are visible once we see its pointer.
         let current = self.current.load(Ordering::Acquire);
-        // `current` came from `Box::into_raw` in `new` or `publish` and is freed
-        // only by `collect` (or `drop`, which needs `&mut self`), after it was swapped
-        // out and every online hart reported a quiescent state tagged at or after its
-        // retirement. The calling hart is online (offline harts must not raise) and, by
-        // the contract of `Harts::quiescent`, will not report one while this reference
-        // lives, so the value outlives it. The lifetime is tied to `&self`, and `self`
-        // owns the value when no writer has replaced it.
-        // SAFETY: sound for the reasons given just above.
+        // `current` came from `Box::into_raw` (`new`/`publish`); `self` owns it until replaced.
+        // SAFETY: only `collect` (or `drop`: `&mut self`) frees it, once swapped out and every online
+        // hart reported a quiescent state tagged at/after its retirement; this hart is online (offline
+        // harts must not raise) and reports none while this reference lives (`Harts::quiescent`).
         unsafe { &*current }
     }
 
@@ -202,13 +199,10 @@ impl<T> Rcu<T> {
             if tag > horizon {
                 return true;
             }
-            // `value` came from `Box::into_raw` and was swapped out of `current`
-            // before `tag` was taken, so no reader can load it any more; every online
-            // hart has reported a quiescent state at generation >= `tag` (SeqCst load in
-            // `horizon` after their SeqCst stores), so none still holds a reference, and
-            // offline harts hold none by contract. It is in the list once, and is removed
-            // SAFETY: sound for the reasons given just above.
-            // from it here, so it is freed once.
+            // `value` is from `Box::into_raw`; `horizon`'s SeqCst load follows the harts' SeqCst stores.
+            // SAFETY: `value` left `current` before `tag` was taken, so no reader can load it; every
+            // online hart reported a quiescent state >= `tag` and offline harts hold no reference
+            // (contract), so none remains; it is listed once and removed here, so it is freed once.
             free.push(unsafe { Box::from_raw(value.as_ptr()) });
             false
         });
@@ -259,7 +253,7 @@ mod tests {
         unsafe { harts.quiescent(0) }.unwrap();
         assert!(rcu.reclaim().is_empty(), "hart 1 has not reported");
         assert_eq!(Arc::strong_count(&marker), 2);
-        // SAFETY: as above.
+        // SAFETY: this test holds no reference from `read`.
         unsafe { harts.quiescent(1) }.unwrap();
         assert_eq!(rcu.reclaim().len(), 1);
         assert_eq!(Arc::strong_count(&marker), 1);

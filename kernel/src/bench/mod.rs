@@ -16,12 +16,15 @@
 //! the operation alone. Blind spots: instruction counts ignore caches, TLBs, branch
 //! prediction and memory latency; QEMU executes misaligned accesses for free.
 
+#[allow(unsafe_code)]
 pub mod blackbox;
 mod calls;
 mod dispatch;
 mod extensions;
 mod user;
+#[allow(unsafe_code)]
 pub mod grafts;
+#[allow(unsafe_code)]
 pub mod stream;
 mod scheduling;
 

@@ -7,5 +7,6 @@
 //!
 //! Limitations: devices are polled; the PLIC is not used yet.
 
+#[allow(unsafe_code)]
 pub mod virtio;
 pub mod virtio_console;

@@ -53,12 +53,9 @@ struct Window {
 impl Window {
     fn read_register(self, offset: usize) -> u32 {
         debug_assert!(offset + 4 <= HEADER_WINDOW && offset.is_multiple_of(4));
-        // `self` comes from a `virtio,mmio` node of the device tree (see
-        // `windows`), at least HEADER_WINDOW bytes long; `mm::kernel_space` maps every
-        // device window of that size read-write, identity, before any driver runs. The
-        // offset is an aligned header register inside the window, and reading these
-        // identification registers has no side effect on the device.
-        // SAFETY: sound for the reasons given just above.
+        // SAFETY: `self` is a `virtio,mmio` window of >= HEADER_WINDOW bytes (`windows`), which
+        // `mm::kernel_space` maps read-write, identity, before any driver runs; `offset` is an aligned
+        // header register inside it, and reading identification registers has no device side effect.
         unsafe { ((self.base + offset) as *const u32).read_volatile() }
     }
 }
@@ -131,12 +128,10 @@ pub fn claim(device_type: DeviceType) -> Result<(Slot, MmioTransport<'static>), 
     })
     .ok_or(VirtioError::NoDevice(device_type))?;
     let header = NonNull::new(slot.base as *mut VirtIOHeader).ok_or(VirtioError::NoDevice(device_type))?;
-    // `slot` is a `virtio,mmio` window from the device tree, mapped read-write by
-    // `mm::kernel_space` for the life of the kernel (device windows are never unmapped),
-    // page-aligned and so aligned for the header; `slot.size` is the window's size from
-    // the device tree, which covers the config space. The slot was just recorded in
-    // SAFETY: sound for the reasons given just above.
-    // CLAIMED, so no other transport for it exists or will be made: the access is unique.
+    // `slot` is a device-tree `virtio,mmio` window; device windows are never unmapped.
+    // SAFETY: `mm::kernel_space` maps it read-write for the kernel's life, page-aligned (so aligned
+    // for the header); `slot.size`, its device-tree size, covers the config space; `slot` is newly
+    // in CLAIMED, so no other transport for it exists or will be made: the access is unique.
     let transport = unsafe { MmioTransport::new(header, slot.size) }.map_err(VirtioError::Transport)?;
     Ok((slot, transport))
 }

@@ -192,12 +192,10 @@ impl ExtensionArena {
             if heap.stats_alloc_actual() < block || heap.stats_alloc_user() < layout.size() {
                 return Err(FreeError::NotAllocated);
             }
-            // the block lies inside this arena, aligned to its size (checked
-            // above), so everything the heap writes for it (its free-list node, merges with
-            // free buddies listed inside the arena) stays inside the arena's mapped pages.
-            // That it matches an earlier allocation with this layout is the contract of the
-            // trusted glue's `GlobalAlloc::dealloc`, which passes on what Rust gave it.
-            // SAFETY: sound for the reasons given just above.
+            // The trusted glue's `GlobalAlloc::dealloc` passes on what Rust gave it.
+            // SAFETY: the block is inside this arena, size-aligned (checked above), so the heap's
+            // writes for it (free-list node, buddy merges) stay in the arena's mapped pages; it
+            // matches an earlier allocation with `layout` by that `dealloc`'s contract.
             unsafe { heap.dealloc(pointer, layout) };
             Ok(())
         })
@@ -243,13 +241,10 @@ pub fn with_caller<R>(f: impl FnOnce(&ExtensionArena) -> R) -> Option<R> {
     if address == 0 {
         return None;
     }
-    // A non-zero value was stored by `with_current` from `Arc::as_ptr` of an arena
-    // whose `Arc` its caller borrows for the whole call, and is replaced by the previous
-    // value (0 or an enclosing call's arena, alive for longer) before that borrow ends —
-    // also when the call is aborted: `events::run_with_budget`, which every extension
-    // call runs inside, restores the value it found. Only this hart reads or writes it,
-    // and preemption is off meanwhile.
-    // SAFETY: sound for the reasons given just above.
+    // On abort, `events::run_with_budget` (around every extension call) restores the old value.
+    // SAFETY: `with_current` stores `Arc::as_ptr` of an arena borrowed for its whole call and puts
+    // back the old value (0 or an outer, longer-lived arena) before the borrow ends, even on abort;
+    // only this hart reads or writes it, preemption off meanwhile: the arena is alive.
     let arena = unsafe { &*(address as *const ExtensionArena) };
     Some(f(arena))
 }

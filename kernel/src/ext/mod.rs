@@ -13,6 +13,7 @@
 //! comes from its own arena with a quota ([`arena`]); an allocation past the quota fails,
 //! which by default panics and so kills it, and unloading frees the arena whole.
 
+#[allow(unsafe_code)]
 pub mod arena;
 /// Runs `$body` with `$event` bound to the kernel's declaration of the event whose id is
 /// `$id` and the type aliases `$args` / `$result` naming its records; `$otherwise` for an
@@ -103,10 +104,14 @@ macro_rules! with_event_types {
 }
 
 pub mod builtin;
+#[allow(unsafe_code)]
 pub mod bundle;
+#[allow(unsafe_code)]
 pub mod exports;
 pub mod introspect;
+#[allow(unsafe_code)]
 pub mod native;
+#[allow(unsafe_code)]
 pub mod user;
 pub mod wasm;
 

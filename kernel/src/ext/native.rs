@@ -390,15 +390,17 @@ pub fn load(bytes: &[u8], installer: &mut super::Installer) -> Result<Arc<Loaded
     crate::arch::csr::fence_instructions();
 
     let entry = |symbol: &'static str| loaded.function(symbol).map_err(|_| NativeError::MissingEntry(symbol));
-    // (for the three calls below) each address is a function of the named
-    // exported symbol in the image just relocated and mapped executable, with the
-    // signature the C-ABI contract (`spindle_abi::native`) fixes; the image lives in the
-    // LoadedExtension for as long as any binding can call it.
-    // SAFETY: sound for the reasons given just above.
+    // SAFETY: the address is the exported BINDING_COUNT_SYMBOL function of the image just relocated
+    // and mapped executable, with the C-ABI signature `spindle_abi::native` fixes for `CountFunction`;
+    // the image stays in the LoadedExtension for as long as any binding can call it.
     let count_function: CountFunction = unsafe { function_at(entry(BINDING_COUNT_SYMBOL)?) };
-    // SAFETY: as above.
+    // SAFETY: the address is the exported BINDING_INFO_SYMBOL function of the image just relocated
+    // and mapped executable, with the C-ABI signature `spindle_abi::native` fixes for `InfoFunction`;
+    // the image stays in the LoadedExtension for as long as any binding can call it.
     let info_function: InfoFunction = unsafe { function_at(entry(BINDING_INFO_SYMBOL)?) };
-    // SAFETY: as above.
+    // SAFETY: the address is the exported INVOKE_SYMBOL function of the image just relocated
+    // and mapped executable, with the C-ABI signature `spindle_abi::native` fixes for `InvokeFunction`;
+    // the image stays in the LoadedExtension for as long as any binding can call it.
     let invoke_function: InvokeFunction = unsafe { function_at(entry(INVOKE_SYMBOL)?) };
 
     let budget = crate::time::budget_from_micros(manifest.budget_microseconds);
@@ -461,11 +463,10 @@ fn map_arena(
     crate::arch::csr::without_interrupts(|| root.map_range(start, physical, arena_size, flags, &mut PermanentFrames))
         .map_err(NativeError::Map)?;
     image.mapped.push((start, arena_size));
-    // `[start, start + arena_size)` is page-aligned (`arena_start` rounds a page-
-    // aligned address up to a multiple of a page or more), at most MAX_ARENA_SIZE (`size_for_quota`),
-    // and was just mapped read-write to frames owned by `image` and used by nothing else;
+    // `arena_start` rounds a page-aligned address up to a multiple of a page or more.
+    // SAFETY: `[start, start + arena_size)` is page-aligned, at most MAX_ARENA_SIZE (`size_for_quota`),
+    // just mapped read-write to frames owned by `image` and used by nothing else;
     // `NativeImage::drop` releases the arena before it unmaps the range and frees them.
-    // SAFETY: sound for the reasons given just above.
     image.arena = Arc::new(unsafe { ExtensionArena::new(name, start, arena_size) });
     Ok(())
 }

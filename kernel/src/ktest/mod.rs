@@ -17,11 +17,15 @@
 //! that hangs with interrupts off is caught by the host's timeout. Harness self-tests
 //! (tests that must fail) live in [`HARNESS_TESTS`] and run only when named.
 
+#[allow(unsafe_code)]
 mod events;
+#[allow(unsafe_code)]
 mod extensions;
+#[allow(unsafe_code)]
 mod harness;
 mod hotload;
 mod introspection;
+#[allow(unsafe_code)]
 mod kernel_basics;
 mod leaks;
 mod processes;

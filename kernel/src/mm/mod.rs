@@ -12,7 +12,9 @@ pub mod frame;
 pub mod heap;
 pub mod kernel_space;
 pub mod private_heap;
+#[deny(unsafe_code)]
 pub mod ranges;
+#[deny(unsafe_code)]
 pub mod stack;
 
 use crate::arch::PAGE_SIZE;

@@ -165,11 +165,9 @@ impl PrivateHeap {
             let mut state = self.state.lock();
             let slot = state.chunks.iter().position(Option::is_none)?;
             let (start, end) = (run.address(), run.address() + run.size());
-            // the frames were just taken from the frame allocator, so no other
-            // allocator manages them and they are disjoint from every chunk added before;
-            // RAM is identity-mapped read-write; the run is kept in `chunks` until this
-            // heap is dropped, which forgets the buddy heap before freeing it.
-            // SAFETY: sound for the reasons given just above.
+            // SAFETY: the frames were just taken from the frame allocator (no other allocator
+            // manages them; disjoint from earlier chunks), identity-mapped read-write RAM, kept in
+            // `chunks` until this heap's drop, which forgets the buddy heap before freeing them.
             unsafe { state.heap.add_to_heap(start, end) };
             state.reserved += run.size();
             state.chunks[slot] = Some(run);
@@ -239,12 +237,9 @@ pub(super) fn allocate_routed(layout: Layout) -> Option<*mut u8> {
     if address == 0 {
         return None;
     }
-    // A non-zero route was stored by `PrivateHeap::enter` from a heap it borrows for the
-    // whole call and replaces with the previous value before returning; a trap clears it
-    // while handled, and an abort past `enter` restores what its recovery point saved
-    // (0 or an enclosing `enter`'s heap, alive for longer). Only this hart touches its
-    // route, and preemption is off inside `enter`, so the heap is alive here.
-    // SAFETY: sound for the reasons given just above.
+    // SAFETY: `PrivateHeap::enter` routes to a heap it borrows for the whole call, restoring the
+    // old route on return; a trap clears it while handled, an abort restores the recovery point's
+    // (0 or an outer, longer-lived heap); only this hart touches it, preemption is off: it is alive.
     let heap = unsafe { &*(address as *const PrivateHeap) };
     // The growth path takes frames: their allocator's own bookkeeping must not land here.
     let block = on_kernel_heap(|| heap.allocate(layout));
@@ -264,16 +259,13 @@ pub(super) unsafe fn free(pointer: *mut u8, layout: Layout) -> bool {
     let Some(block) = NonNull::new(pointer) else { return false };
     let registry = REGISTRY.lock();
     for &address in registry.iter().filter(|address| **address != 0) {
-        // Registered addresses belong to live heaps: a heap unregisters itself (under this
-        // lock, held here) before it is freed.
-        // SAFETY: sound for the reason given just above.
+        // SAFETY: registered addresses belong to live heaps: a heap unregisters itself
+        // (under this lock, held here) before it is freed.
         let heap = unsafe { &*(address as *const PrivateHeap) };
         let mut state = heap.state.lock();
         if state.contains(pointer as usize) {
-            // the block lies in one of this heap's chunks, and by this function's
-            // contract it is a live allocation with this layout — blocks inside a chunk
-            // are only ever handed out by this heap.
-            // SAFETY: sound for the reasons given just above.
+            // SAFETY: the block lies in one of this heap's chunks, whose blocks only this heap
+            // hands out, and by this function's contract it is a live allocation with `layout`.
             unsafe { state.heap.dealloc(block, layout) };
             return true;
         }

@@ -29,7 +29,9 @@
 //! Limitations: one thread per process; programs come only from the boot bundle; no
 //! signals beyond kill; the scheduler treats process strands like kernel strands (same priority).
 
+#[allow(unsafe_code)]
 mod address_space;
+#[allow(unsafe_code)]
 pub mod migrate;
 pub mod service;
 pub mod capabilities;

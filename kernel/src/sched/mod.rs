@@ -455,11 +455,9 @@ fn switch_away(leaving: Leaving) {
     if leaving == Leaving::Exited {
         exit_to(current, next);
     }
-    // interrupts are off; `next` is not running anywhere (claimed below), its
-    // context was saved by a switch or made by `Strand::new`, and its stack is mapped
-    // (stacks are freed only for exited strands, which are never ready). `current`
-    // lives in CURRENT/queues/ZOMBIES until it is resumed or reaped.
-    // SAFETY: sound for the reasons given just above.
+    // SAFETY: interrupts are off; `next` runs nowhere (claimed in `switch`), has a context from a
+    // switch or `Strand::new` and a mapped stack (only exited, never-ready strands lose theirs);
+    // `current` lives in CURRENT/queues/ZOMBIES until it is resumed or reaped.
     unsafe { Strand::switch(&current, &next) };
     // Back on `current` (never reached for an exited strand).
     drop(next);
@@ -479,13 +477,10 @@ fn exit_to(current: Arc<Strand>, next: Arc<Strand>) -> ! {
     let (from, to) = (Arc::as_ptr(&current), Arc::as_ptr(&next));
     drop(current);
     drop(next);
-    // interrupts are off, so nothing runs on this hart until the switch. `from` is
-    // this (exited) strand: ZOMBIES holds it and reaps it only once it is off the hart,
-    // which the switch marks after saving its registers, so it outlives the switch. `to`
-    // is held by CURRENT[this hart], which only a switch away from `to` replaces; it is not
-    // running anywhere (claimed in `switch`), its context was saved by a switch or made by
-    // `Strand::new`, and its stack is mapped (it is not exited).
-    // SAFETY: sound for the reasons given just above.
+    // Interrupts are off (nothing runs here until the switch); `to` is not exited.
+    // SAFETY: ZOMBIES holds `from` (this strand) until the switch marks it off the hart, after
+    // saving its registers; CURRENT[this hart] holds `to` until a switch away from it. `to` runs
+    // nowhere (claimed in `switch`), has a switch- or `Strand::new`-made context and a mapped stack.
     unsafe { Strand::switch(&*from, &*to) };
     unreachable!("an exited strand was resumed");
 }

@@ -92,7 +92,9 @@ pub struct Strand {
 // `running == 0` (Acquire) — the scheduler's protocol serialises these accesses. Every
 // other field is atomic or behind a lock.
 unsafe impl Sync for Strand {}
-// SAFETY: as above; the boxed body is `Send`.
+// SAFETY: a `Strand` may move between harts: `context`/`running` are accessed only under the
+// scheduler's switch-out/resume protocol (as for `Sync`), every other field is atomic or behind a
+// lock, and the boxed body is `Send`.
 unsafe impl Send for Strand {}
 
 impl Strand {

@@ -65,7 +65,8 @@ pub fn set_sstatus_bits(bits: usize) {
 /// Clears bits in `sstatus`.
 #[inline(always)]
 pub fn clear_sstatus_bits(bits: usize) {
-    // SAFETY: as for `set_sstatus_bits`.
+    // SAFETY: the callers in this module clear only SIE/SUM/FS bits, which change interrupt
+    // delivery, user-memory access and FPU state; none invalidates memory safety by itself.
     unsafe { asm!("csrc sstatus, {}", in(reg) bits, options(nostack)) };
 }
 

@@ -5,14 +5,23 @@
 //! vector and trap frames ([`trap`]), fault recovery points ([`recovery`]), Sv39 page
 //! tables ([`sv39`]), SBI calls ([`sbi`]) and entering and leaving U-mode ([`user`]).
 
+#[allow(unsafe_code)]
 pub mod boot;
+#[allow(unsafe_code)]
 pub mod context;
+#[allow(unsafe_code)]
 pub mod csr;
+#[allow(unsafe_code)]
 pub mod hart;
+#[allow(unsafe_code)]
 pub mod recovery;
+#[allow(unsafe_code)]
 pub mod sbi;
+#[allow(unsafe_code)]
 pub mod sv39;
+#[allow(unsafe_code)]
 pub mod trap;
+#[allow(unsafe_code)]
 pub mod user;
 
 /// Size of a base page and of a physical frame.

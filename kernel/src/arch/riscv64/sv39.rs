@@ -128,8 +128,9 @@ fn read_entry(table: usize, index: usize) -> u64 {
 }
 
 fn write_entry(table: usize, index: usize, value: u64) {
-    // SAFETY: as for `read_entry`; the kernel owns its page tables exclusively and
-    // edits them with the table's lock held (by the caller's &mut borrow).
+    // SAFETY: `table` is an identity-mapped page-table page (from a FrameSource or the root),
+    // `index < ENTRIES` (callers mask it with 511); the kernel owns its page tables exclusively
+    // and edits them with the table's lock held (by the caller's &mut borrow).
     unsafe { table_at(table).add(index).write_volatile(value) }
 }
 
