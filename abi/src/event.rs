@@ -518,6 +518,36 @@ macro_rules! declare_records {
 macro_rules! declare_events {
     (
         $(#[doc = $list_doc:literal])*
+        $list_visibility:vis list $LIST:ident, visit $visit:ident;
+        $(
+            $(#[doc = $event_doc:literal])*
+            $visibility:vis event $EVENT:ident = $id:literal, $name:literal, fn($Args:ty) -> $Result:ty;
+        )*
+    ) => {
+        $crate::declare_events! {
+            $(#[doc = $list_doc])*
+            $list_visibility list $LIST;
+            $(
+                $(#[doc = $event_doc])*
+                $visibility event $EVENT = $id, $name, fn($Args) -> $Result;
+            )*
+        }
+
+        /// Runs `visitor` on the event of this list whose id is `id`, with the event's
+        /// record types; gives the visitor back when no event of the list has that id.
+        /// Generated from the list, so every technology's dispatch by id covers every
+        /// event declared here.
+        $list_visibility fn $visit<V: $crate::event::EventVisitor>(id: $crate::event::EventId, visitor: V) -> ::core::result::Result<V::Output, V> {
+            $(
+                if id == $EVENT.id() {
+                    return ::core::result::Result::Ok(visitor.visit(&$EVENT));
+                }
+            )*
+            ::core::result::Result::Err(visitor)
+        }
+    };
+    (
+        $(#[doc = $list_doc:literal])*
         $list_visibility:vis list $LIST:ident;
         $(
             $(#[doc = $event_doc:literal])*
@@ -723,7 +753,7 @@ impl ConsoleVerdict {
 
 declare_events! {
     /// Every event the kernel raises, in id order.
-    pub list KERNEL_EVENTS;
+    pub list KERNEL_EVENTS, visit visit_kernel_event;
 
     /// A hart took a timer interrupt. Raised by the clock service on every tick; handlers
     /// return nothing (default combiner: last).
@@ -916,7 +946,7 @@ declare_records! {
 
 declare_events! {
     /// Events used only by the benchmarks and tests of the dispatcher itself.
-    pub list MEASUREMENT_EVENTS;
+    pub list MEASUREMENT_EVENTS, visit visit_measurement_event;
 
     /// A synthetic event raised by `cargo xtask bench` and the dispatcher's in-kernel
     /// tests; never raised by a core service.
@@ -1036,5 +1066,46 @@ mod tests {
         assert_eq!(i8::from_u64((-128i8).to_u64()), Some(-128));
         assert_eq!(i64::from_u64(i64::MIN.to_u64()), Some(i64::MIN));
         assert_eq!(u16::from_u64(65_536), None);
+    }
+}
+
+/// Code generic over an event's record types, run for an event found by its id
+/// ([`visit_event`]): how a technology installs a binding whose event it knows only by
+/// number (a native or Wasm module's binding table, a user-level registration).
+pub trait EventVisitor {
+    /// What the visit produces.
+    type Output;
+    /// Runs for `event`, whose records are `A` and `R`.
+    fn visit<A: EventRecord, R: EventRecord>(self, event: &'static Event<A, R>) -> Self::Output;
+}
+
+/// Runs `visitor` on the declared event (kernel or measurement) whose id is `id`; gives
+/// the visitor back when no declared event has that id.
+pub fn visit_event<V: EventVisitor>(id: EventId, visitor: V) -> Result<V::Output, V> {
+    visit_kernel_event(id, visitor).or_else(|visitor| visit_measurement_event(id, visitor))
+}
+
+#[cfg(test)]
+mod visit_tests {
+    use super::*;
+
+    /// Reports the visited event's name and its argument record's size.
+    struct NameAndSize;
+
+    impl EventVisitor for NameAndSize {
+        type Output = (&'static str, usize);
+        fn visit<A: EventRecord, R: EventRecord>(self, event: &'static Event<A, R>) -> (&'static str, usize) {
+            (event.name(), core::mem::size_of::<A>())
+        }
+    }
+
+    #[test]
+    fn every_declared_event_is_visited_with_its_records() {
+        for descriptor in KERNEL_EVENTS.iter().chain(MEASUREMENT_EVENTS) {
+            let visited = visit_event(descriptor.id, NameAndSize).ok();
+            assert_eq!(visited.map(|(name, _)| name), Some(descriptor.name), "{}", descriptor.name);
+        }
+        assert_eq!(visit_event(CLOCK_TICK.id(), NameAndSize).ok(), Some(("clock.Tick", core::mem::size_of::<ClockTick>())));
+        assert!(visit_event(EventId(999_999), NameAndSize).is_err());
     }
 }

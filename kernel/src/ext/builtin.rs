@@ -86,11 +86,23 @@ fn install_binding(
     extension: &Arc<LoadedExtension>,
     installer: &mut super::Installer,
 ) -> Result<BindingId, ExtensionError> {
-    with_event_types!(
-        binding.event().id,
-        |event: Arguments, Answer| install_typed::<Arguments, Answer>(event, declaration, binding, extension, installer),
-        Err(ExtensionError::UnknownEvent(binding.event().name))
-    )
+    let visitor = InstallBinding { declaration, binding, extension, installer };
+    spindle_abi::event::visit_event(binding.event().id, visitor).unwrap_or_else(|_| Err(ExtensionError::UnknownEvent(binding.event().name)))
+}
+
+/// Installs one binding, typed by the event its declaration names.
+struct InstallBinding<'a> {
+    declaration: &'a ExtensionDecl,
+    binding: &'a dyn BindingDecl,
+    extension: &'a Arc<LoadedExtension>,
+    installer: &'a mut super::Installer,
+}
+
+impl spindle_abi::event::EventVisitor for InstallBinding<'_> {
+    type Output = Result<BindingId, ExtensionError>;
+    fn visit<A: EventRecord, R: EventRecord>(self, event: &'static Event<A, R>) -> Self::Output {
+        install_typed(event, self.declaration, self.binding, self.extension, self.installer)
+    }
 }
 
 /// Installs every binding of a built-in extension; on any refusal, removes the ones

@@ -324,12 +324,25 @@ pub(super) fn checked_guards(descriptor: &EventDescriptor, info: &BindingInfo, i
         .collect()
 }
 
+/// Installs one binding, typed by the event its description names.
+struct InstallBinding<'a> {
+    info: &'a BindingInfo,
+    index: usize,
+    target: &'a BindingTarget<'a>,
+    installer: &'a mut super::Installer,
+}
+
+impl spindle_abi::event::EventVisitor for InstallBinding<'_> {
+    type Output = Result<BindingId, NativeError>;
+    fn visit<A: EventRecord, R: EventRecord>(self, event: &'static Event<A, R>) -> Self::Output {
+        install_typed(event, self.info, self.index, self.target, self.installer)
+    }
+}
+
 fn install_binding(info: &BindingInfo, index: usize, target: &BindingTarget<'_>, installer: &mut super::Installer) -> Result<BindingId, NativeError> {
-    with_event_types!(
-        spindle_abi::event::EventId(info.event_id),
-        |event: Arguments, Answer| install_typed::<Arguments, Answer>(event, info, index, target, installer),
+    spindle_abi::event::visit_event(spindle_abi::event::EventId(info.event_id), InstallBinding { info, index, target, installer }).unwrap_or_else(|_| {
         Err(NativeError::BadBinding(alloc::format!("binding {index} names event id {}, which this kernel does not raise", info.event_id)))
-    )
+    })
 }
 
 /// Verifies, links, maps and installs a native extension from `.kext` bytes.

@@ -311,11 +311,26 @@ fn install_binding(
     extension: &Arc<LoadedExtension>,
     installer: &mut super::Installer,
 ) -> Result<BindingId, UserError> {
-    with_event_types!(
-        spindle_abi::event::EventId(info.event_id),
-        |event: Arguments, Answer| install_typed::<Arguments, Answer>(event, info, index, user, extension, installer),
+    let visitor = InstallBinding { info, index, user, extension, installer };
+    spindle_abi::event::visit_event(spindle_abi::event::EventId(info.event_id), visitor).unwrap_or_else(|_| {
         Err(UserError::BadRegistration(alloc::format!("binding {index} names event id {}, which this kernel does not raise", info.event_id)))
-    )
+    })
+}
+
+/// Installs one binding, typed by the event its registration names.
+struct InstallBinding<'a> {
+    info: &'a BindingInfo,
+    index: usize,
+    user: &'a Arc<UserExtension>,
+    extension: &'a Arc<LoadedExtension>,
+    installer: &'a mut super::Installer,
+}
+
+impl spindle_abi::event::EventVisitor for InstallBinding<'_> {
+    type Output = Result<BindingId, UserError>;
+    fn visit<A: EventRecord, R: EventRecord>(self, event: &'static Event<A, R>) -> Self::Output {
+        install_typed(event, self.info, self.index, self.user, self.extension, self.installer)
+    }
 }
 
 fn install_typed<A: EventRecord, R: EventRecord>(

@@ -641,9 +641,25 @@ fn install_binding(
     instance: &Arc<WasmInstance>,
     installer: &mut super::Installer,
 ) -> Result<BindingId, WasmError> {
-    with_event_types!(
-        spindle_abi::event::EventId(info.event_id),
-        |event: Arguments, Answer| install_typed::<Arguments, Answer>(event, info, index, fuel, extension, instance, installer),
+    let visitor = InstallBinding { info, index, fuel, extension, instance, installer };
+    spindle_abi::event::visit_event(spindle_abi::event::EventId(info.event_id), visitor).unwrap_or_else(|_| {
         Err(WasmError::BadBinding(alloc::format!("binding {index} names event id {}, which this kernel does not raise", info.event_id)))
-    )
+    })
+}
+
+/// Installs one binding, typed by the event its description names.
+struct InstallBinding<'a> {
+    info: &'a BindingInfo,
+    index: usize,
+    fuel: u64,
+    extension: &'a Arc<LoadedExtension>,
+    instance: &'a Arc<WasmInstance>,
+    installer: &'a mut super::Installer,
+}
+
+impl spindle_abi::event::EventVisitor for InstallBinding<'_> {
+    type Output = Result<BindingId, WasmError>;
+    fn visit<A: EventRecord, R: EventRecord>(self, event: &'static Event<A, R>) -> Self::Output {
+        install_typed(event, self.info, self.index, self.fuel, self.extension, self.instance, self.installer)
+    }
 }
