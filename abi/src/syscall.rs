@@ -84,6 +84,17 @@ impl Technology {
             _ => None,
         }
     }
+
+    /// The technology's short name in commands, benchmark rows and messages (`native` —
+    /// the default —, `builtin`, `wasm`, `user`).
+    pub const fn label(self) -> &'static str {
+        match self {
+            Technology::Default => "native",
+            Technology::BuiltIn => "builtin",
+            Technology::Wasm => "wasm",
+            Technology::User => "user",
+        }
+    }
 }
 
 /// What a user-level extension registers with [`Syscall::UpcallServe`] (`#[repr(C)]`,

@@ -329,7 +329,7 @@ fn ext(arguments: &[&str]) -> Result<(), CommandError> {
         [.., "builtin"] => crate::ext::Preference::BuiltIn,
         [.., "wasm"] => crate::ext::Preference::Wasm,
         [.., "user"] => crate::ext::Preference::User,
-        _ => crate::ext::Preference::Native,
+        _ => crate::ext::Preference::Default,
     };
     match arguments {
         ["list", "--json"] => {
@@ -450,7 +450,7 @@ fn reclaim(arguments: &[&str]) -> Result<(), CommandError> {
 #[cfg(feature = "bench")]
 fn graft_named(word: Option<&&str>, usage: &'static str) -> Result<crate::bench::Graft, CommandError> {
     match word {
-        None => Ok(crate::bench::Graft::Extension(crate::ext::Preference::Native)),
+        None => Ok(crate::bench::Graft::Extension(crate::ext::Preference::Default)),
         Some(word) => crate::bench::Graft::parse(word).ok_or(CommandError::Usage(usage)),
     }
 }

@@ -34,6 +34,18 @@ pub enum Technology {
     UserLevel,
 }
 
+impl fmt::Display for Technology {
+    /// The word listings use: `built-in`, `native`, `wasm`, `user-level`.
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        formatter.write_str(match self {
+            Technology::BuiltIn => "built-in",
+            Technology::Native => "native",
+            Technology::Wasm => "wasm",
+            Technology::UserLevel => "user-level",
+        })
+    }
+}
+
 /// What introspection shows about a handler.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct HandlerDescription {

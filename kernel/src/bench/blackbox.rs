@@ -220,7 +220,7 @@ pub fn run() -> bool {
         logdisk::workload::HOT_BLOCKS
     );
 
-    for preference in [Preference::BuiltIn, Preference::Native, Preference::Wasm, Preference::User] {
+    for preference in [Preference::BuiltIn, Preference::Default, Preference::Wasm, Preference::User] {
         let name = alloc::format!("write-{}", preference.label());
         let measured = if preference == Preference::Wasm { &writes[..WASM_WRITES] } else { &writes[..] };
         if let Err(error) = ext::load(EXTENSION, preference) {

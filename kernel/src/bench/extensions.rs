@@ -53,7 +53,7 @@ fn measure_load(preference: Preference) -> Option<u64> {
 /// Runs the extension-cost rows.
 pub fn run() {
     let group = "extension-cost";
-    for preference in [Preference::BuiltIn, Preference::Native, Preference::Wasm, Preference::User] {
+    for preference in [Preference::BuiltIn, Preference::Default, Preference::Wasm, Preference::User] {
         let name = preference.label();
         if let Some(cost) = measure_load(preference) {
             report(group, &alloc::format!("load-faulty-{name}"), LOAD_ITERATIONS, cost);

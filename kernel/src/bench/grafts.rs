@@ -182,7 +182,7 @@ pub fn run() -> bool {
     crate::println!("bench: graft-hotlist workload: {hot} of {} candidates hot, {ITERATIONS} raises per row", mm::LRU_FRAMES);
     mm::clear_hot();
 
-    for preference in [Preference::BuiltIn, Preference::Native, Preference::Wasm, Preference::User] {
+    for preference in [Preference::BuiltIn, Preference::Default, Preference::Wasm, Preference::User] {
         let name = alloc::format!("reclaim-{}", preference.label());
         if let Err(error) = ext::load(EXTENSION, preference) {
             crate::println!("bench: FAILED loading {EXTENSION} ({name}): {error}");

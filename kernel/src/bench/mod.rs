@@ -127,7 +127,7 @@ impl Graft {
     /// Every implementation, in row order.
     pub const ALL: [Graft; 5] = [
         Graft::Extension(crate::ext::Preference::BuiltIn),
-        Graft::Extension(crate::ext::Preference::Native),
+        Graft::Extension(crate::ext::Preference::Default),
         Graft::Extension(crate::ext::Preference::Wasm),
         Graft::Extension(crate::ext::Preference::User),
         Graft::CReference,

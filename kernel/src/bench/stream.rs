@@ -192,7 +192,7 @@ pub fn run() -> bool {
     let expected = expected();
     crate::println!("bench: {GROUP} workload: {} bytes in {}-byte blocks, md5 {}", WORKLOAD_BYTES, block::BLOCK_SIZE, hex(&expected));
 
-    for preference in [Preference::BuiltIn, Preference::Native, Preference::Wasm, Preference::User] {
+    for preference in [Preference::BuiltIn, Preference::Default, Preference::Wasm, Preference::User] {
         let name = format!("md5-{}", preference.label());
         if let Err(error) = ext::load(EXTENSION, preference) {
             crate::println!("bench: FAILED loading {EXTENSION} ({name}): {error}");

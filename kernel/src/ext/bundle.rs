@@ -43,7 +43,7 @@ pub fn load_boot_list() {
         // A boot-list entry `NAME.wasm` is the Wasm build of NAME.
         let (name, preference) = match name.strip_suffix(super::WASM_ENTRY_SUFFIX) {
             Some(base) => (base, super::Preference::Wasm),
-            None => (*name, super::Preference::Native),
+            None => (*name, super::Preference::Default),
         };
         match super::load(name, preference) {
             Ok(extension) => crate::println!("[ext] boot: loaded `{name}` ({}), {} binding(s)", extension.technology, extension.bindings.lock().len()),

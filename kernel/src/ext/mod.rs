@@ -37,29 +37,9 @@ use spindle_dispatch::{BindingId, HandlerFault};
 /// Longest panic message kept for a killed extension.
 pub const PANIC_MESSAGE_MAX: usize = 256;
 
-/// How an extension's code came into the kernel.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Technology {
-    /// Linked into the kernel image.
-    BuiltIn,
-    /// A signed, dynamically linked native `.kext`.
-    Native,
-    /// A WebAssembly module run by `wasmi` in the kernel.
-    Wasm,
-    /// A user program serving the extension's events by upcalls.
-    UserLevel,
-}
-
-impl fmt::Display for Technology {
-    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
-        formatter.write_str(match self {
-            Technology::BuiltIn => "built-in",
-            Technology::Native => "native",
-            Technology::Wasm => "wasm",
-            Technology::UserLevel => "user-level",
-        })
-    }
-}
+/// How an extension's code came into the kernel: the dispatcher's one definition (its
+/// handlers say the same), so the registry, introspection and listings agree.
+pub use spindle_dispatch::Technology;
 
 /// Lifecycle of a loaded extension.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -222,31 +202,11 @@ fn register(extension: Arc<LoadedExtension>) -> Result<(), ExtensionError> {
     })
 }
 
-/// Which technology `load` uses when an extension is available as several.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Preference {
-    /// The bundled native `.kext` if there is one, else the built-in crate.
-    Native,
-    /// The built-in crate only.
-    BuiltIn,
-    /// The bundled Wasm build only (bundle entry `<name>.wasm`).
-    Wasm,
-    /// The bundled user-level build only (program `bin/ext-<name>`, served by upcalls).
-    User,
-}
-
-impl Preference {
-    /// The technology's short name in benchmark rows and messages (`builtin`, `native`,
-    /// `wasm`, `user`).
-    pub fn label(self) -> &'static str {
-        match self {
-            Preference::BuiltIn => "builtin",
-            Preference::Native => "native",
-            Preference::Wasm => "wasm",
-            Preference::User => "user",
-        }
-    }
-}
+/// Which build `load` uses when an extension is available as several — the ABI's choice
+/// for the `ext_load` system call, one definition for the console, the shell and the
+/// kernel: `Default` (the bundled native `.kext` if there is one, else the built-in crate),
+/// `BuiltIn`, `Wasm` (bundle entry `<name>.wasm`), `User` (program `bin/ext-<name>`).
+pub use spindle_abi::syscall::Technology as Preference;
 
 /// Suffix of the boot bundle's entries that hold Wasm builds (`hello.wasm`).
 pub const WASM_ENTRY_SUFFIX: &str = ".wasm";
@@ -285,7 +245,7 @@ fn load_available(name: &str, preference: Preference, installer: &mut Installer)
             wasm::load(bytes, installer.loading_bundled(bytes)).map_err(wasm_refusal)
         }
         (Preference::User, _) => user::load(name, installer).map_err(user_refusal),
-        (Preference::Native, Some(bytes)) => native::load(bytes, installer.loading_bundled(bytes)).map_err(native_refusal),
+        (Preference::Default, Some(bytes)) => native::load(bytes, installer.loading_bundled(bytes)).map_err(native_refusal),
         _ => {
             let declaration = builtin::AVAILABLE
                 .iter()

@@ -36,7 +36,7 @@ use core::marker::PhantomData;
 use spindle_abi::event::{Event, EventDescriptor, EventRecord};
 use spindle_abi::extension::{GuardDecl, RecordBuffer, decode, encode};
 use spindle_abi::native::{BINDING_COUNT_SYMBOL, BINDING_INFO_SYMBOL, BindingInfo, INVOKE_SYMBOL, MAX_GUARDS};
-use spindle_dispatch::{BindingId, BindingSpec, DeclarativeGuard, Handler, HandlerDescription, HandlerFault, Mode, Technology as DispatchTechnology};
+use spindle_dispatch::{BindingId, BindingSpec, DeclarativeGuard, Handler, HandlerDescription, HandlerFault, Mode};
 use spindle_loader::{ContainerError, ElfError, ElfObject, Kind, LoadError, Permissions, Policy};
 
 use super::arena::{self, ExtensionArena, MAX_ARENA_SIZE, QuotaTooLarge};
@@ -244,7 +244,7 @@ impl<A: EventRecord, R: EventRecord> Handler<A, R> for NativeHandler<A, R> {
     }
 
     fn describe(&self) -> HandlerDescription {
-        HandlerDescription { technology: DispatchTechnology::Native, name: self.name.clone() }
+        HandlerDescription { technology: Technology::Native, name: self.name.clone() }
     }
 
     /// Containment: a fault (panic, trap, overrun, malformed result) kills the extension.

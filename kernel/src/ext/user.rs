@@ -48,7 +48,7 @@ use spindle_abi::extension::{RecordBuffer, decode, encode};
 use spindle_abi::host::KERNEL_FUNCTIONS;
 use spindle_abi::native::BindingInfo;
 use spindle_abi::syscall::{Error, MAX_UPCALL_BINDINGS, MAX_UPCALL_MANIFEST, Syscall, UPCALL_RECORD_WORDS, UpcallRegistration};
-use spindle_dispatch::{BindingId, BindingSpec, Handler, HandlerDescription, HandlerFault, Mode, Technology as DispatchTechnology};
+use spindle_dispatch::{BindingId, BindingSpec, Handler, HandlerDescription, HandlerFault, Mode};
 use spindle_loader::Manifest;
 use spindle_process::user_range;
 
@@ -386,7 +386,7 @@ impl<A: EventRecord, R: EventRecord> Handler<A, R> for UserHandler<A, R> {
     }
 
     fn describe(&self) -> HandlerDescription {
-        HandlerDescription { technology: DispatchTechnology::UserLevel, name: self.name.clone() }
+        HandlerDescription { technology: Technology::UserLevel, name: self.name.clone() }
     }
 
     /// Containment: a fault (U-mode trap, panic, overrun, bad status) kills the extension

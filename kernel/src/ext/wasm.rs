@@ -73,7 +73,7 @@ use spindle_abi::native::{BINDING_COUNT_SYMBOL, BINDING_INFO_SYMBOL, BindingInfo
 use spindle_abi::wasm::{
     ARGUMENTS_OFFSET, EXCHANGE_SIZE, EXCHANGE_SYMBOL, MEMORY_EXPORT, NATIVE_ONLY_FUNCTIONS, RESULT_OFFSET, WASM_IMPORT_MODULE, WASM_PAGE_SIZE,
 };
-use spindle_dispatch::{BindingId, BindingSpec, Handler, HandlerDescription, HandlerFault, Mode, Technology as DispatchTechnology};
+use spindle_dispatch::{BindingId, BindingSpec, Handler, HandlerDescription, HandlerFault, Mode};
 use spindle_loader::{ContainerError, Kind, Policy};
 use wasmi::{Caller, CompilationMode, Config, Engine, ExternType, Linker, Memory, Module, Store, StoreLimits, StoreLimitsBuilder, TrapCode, TypedFunc};
 
@@ -318,7 +318,7 @@ impl<A: EventRecord, R: EventRecord> Handler<A, R> for WasmHandler<A, R> {
     }
 
     fn describe(&self) -> HandlerDescription {
-        HandlerDescription { technology: DispatchTechnology::Wasm, name: self.name.clone() }
+        HandlerDescription { technology: Technology::Wasm, name: self.name.clone() }
     }
 
     /// Containment for faults the dispatcher saw but `invoke` could not report: the

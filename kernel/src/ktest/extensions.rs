@@ -154,7 +154,7 @@ fn hotlist_same_answers_in_every_technology() -> TestResult {
     let hot = (0..mm::LRU_FRAMES).filter(|&index| expected[index as usize] != grafts::candidate(index)).count();
     ensure!(hot == 64, "{hot} of the workload's candidates are replaced (expected 64: one in 16)");
     let rejections = mm::rejections();
-    for preference in [ext::Preference::BuiltIn, ext::Preference::Native, ext::Preference::Wasm, ext::Preference::User] {
+    for preference in [ext::Preference::BuiltIn, ext::Preference::Default, ext::Preference::Wasm, ext::Preference::User] {
         let answers = grafts::answers(preference)?;
         let differing = answers.iter().zip(&expected).filter(|(answer, wanted)| answer != wanted).count();
         ensure!(differing == 0, "{preference:?}: {differing} answers differ from the reference");
@@ -172,14 +172,14 @@ pub(super) fn bundled(name: &str) -> Result<&'static [u8], alloc::string::String
 /// Loads and unloads `name` once, so the extension region's page-table pages (allocated
 /// on first use and kept) do not count as a leak in the measurements that follow.
 fn warm_up(name: &str) -> TestResult {
-    ext::load(name, ext::Preference::Native).map_err(|error| alloc::format!("{error}"))?;
+    ext::load(name, ext::Preference::Default).map_err(|error| alloc::format!("{error}"))?;
     ext::unload(name).map_err(|error| alloc::format!("{error}"))
 }
 
 fn native_load_raise_unload() -> TestResult {
     warm_up("hello")?;
     let frames_before = crate::mm::frame::stats();
-    let extension = ext::load("hello", ext::Preference::Native).map_err(|error| alloc::format!("{error}"))?;
+    let extension = ext::load("hello", ext::Preference::Default).map_err(|error| alloc::format!("{error}"))?;
     let technology = extension.technology;
     drop(extension);
     let claimed = crate::events::console::offer_line("hello");
@@ -196,7 +196,7 @@ fn native_load_raise_unload() -> TestResult {
 fn native_contained(key: u64, reason: &str) -> TestResult {
     warm_up("faulty")?;
     let frames_before = crate::mm::frame::stats();
-    ext::load("faulty", ext::Preference::Native).map_err(|error| alloc::format!("{error}"))?;
+    ext::load("faulty", ext::Preference::Default).map_err(|error| alloc::format!("{error}"))?;
     let technology = ext::find("faulty").map(|extension| extension.technology);
     let outcome = check_contained(key, reason);
     let unloaded = ext::unload("faulty");
@@ -262,7 +262,7 @@ fn native_bad_inputs_are_refused_without_leaks() -> TestResult {
     refused("ungranted import", bundled("test-ungranted-import")?, "spindle_clock_ticks")?;
     refused("quota above the largest arena", bundled("test-huge-quota")?, "largest arena")?;
     // A duplicate name is refused before anything is mapped.
-    ext::load("hello", ext::Preference::Native).map_err(|error| alloc::format!("{error}"))?;
+    ext::load("hello", ext::Preference::Default).map_err(|error| alloc::format!("{error}"))?;
     let duplicate = refused("duplicate name", hello, "already loaded");
     ext::unload("hello").map_err(|error| alloc::format!("{error}"))?;
     duplicate
@@ -281,7 +281,7 @@ fn builtin_load_raise_unload() -> TestResult {
 }
 
 fn load_errors_are_specific() -> TestResult {
-    ensure!(matches!(ext::load("no-such-extension", ext::Preference::Native), Err(ExtensionError::Unknown(_))), "unknown name");
+    ensure!(matches!(ext::load("no-such-extension", ext::Preference::Default), Err(ExtensionError::Unknown(_))), "unknown name");
     ensure!(matches!(ext::unload("hello"), Err(ExtensionError::NotLoaded(_))), "unload of a not-loaded extension");
     ext::load("hello", ext::Preference::BuiltIn).map_err(|error| alloc::format!("{error}"))?;
     let twice = ext::load("hello", ext::Preference::BuiltIn);
@@ -422,7 +422,7 @@ fn extension_alloc_without_a_caller_is_refused() -> TestResult {
 fn native_allocation_within_quota() -> TestResult {
     warm_up("faulty")?;
     let frames_before = crate::mm::frame::stats();
-    let extension = ext::load("faulty", ext::Preference::Native).map_err(|error| alloc::format!("{error}"))?;
+    let extension = ext::load("faulty", ext::Preference::Default).map_err(|error| alloc::format!("{error}"))?;
     let loaded = extension.memory_usage();
     let sum = crate::events::probe::raise(faulty::KEY_ALLOCATE, 1000);
     let after = extension.memory_usage();
@@ -444,7 +444,7 @@ fn native_allocation_within_quota() -> TestResult {
 fn native_quota_exhaustion_kills_extension() -> TestResult {
     warm_up("faulty")?;
     let frames_before = crate::mm::frame::stats();
-    ext::load("faulty", ext::Preference::Native).map_err(|error| alloc::format!("{error}"))?;
+    ext::load("faulty", ext::Preference::Default).map_err(|error| alloc::format!("{error}"))?;
     let outcome = check_contained(faulty::KEY_HOARD, "memory allocation");
     // The killed extension's chunks are still in its arena: no destructor ran.
     let usage = ext::find("faulty").and_then(|extension| extension.memory_usage());
@@ -465,16 +465,16 @@ fn hello_bindings_on_console() -> usize {
 fn replace_swaps_bindings_and_technology() -> TestResult {
     // Warm up with two images alive at once (a replace), so the page tables of a second
     // extension slot exist before the frame count is taken.
-    ext::load("hello", ext::Preference::Native).map_err(|error| alloc::format!("{error}"))?;
-    let warmed = ext::replace("hello", ext::Preference::Native).map(drop).map_err(|error| alloc::format!("{error}"));
+    ext::load("hello", ext::Preference::Default).map_err(|error| alloc::format!("{error}"))?;
+    let warmed = ext::replace("hello", ext::Preference::Default).map(drop).map_err(|error| alloc::format!("{error}"));
     ext::unload("hello").map_err(|error| alloc::format!("{error}"))?;
     warmed?;
-    ensure!(matches!(ext::replace("hello", ext::Preference::Native), Err(ExtensionError::NotLoaded(_))), "replaced a not-loaded extension");
+    ensure!(matches!(ext::replace("hello", ext::Preference::Default), Err(ExtensionError::NotLoaded(_))), "replaced a not-loaded extension");
     let frames_before = crate::mm::frame::stats();
     let builtin = ext::load("hello", ext::Preference::BuiltIn).map_err(|error| alloc::format!("{error}"))?;
     let old_ids = builtin.bindings.lock().clone();
     let outcome = (|| -> TestResult {
-        let native = ext::replace("hello", ext::Preference::Native).map_err(|error| alloc::format!("{error}"))?;
+        let native = ext::replace("hello", ext::Preference::Default).map_err(|error| alloc::format!("{error}"))?;
         let new_ids = native.bindings.lock().clone();
         ensure!(native.technology == ext::Technology::Native, "replacement is {}", native.technology);
         ensure!(new_ids.len() == 1 && new_ids != old_ids, "binding ids {old_ids:?} -> {new_ids:?}");
@@ -483,7 +483,7 @@ fn replace_swaps_bindings_and_technology() -> TestResult {
         ensure!(crate::events::console::offer_line("hello"), "the replacement does not claim `hello`");
         ensure!(ext::find("hello").is_some_and(|found| Arc::ptr_eq(&found, &native)), "registry does not hold the new version");
         // And back: native -> native (a fresh instance of the same image).
-        let again = ext::replace("hello", ext::Preference::Native).map_err(|error| alloc::format!("{error}"))?;
+        let again = ext::replace("hello", ext::Preference::Default).map_err(|error| alloc::format!("{error}"))?;
         ensure!(!Arc::ptr_eq(&again, &native) && hello_bindings_on_console() == 1, "second replace");
         Ok(())
     })();

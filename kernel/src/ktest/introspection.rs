@@ -69,7 +69,7 @@ fn every_view_agrees_after_a_kill() -> TestResult {
 }
 
 fn show_reports_provenance_and_counters() -> TestResult {
-    with_loaded("faulty", ext::Preference::Native, |extension| {
+    with_loaded("faulty", ext::Preference::Default, |extension| {
         let answer = crate::events::probe::raise(faulty::KEY_ANSWER, 21);
         ensure!(answer == 42, "probe 1 21 answered {answer}");
         let report = introspect::report(extension);

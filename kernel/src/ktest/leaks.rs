@@ -263,7 +263,7 @@ fn wasm_load_raise_unload() -> TestResult {
 
 fn native_kill(key: u64, reason: &str, quick: bool) -> TestResult {
     repeat(&alloc::format!("native `faulty` key {key} killed ({reason}), unloaded"), || {
-        ext::load("faulty", Preference::Native).map_err(text)?;
+        ext::load("faulty", Preference::Default).map_err(text)?;
         let answer = probe(key, quick)?;
         let killed = ensure_killed("faulty", reason);
         ext::unload("faulty").map_err(text)?;

@@ -78,7 +78,7 @@ fn load_raise_unload() -> TestResult {
 
 fn builds_agree() -> TestResult {
     // The Wasm tests' probe sequence (answers, heap allocations, a key nobody binds).
-    let native = super::wasm::answers_of(ext::Preference::Native)?;
+    let native = super::wasm::answers_of(ext::Preference::Default)?;
     let user = super::wasm::answers_of(ext::Preference::User)?;
     ensure!(user == native, "user-level {user:?} vs native {native:?}");
     ensure!(user[2] == 42 && user[8] == 5050 && user[10] == 0, "answers {user:?}");

@@ -201,7 +201,7 @@ pub(super) fn answers_of(preference: ext::Preference) -> Result<Vec<u64>, String
 }
 
 fn native_and_wasm_builds_agree() -> TestResult {
-    let native = answers_of(ext::Preference::Native)?;
+    let native = answers_of(ext::Preference::Default)?;
     let wasm = answers_of(ext::Preference::Wasm)?;
     let builtin = answers_of(ext::Preference::BuiltIn)?;
     ensure!(native == wasm, "native {native:?} vs Wasm {wasm:?}");
@@ -211,14 +211,14 @@ fn native_and_wasm_builds_agree() -> TestResult {
 }
 
 fn replace_native_by_wasm_and_back() -> TestResult {
-    ext::load("hello", ext::Preference::Native).map_err(text)?;
+    ext::load("hello", ext::Preference::Default).map_err(text)?;
     let outcome = (|| -> TestResult {
         let wasm = ext::replace("hello", ext::Preference::Wasm).map_err(text)?;
         ensure!(wasm.technology == ext::Technology::Wasm, "replacement is {}", wasm.technology);
         ensure!(wasm.bindings.lock().len() == 1, "bindings {}", wasm.bindings.lock().len());
         drop(wasm);
         ensure!(crate::events::console::offer_line("hello"), "the Wasm replacement does not claim `hello`");
-        let native = ext::replace("hello", ext::Preference::Native).map_err(text)?;
+        let native = ext::replace("hello", ext::Preference::Default).map_err(text)?;
         ensure!(native.technology == ext::Technology::Native, "second replacement is {}", native.technology);
         drop(native);
         ensure!(crate::events::console::offer_line("hello"), "the native replacement does not claim `hello`");

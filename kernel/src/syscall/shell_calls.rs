@@ -21,7 +21,7 @@ use alloc::sync::Arc;
 use alloc::vec;
 use core::fmt::Write;
 
-use spindle_abi::syscall::{Error, MAX_COMMAND_LINE, MAX_NAME, MAX_READ_LENGTH, Technology};
+use spindle_abi::syscall::{Error, MAX_COMMAND_LINE, MAX_NAME, MAX_READ_LENGTH};
 use spindle_capability::Rights;
 use spindle_process::{PageAccess, user_range};
 
@@ -107,14 +107,8 @@ pub fn ext_load(process: &Arc<Process>, space: &AddressSpace, [pointer, length, 
     require_extension_loader(process)?;
     let mut buffer = [0u8; MAX_NAME];
     let name = read_text(space, pointer, length, MAX_NAME, &mut buffer)?;
-    let technology = Technology::from_number(technology).ok_or(Error::BadArgument)?;
-    let preference = match technology {
-        Technology::Default => Preference::Native,
-        Technology::BuiltIn => Preference::BuiltIn,
-        Technology::Wasm => Preference::Wasm,
-        Technology::User => Preference::User,
-    };
-    match ext::load(name, preference) {
+    let technology = Preference::from_number(technology).ok_or(Error::BadArgument)?;
+    match ext::load(name, technology) {
         Ok(extension) => match ext::loaded_summary(&extension) {
             Ok(_) => Ok(0),
             Err(why) => Err(refuse(process, alloc::format!("ext load {name}: {why}"))),
