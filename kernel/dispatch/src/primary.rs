@@ -39,8 +39,12 @@ pub trait PrimaryModule<A, R>: Send + Sync {
 
     /// Authorises or refuses an installation (or a replacement, see
     /// [`InstallRequest::replacing`]). An accepted request may come back with guards and
-    /// a budget the binding must obey.
-    fn authorize(&self, request: &InstallRequest<'_, A>) -> Result<Authorization<A>, Refusal>;
+    /// a budget the binding must obey. The default lets anyone bind, unbounded by the
+    /// module (the binding's own mode still applies).
+    fn authorize(&self, request: &InstallRequest<'_, A>) -> Result<Authorization<A>, Refusal> {
+        let _ = request;
+        Ok(Authorization::allow())
+    }
 
     /// Whether [`validate_result`](Self::validate_result) must be called on every result.
     /// Asked once, at registration; `false` (the default) keeps the single-binding fast path.

@@ -5,7 +5,7 @@
 use alloc::sync::Arc;
 
 use spindle_abi::event::{BENCH_PROBE, Probe, ProbeResult};
-use spindle_dispatch::{Authorization, Combiner, EventTable, InstallRequest, PrimaryModule, Refusal};
+use spindle_dispatch::{Combiner, EventTable, PrimaryModule};
 use spin::Once;
 
 /// The probe's primary module: default result 0, last result wins, anyone may bind.
@@ -20,9 +20,6 @@ impl PrimaryModule<Probe, ProbeResult> for ProbeService {
     }
     fn combiner(&self) -> Combiner<ProbeResult> {
         Combiner::Last
-    }
-    fn authorize(&self, _: &InstallRequest<'_, Probe>) -> Result<Authorization<Probe>, Refusal> {
-        Ok(Authorization::allow())
     }
 }
 

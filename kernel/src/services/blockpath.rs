@@ -28,7 +28,7 @@ use spindle_abi::event::{
     BLOCK_FORMAT, BLOCK_MAP_LOOKUP, BLOCK_READ_DONE, BLOCK_READ_FILTER, BLOCK_WRITE, BlockWrite, Digest, DiskFormat, FilterVerdict, MapLookup, Placement,
     ReadBlock, ReadDone,
 };
-use spindle_dispatch::{Authorization, Combiner, EventTable, InstallRequest, PrimaryModule, Refusal, ResultRejection};
+use spindle_dispatch::{Combiner, EventTable, PrimaryModule, ResultRejection};
 use spindle_service_blockpath::{ReadRequests, Rejection, ShadowMap};
 use spin::Once;
 
@@ -137,9 +137,6 @@ impl PrimaryModule<ReadBlock, FilterVerdict> for ReadFilterService {
     fn combiner(&self) -> Combiner<FilterVerdict> {
         Combiner::Last
     }
-    fn authorize(&self, _: &InstallRequest<'_, ReadBlock>) -> Result<Authorization<ReadBlock>, Refusal> {
-        Ok(Authorization::allow())
-    }
     fn validates_results(&self) -> bool {
         true
     }
@@ -161,9 +158,6 @@ impl PrimaryModule<ReadDone, Digest> for ReadDoneService {
     }
     fn combiner(&self) -> Combiner<Digest> {
         Combiner::Last
-    }
-    fn authorize(&self, _: &InstallRequest<'_, ReadDone>) -> Result<Authorization<ReadDone>, Refusal> {
-        Ok(Authorization::allow())
     }
     fn validates_results(&self) -> bool {
         true
@@ -267,9 +261,6 @@ impl PrimaryModule<BlockWrite, Placement> for WriteService {
     fn combiner(&self) -> Combiner<Placement> {
         Combiner::Last
     }
-    fn authorize(&self, _: &InstallRequest<'_, BlockWrite>) -> Result<Authorization<BlockWrite>, Refusal> {
-        Ok(Authorization::allow())
-    }
     fn validates_results(&self) -> bool {
         true
     }
@@ -289,9 +280,6 @@ impl PrimaryModule<MapLookup, Placement> for MapLookupService {
     fn default_result(&self, _: &MapLookup) -> Placement {
         Placement { physical: Placement::NONE }
     }
-    fn authorize(&self, _: &InstallRequest<'_, MapLookup>) -> Result<Authorization<MapLookup>, Refusal> {
-        Ok(Authorization::allow())
-    }
 }
 
 /// The primary module of `block.Format`: anyone may bind; nothing is returned.
@@ -302,9 +290,6 @@ impl PrimaryModule<DiskFormat, ()> for FormatService {
         "block"
     }
     fn default_result(&self, _: &DiskFormat) {}
-    fn authorize(&self, _: &InstallRequest<'_, DiskFormat>) -> Result<Authorization<DiskFormat>, Refusal> {
-        Ok(Authorization::allow())
-    }
 }
 
 static READ_FILTER: Once<Arc<EventTable<ReadBlock, FilterVerdict>>> = Once::new();

@@ -12,7 +12,7 @@
 use alloc::sync::Arc;
 
 use spindle_abi::event::{HotListEntry, MM_HOT_LIST_SET, MM_RECLAIM, ReclaimCandidate, Volunteer};
-use spindle_dispatch::{Authorization, Combiner, EventTable, InstallRequest, PrimaryModule, Refusal, ResultRejection};
+use spindle_dispatch::{Combiner, EventTable, PrimaryModule, ResultRejection};
 use spindle_service_frames::ReclaimQueue;
 use spin::Once;
 
@@ -58,9 +58,6 @@ impl PrimaryModule<ReclaimCandidate, Volunteer> for ReclaimService {
     fn combiner(&self) -> Combiner<Volunteer> {
         Combiner::Last
     }
-    fn authorize(&self, _: &InstallRequest<'_, ReclaimCandidate>) -> Result<Authorization<ReclaimCandidate>, Refusal> {
-        Ok(Authorization::allow())
-    }
     fn validates_results(&self) -> bool {
         true
     }
@@ -77,9 +74,6 @@ impl PrimaryModule<HotListEntry, ()> for HotListService {
         "mm"
     }
     fn default_result(&self, _: &HotListEntry) {}
-    fn authorize(&self, _: &InstallRequest<'_, HotListEntry>) -> Result<Authorization<HotListEntry>, Refusal> {
-        Ok(Authorization::allow())
-    }
 }
 
 static RECLAIM: Once<Arc<EventTable<ReclaimCandidate, Volunteer>>> = Once::new();
