@@ -47,12 +47,12 @@ use crate::mm::frame::{self, FrameRun, PermanentFrames};
 
 include!(concat!(env!("OUT_DIR"), "/verifying_key.rs"));
 
-/// Start of the virtual region where native extension images are mapped.
-const EXTENSION_REGION_BASE: usize = 0x31_0000_0000;
+use crate::memlayout::{EXTENSION_REGION_BASE, EXTENSION_REGION_SIZE};
 /// Virtual space per extension: its image, a guard page, its arena, a guard page.
 const EXTENSION_SLOT_SIZE: usize = 16 * 1024 * 1024;
 /// Most native extensions loaded at once.
 const MAX_SLOTS: usize = 256;
+const _: () = assert!(MAX_SLOTS * EXTENSION_SLOT_SIZE <= EXTENSION_REGION_SIZE, "extension slots overflow their region");
 /// An unmapped page after the image and after the arena: an overrun of either faults.
 const GUARD_SIZE: usize = PAGE_SIZE;
 /// Largest image a native extension may have: the rest of its slot holds the largest

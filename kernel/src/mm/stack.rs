@@ -8,13 +8,12 @@ use crate::arch::sv39::{MapError, PteFlags};
 use crate::mm::frame::{self, FrameRun, PermanentFrames};
 use crate::param::STRAND_STACK_SIZE;
 
-/// Start of the virtual region holding strand stacks (above RAM and devices, below the
-/// end of the Sv39 lower half, never used by user address spaces).
-const STACK_REGION_BASE: usize = 0x30_0000_0000;
+use crate::memlayout::{STACK_REGION_BASE, STACK_REGION_SIZE};
 /// Bytes per slot: one guard page, then the stack.
 const SLOT_SIZE: usize = PAGE_SIZE + STRAND_STACK_SIZE;
 /// Most strand stacks that can exist at once.
 const MAX_STACKS: usize = 4096;
+const _: () = assert!(MAX_STACKS * SLOT_SIZE <= STACK_REGION_SIZE, "strand stacks overflow their region");
 
 /// Free slot numbers (and the next never-used one).
 struct Slots {
