@@ -93,6 +93,8 @@ pub extern "C" fn kernel_main(hart_id: usize, device_tree_address: usize) -> ! {
         if time::uses_sstc() { "stimecmp" } else { "SBI set_timer" }, time::clock_mode().name(), time::clock_mode().budget_meaning());
     events::init();
     services::init();
+    #[cfg(feature = "bench")]
+    bench::add_console_commands();
     ext::bundle::init();
     proc::init();
     println!("[boot] dispatcher up: {} events", events::dispatcher().snapshot().len());

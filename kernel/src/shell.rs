@@ -56,6 +56,21 @@ pub struct Command {
     pub run: fn(&[&str]) -> Result<(), CommandError>,
 }
 
+/// Commands that higher layers add (the benchmarks' graft commands), after [`COMMANDS`].
+static ADDED: spin::Mutex<alloc::vec::Vec<&'static [Command]>> = spin::Mutex::new(alloc::vec::Vec::new());
+
+/// Adds `commands` to the console (a layer above the shell — the benchmarks — offers its
+/// own without the shell naming it). A name already taken is ignored at lookup.
+pub fn add_commands(commands: &'static [Command]) {
+    crate::arch::csr::without_interrupts(|| ADDED.lock().push(commands));
+}
+
+/// Every command: the shell's own, then the added ones.
+fn all_commands() -> impl Iterator<Item = &'static Command> {
+    let added: alloc::vec::Vec<&'static [Command]> = crate::arch::csr::without_interrupts(|| ADDED.lock().clone());
+    COMMANDS.iter().chain(added.into_iter().flatten())
+}
+
 /// Every console command, in `help` order.
 pub static COMMANDS: &[Command] = &[
     Command { name: "help", usage: "help", help: "list commands", run: help },
@@ -67,10 +82,6 @@ pub static COMMANDS: &[Command] = &[
     Command { name: "hotload", usage: "hotload wait [SECONDS]", help: "wait for one `cargo xtask load` request (default 30 s); fails if it was refused", run: hotload },
     Command { name: "probe", usage: "probe KEY VALUE", help: "raise bench.Probe and print the combined result", run: probe },
     Command { name: "reclaim", usage: "reclaim FRAME|hot SLOT FRAME|clear", help: "raise mm.Reclaim for FRAME (synthetic LRU queue), or set/clear the hot list", run: reclaim },
-    #[cfg(feature = "bench")]
-    Command { name: "md5", usage: "md5 [builtin|native|wasm|user|c]", help: "fingerprint the 1 MiB file through block.ReadFilter with the md5 graft (default native)", run: md5_graft },
-    #[cfg(feature = "bench")]
-    Command { name: "logdisk", usage: "logdisk [builtin|native|wasm|user|c] [WRITES]", help: "run WRITES writes (default 4096) of the 80/20 workload through the logdisk graft and check its map", run: logdisk_graft },
     Command { name: "strands", usage: "strands", help: "the running strand and the ready count", run: strands },
     Command { name: "run", usage: "run NAME [ARGS…]", help: "run user program NAME from the boot bundle, wait, print its status", run: run_program },
     Command { name: "ps", usage: "ps", help: "processes and the user programs in the boot bundle", run: ps },
@@ -139,7 +150,7 @@ pub fn run_builtin(line: &str) -> Result<(), CommandError> {
     let Some((&name, arguments)) = words[..count].split_first() else {
         return Ok(());
     };
-    let command = COMMANDS.iter().find(|command| command.name == name).ok_or(CommandError::UnknownCommand)?;
+    let command = all_commands().find(|command| command.name == name).ok_or(CommandError::UnknownCommand)?;
     (command.run)(arguments)
 }
 
@@ -245,7 +256,7 @@ pub fn run_script(encoded_lines: &str) -> ! {
 }
 
 fn help(_: &[&str]) -> Result<(), CommandError> {
-    for command in COMMANDS {
+    for command in all_commands() {
         crate::println!("  {:<16} {}", command.usage, command.help);
     }
     // Extensions claim commands by the fingerprint of the command word; an extension's
@@ -446,58 +457,6 @@ fn reclaim(arguments: &[&str]) -> Result<(), CommandError> {
     Ok(())
 }
 
-/// The graft a console word names (default: native).
-#[cfg(feature = "bench")]
-fn graft_named(word: Option<&&str>, usage: &'static str) -> Result<crate::bench::Graft, CommandError> {
-    match word {
-        None => Ok(crate::bench::Graft::Extension(crate::ext::Preference::Default)),
-        Some(word) => crate::bench::Graft::parse(word).ok_or(CommandError::Usage(usage)),
-    }
-}
-
-#[cfg(feature = "bench")]
-fn md5_graft(arguments: &[&str]) -> Result<(), CommandError> {
-    const USAGE: &str = "md5 [builtin|native|wasm|user|c]";
-    if arguments.len() > 1 {
-        return Err(CommandError::Usage(USAGE));
-    }
-    let graft = graft_named(arguments.first(), USAGE)?;
-    let before = crate::services::blockpath::rejections();
-    let outcome = crate::bench::stream::read_with(graft).map_err(CommandError::Failed)?;
-    let rejected = crate::services::blockpath::rejections() - before;
-    match outcome.digest {
-        Some(digest) if rejected == 0 => {
-            crate::println!("md5 ({}): {}  {} bytes in {} blocks, {} consumed", graft.name(), crate::bench::stream::hex(&digest), outcome.bytes, outcome.bytes.div_ceil(crate::services::blockpath::BLOCK_SIZE), outcome.consumed);
-            Ok(())
-        }
-        _ => Err(CommandError::Failed(alloc::format!("no valid digest ({} bytes consumed of {}, {rejected} answers rejected)", outcome.consumed, outcome.bytes))),
-    }
-}
-
-#[cfg(feature = "bench")]
-fn logdisk_graft(arguments: &[&str]) -> Result<(), CommandError> {
-    const USAGE: &str = "logdisk [builtin|native|wasm|user|c] [WRITES]";
-    let (graft, count) = match arguments {
-        [] => (graft_named(None, USAGE)?, 4096),
-        [word] => (graft_named(Some(word), USAGE)?, 4096),
-        [word, count] => (graft_named(Some(word), USAGE)?, parse_number(count).ok_or(CommandError::Usage(USAGE))?),
-        _ => return Err(CommandError::Usage(USAGE)),
-    };
-    let run = crate::bench::blackbox::run_with(graft, count).map_err(CommandError::Failed)?;
-    match run.map {
-        Ok(mapped) if run.problems == 0 => {
-            crate::println!(
-                "logdisk ({}): {} writes placed at the log head ({} segments), map verified: {mapped} blocks mapped",
-                graft.name(),
-                run.writes,
-                run.writes.div_ceil(crate::services::blockpath::SEGMENT_BLOCKS)
-            );
-            Ok(())
-        }
-        Ok(_) => Err(CommandError::Failed(alloc::format!("{} of {} writes misplaced, rejected or refused", run.problems, run.writes))),
-        Err(mismatch) => Err(CommandError::Failed(alloc::format!("the logical disk's map differs: {mismatch:?}"))),
-    }
-}
 
 fn probe(arguments: &[&str]) -> Result<(), CommandError> {
     let [key, value] = arguments else { return Err(CommandError::Usage("probe KEY VALUE")) };
@@ -565,7 +524,8 @@ fn echo(words: &[&str]) -> Result<(), CommandError> {
     Ok(())
 }
 
-fn parse_number(text: &str) -> Option<usize> {
+/// A decimal or `0x` hexadecimal number.
+pub(crate) fn parse_number(text: &str) -> Option<usize> {
     match text.strip_prefix("0x") {
         Some(hex) => usize::from_str_radix(hex, 16).ok(),
         None => text.parse().ok(),

@@ -146,3 +146,68 @@ impl Graft {
         Graft::ALL.into_iter().find(|graft| graft.name() == word)
     }
 }
+
+// ---------------------------------------------------------------------------------------
+// The graft console commands (`md5`, `logdisk`), offered to the shell by this layer.
+// ---------------------------------------------------------------------------------------
+
+/// The benchmarks' console commands.
+static COMMANDS: &[crate::shell::Command] = &[
+    crate::shell::Command { name: "md5", usage: "md5 [builtin|native|wasm|user|c]", help: "fingerprint the 1 MiB file through block.ReadFilter with the md5 graft (default native)", run: md5_graft },
+    crate::shell::Command { name: "logdisk", usage: "logdisk [builtin|native|wasm|user|c] [WRITES]", help: "run WRITES writes (default 4096) of the 80/20 workload through the logdisk graft and check its map", run: logdisk_graft },
+];
+
+/// Adds the graft commands to the console (called once at boot in images with benchmarks).
+pub fn add_console_commands() {
+    crate::shell::add_commands(COMMANDS);
+}
+
+/// The graft a console word names (default: native).
+fn graft_named(word: Option<&&str>, usage: &'static str) -> Result<crate::bench::Graft, crate::shell::CommandError> {
+    match word {
+        None => Ok(crate::bench::Graft::Extension(crate::ext::Preference::Default)),
+        Some(word) => crate::bench::Graft::parse(word).ok_or(crate::shell::CommandError::Usage(usage)),
+    }
+}
+
+fn md5_graft(arguments: &[&str]) -> Result<(), crate::shell::CommandError> {
+    const USAGE: &str = "md5 [builtin|native|wasm|user|c]";
+    if arguments.len() > 1 {
+        return Err(crate::shell::CommandError::Usage(USAGE));
+    }
+    let graft = graft_named(arguments.first(), USAGE)?;
+    let before = crate::services::blockpath::rejections();
+    let outcome = crate::bench::stream::read_with(graft).map_err(crate::shell::CommandError::Failed)?;
+    let rejected = crate::services::blockpath::rejections() - before;
+    match outcome.digest {
+        Some(digest) if rejected == 0 => {
+            crate::println!("md5 ({}): {}  {} bytes in {} blocks, {} consumed", graft.name(), crate::bench::stream::hex(&digest), outcome.bytes, outcome.bytes.div_ceil(crate::services::blockpath::BLOCK_SIZE), outcome.consumed);
+            Ok(())
+        }
+        _ => Err(crate::shell::CommandError::Failed(alloc::format!("no valid digest ({} bytes consumed of {}, {rejected} answers rejected)", outcome.consumed, outcome.bytes))),
+    }
+}
+
+fn logdisk_graft(arguments: &[&str]) -> Result<(), crate::shell::CommandError> {
+    const USAGE: &str = "logdisk [builtin|native|wasm|user|c] [WRITES]";
+    let (graft, count) = match arguments {
+        [] => (graft_named(None, USAGE)?, 4096),
+        [word] => (graft_named(Some(word), USAGE)?, 4096),
+        [word, count] => (graft_named(Some(word), USAGE)?, crate::shell::parse_number(count).ok_or(crate::shell::CommandError::Usage(USAGE))?),
+        _ => return Err(crate::shell::CommandError::Usage(USAGE)),
+    };
+    let run = crate::bench::blackbox::run_with(graft, count).map_err(crate::shell::CommandError::Failed)?;
+    match run.map {
+        Ok(mapped) if run.problems == 0 => {
+            crate::println!(
+                "logdisk ({}): {} writes placed at the log head ({} segments), map verified: {mapped} blocks mapped",
+                graft.name(),
+                run.writes,
+                run.writes.div_ceil(crate::services::blockpath::SEGMENT_BLOCKS)
+            );
+            Ok(())
+        }
+        Ok(_) => Err(crate::shell::CommandError::Failed(alloc::format!("{} of {} writes misplaced, rejected or refused", run.problems, run.writes))),
+        Err(mismatch) => Err(crate::shell::CommandError::Failed(alloc::format!("the logical disk's map differs: {mismatch:?}"))),
+    }
+}
