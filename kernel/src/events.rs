@@ -13,13 +13,9 @@
 //! [`raise`], which is [`EventTable::raise`] inside a no-preemption section.
 
 #[deny(unsafe_code)]
-pub mod clock;
-#[deny(unsafe_code)]
 pub mod console;
 #[deny(unsafe_code)]
 pub mod probe;
-#[deny(unsafe_code)]
-pub mod sched;
 
 use alloc::string::String;
 use alloc::sync::Arc;
@@ -143,10 +139,10 @@ pub fn new_dispatcher() -> Dispatcher {
 /// Creates the kernel dispatcher and registers the core services' events.
 pub fn init() {
     DISPATCHER.call_once(new_dispatcher);
-    clock::init();
+    crate::time::clock::init();
     console::init();
     probe::init();
-    sched::init();
+    crate::sched::events::init();
 }
 
 /// The kernel dispatcher. Panics before [`init`] (a kernel bug).

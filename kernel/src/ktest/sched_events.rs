@@ -199,9 +199,9 @@ fn unblock_answer_sets_running_priority() -> TestResult {
 
 fn bad_unblock_answer_is_rejected() -> TestResult {
     for bad in [UnblockDecision { priority: 0, preempt: 0 }, UnblockDecision { priority: 9, preempt: 0 }, UnblockDecision { priority: 5, preempt: 2 }] {
-        let rejected_before = events::sched::statistics().rejected;
+        let rejected_before = crate::sched::events::statistics().rejected;
         let (level, faults) = unblock_with_answer(Priority::new(2), bad)?;
-        let rejected = events::sched::statistics().rejected - rejected_before;
+        let rejected = crate::sched::events::statistics().rejected - rejected_before;
         ensure!(level == 2, "answer {bad:?}: the woken strand ran at level {level}, not its own 2");
         ensure!(faults == 1 && rejected == 1, "answer {bad:?}: faults {faults}, rejections {rejected} (expected 1 and 1)");
     }
@@ -219,7 +219,7 @@ fn handler_calling_scheduler_does_not_recurse() -> TestResult {
         sched::unblock(&to_wake);
         Ok(UnblockDecision { priority: args.priority, preempt: 0 })
     });
-    let nested_before = events::sched::statistics().nested;
+    let nested_before = crate::sched::events::statistics().nested;
     let id = events::dispatcher()
         .install(
             &SCHED_UNBLOCK,
@@ -234,7 +234,7 @@ fn handler_calling_scheduler_does_not_recurse() -> TestResult {
         sched::unblock(&other);
     }
     other.join();
-    let nested = events::sched::statistics().nested - nested_before;
+    let nested = crate::sched::events::statistics().nested - nested_before;
     ensure!(other_state != StrandState::Blocked, "the handler's unblock did not wake the other strand");
     ensure!(nested == 1, "{nested} nested scheduler operations counted, expected 1");
     Ok(())

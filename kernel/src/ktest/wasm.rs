@@ -43,7 +43,7 @@ fn fuel_follows_a_capped_timer_budget() -> TestResult {
     use ext::wasm::{CALL_ALLOWANCE, TIMER_BUDGET_FACTOR, fuel_for};
     let manifest_fuel = 10_000_000;
     ensure!(fuel_for(manifest_fuel, manifest_fuel * TIMER_BUDGET_FACTOR) == manifest_fuel, "uncapped: {}", fuel_for(manifest_fuel, manifest_fuel * TIMER_BUDGET_FACTOR));
-    let tick_cap = crate::events::clock::TICK_HANDLER_BUDGET;
+    let tick_cap = crate::time::clock::TICK_HANDLER_BUDGET;
     let capped = fuel_for(manifest_fuel, tick_cap);
     ensure!(capped == (tick_cap - CALL_ALLOWANCE) / TIMER_BUDGET_FACTOR, "clock.Tick's cap of {tick_cap} instructions gives {capped} units");
     ensure!(CALL_ALLOWANCE + capped * TIMER_BUDGET_FACTOR <= tick_cap, "{capped} units may outlast the timer");

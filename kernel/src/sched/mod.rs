@@ -24,7 +24,7 @@
 //! queued (the answer picks its priority level and whether it takes the hart at once),
 //! `sched.Checkpoint` when a strand gives up the hart (the answer picks the level a
 //! yielding strand is queued at) and `sched.Resume` when it has the hart again. The
-//! scheduler is their primary module (`crate::events::sched`); its defaults are the
+//! scheduler is their primary module (`events`); its defaults are the
 //! behaviour without extensions. Raises happen only in thread context — with interrupts
 //! on at the call site, before any scheduler lock is taken (Block, Unblock, Checkpoint) or
 //! after the switch back with interrupts restored (Resume) — so handlers run bounded by
@@ -36,6 +36,9 @@
 //! until it next gives up the hart); tick preemption and interrupt-context wake-ups are
 //! invisible to policies.
 
+/// The scheduler's events and its primary module for them.
+#[deny(unsafe_code)]
+pub mod events;
 mod strand;
 
 use alloc::collections::VecDeque;
@@ -49,7 +52,7 @@ use spindle_abi::event::{StrandBlock, StrandCheckpoint, StrandResume, StrandUnbl
 
 use crate::arch::csr;
 use crate::arch::hart::{self, MAX_HARTS};
-use crate::events::sched as sched_events;
+use self::events as sched_events;
 pub use strand::{Priority, Strand, StrandState};
 
 /// Number of priority levels; higher numbers run first.

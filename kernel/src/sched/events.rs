@@ -11,7 +11,7 @@
 //!
 //! Where the raises happen (see `docs/scheduling.md`): only in thread context, with
 //! interrupts on at the call site and no scheduler lock held, inside the usual
-//! no-preemption section of [`super::raise`] — so a bounded handler's budget timer works
+//! no-preemption section of [`crate::events::raise`] — so a bounded handler's budget timer works
 //! and a handler may itself block-free call into the scheduler (`unblock`). A scheduler
 //! operation made with interrupts off (the timer tick's preemption and wake-ups, code
 //! holding a lock taken with interrupts off) takes the default without raising, and is
@@ -135,7 +135,7 @@ static INTERRUPTS_OFF: AtomicU64 = AtomicU64::new(0);
 /// Registers the four events (after the dispatcher exists; before that, and for any
 /// event nobody has bound, the scheduler uses its defaults without raising).
 pub fn init() {
-    let dispatcher = super::dispatcher();
+    let dispatcher = crate::events::dispatcher();
     let service = Arc::new(SchedulerService);
     let block = dispatcher.register(&SCHED_BLOCK, service.clone()).expect("sched.Block registered twice");
     BLOCK.call_once(|| block);
@@ -200,7 +200,7 @@ where
         NESTED.fetch_add(1, Ordering::Relaxed);
         return default();
     }
-    let result = super::raise(table, &args());
+    let result = crate::events::raise(table, &args());
     raising.store(false, Ordering::Release);
     result
 }

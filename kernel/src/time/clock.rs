@@ -41,7 +41,7 @@ static RAISED: AtomicU64 = AtomicU64::new(0);
 
 /// Registers `clock.Tick` and starts the clock strand.
 pub fn init() {
-    let table = super::dispatcher().register(&CLOCK_TICK, Arc::new(ClockService)).expect("clock.Tick registered twice");
+    let table = crate::events::dispatcher().register(&CLOCK_TICK, Arc::new(ClockService)).expect("clock.Tick registered twice");
     TABLE.call_once(|| table);
     RAISED.store(crate::time::ticks(), Ordering::Relaxed);
     match sched::spawn("clock", Priority::HIGHEST, clock_strand) {
@@ -69,7 +69,7 @@ fn clock_strand() {
         let now = crate::time::ticks();
         while RAISED.load(Ordering::Relaxed) < now {
             let tick = RAISED.fetch_add(1, Ordering::Relaxed) + 1;
-            super::raise(table(), &ClockTick { tick, hart: crate::arch::hart::id() as u64 });
+            crate::events::raise(table(), &ClockTick { tick, hart: crate::arch::hart::id() as u64 });
         }
         sched::block_current();
     }

@@ -16,6 +16,10 @@
 //!   a runaway handler is still stopped, a healthy one is never killed by host noise.
 //!   Counters are then labelled `host-ticks`, not instructions.
 
+/// The clock service's event, `clock.Tick`, and its primary module.
+#[deny(unsafe_code)]
+pub mod clock;
+
 use core::sync::atomic::{AtomicU64, Ordering};
 
 use crate::arch::{csr, sbi};
@@ -237,7 +241,7 @@ fn tick() -> bool {
         if let Some(hook) = TICK_HOOK.get() {
             hook(tick);
         }
-        crate::events::clock::on_tick();
+        clock::on_tick();
         program_timer();
         return true;
     }
