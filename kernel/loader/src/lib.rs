@@ -54,3 +54,8 @@ pub use elf::{
 pub use load::{Export, LoadError, LoadedImage, SymbolLookupError, load_into};
 pub use manifest::{Manifest, ManifestError};
 pub use relocation::RelocationKind;
+
+/// Largest image (the span of its loadable segments) a native extension may have: its
+/// 16 MiB slot in the kernel also holds the largest arena (8 MiB) and two guard pages. The
+/// kernel's loader and the trusted builder check the same limit.
+pub const MAX_NATIVE_IMAGE_SIZE: u64 = 16 * 1024 * 1024 - 8 * 1024 * 1024 - 2 * 4096;

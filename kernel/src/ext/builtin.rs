@@ -17,8 +17,7 @@ use spindle_dispatch::{BindingId, BindingSpec, DeclarativeGuard, Handler, Handle
 
 use super::{ExtensionError, LoadedExtension};
 
-/// Extension crates linked into this kernel, by their declaration functions.
-pub static AVAILABLE: &[fn() -> &'static ExtensionDecl] = &[hello::spindle_extension, faulty::spindle_extension, hotlist::spindle_extension, md5::spindle_extension, logdisk::spindle_extension, boost::spindle_extension, heartbeat::spindle_extension, ticker::spindle_extension];
+include!(concat!(env!("OUT_DIR"), "/builtins.rs"));
 
 
 /// A built-in extension's handler: calls the function (bounded by the dispatcher).

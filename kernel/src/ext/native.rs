@@ -57,7 +57,8 @@ const _: () = assert!(MAX_SLOTS * EXTENSION_SLOT_SIZE <= EXTENSION_REGION_SIZE, 
 const GUARD_SIZE: usize = PAGE_SIZE;
 /// Largest image a native extension may have: the rest of its slot holds the largest
 /// arena and two guard pages.
-pub const MAX_IMAGE_SIZE: u64 = (EXTENSION_SLOT_SIZE - MAX_ARENA_SIZE - 2 * GUARD_SIZE) as u64;
+pub const MAX_IMAGE_SIZE: u64 = spindle_loader::MAX_NATIVE_IMAGE_SIZE;
+const _: () = assert!(MAX_IMAGE_SIZE == (EXTENSION_SLOT_SIZE - MAX_ARENA_SIZE - 2 * GUARD_SIZE) as u64, "the loader's image limit is not this slot layout's");
 /// Largest argument or result record marshalled to a native or Wasm handler.
 pub(super) const MAX_RECORD: usize = 32;
 

@@ -108,7 +108,9 @@ impl Report {
 ///
 /// Errors: the first [`ArtifactError`] found, in the order of the variants.
 pub fn check(shared_object: &[u8], manifest: &mut Manifest, glue_imports: &[&str]) -> Result<Report, ArtifactError> {
-    let elf = ElfObject::parse(shared_object, manifest.memory_quota_bytes).map_err(ArtifactError::Elf)?;
+    // The kernel's own limit (its slot layout), not the memory quota: an image and its
+    // arena are separate parts of the slot.
+    let elf = ElfObject::parse(shared_object, spindle_loader::MAX_NATIVE_IMAGE_SIZE).map_err(ArtifactError::Elf)?;
     domains::add_glue_domains(manifest, elf.imports().map(|symbol| symbol.name), glue_imports);
     for symbol in EXPORTED_SYMBOLS {
         if elf.export(symbol).is_none() {
@@ -189,5 +191,16 @@ mod tests {
         let error = check(&bytes, &mut manifest(&["console"]), &[]).unwrap_err();
         assert!(matches!(&error, ArtifactError::MissingExport { symbol } if *symbol == EXPORTED_SYMBOLS[0]), "{error}");
         assert!(matches!(check(b"not an ELF file", &mut manifest(&[]), &[]), Err(ArtifactError::Elf(_))));
+    }
+
+    /// The image limit is the kernel's slot layout, not the memory quota: a small quota
+    /// does not make a normal image "too large" (this refused `boost`, quota 4 KiB).
+    #[test]
+    fn a_small_quota_does_not_limit_the_image() {
+        let path = crate::kernel_build::workspace_root().join("kernel/loader/tests/fixtures/native-extension.so");
+        let bytes = std::fs::read(path).unwrap();
+        let mut small = Manifest { memory_quota_bytes: 64, ..manifest(&["console"]) };
+        let error = check(&bytes, &mut small, &[]).unwrap_err();
+        assert!(!matches!(error, ArtifactError::Elf(_)), "refused as ELF: {error}");
     }
 }
