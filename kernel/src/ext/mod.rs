@@ -447,7 +447,6 @@ fn replace_locked(name: &str, preference: Preference) -> Result<Arc<LoadedExtens
             return Err(error);
         }
     };
-    introspect::keep_final_snapshots(&old);
     for leftover in installer.old_bindings {
         let _ = crate::events::dispatcher().uninstall(leftover);
     }
@@ -476,7 +475,8 @@ fn unload_locked(name: &str) -> Result<(), ExtensionError> {
         Some(loaded.remove(position))
     })
     .ok_or_else(|| ExtensionError::NotLoaded(name.into()))?;
-    remove_bindings(&extension);
+    // The extension is forgotten: nothing is kept of its bindings.
+    uninstall_bindings(&extension);
     // No raise is in progress on this hart (unload runs outside handlers) and only this
     // hart is online, so the extension's code can no longer run: release its image.
     crate::events::quiescent();
@@ -560,13 +560,4 @@ fn kill_now(extension: &LoadedExtension, fault: HandlerFault, handler: &str, det
     }
     crate::println!("[ext] `{}` killed: {reason}; its bindings are removed, events fall back to their defaults", extension.name);
     remove_bindings(extension);
-    // A technology that kills from inside its handler (Wasm) does so before the
-    // dispatcher counted the fault: count it in the kept snapshot.
-    if let Some(kept) = extension.removed_bindings.lock().iter_mut().find(|kept| kept.snapshot.handler.name == handler)
-        && kept.snapshot.counters.faults == 0
-    {
-        kept.snapshot.counters.faults = 1;
-        kept.snapshot.counters.overruns = u64::from(matches!(fault, HandlerFault::Overrun { .. }));
-        kept.snapshot.last_fault = Some(spindle_dispatch::Fault::Handler(fault));
-    }
 }

@@ -290,6 +290,9 @@ struct WasmHandler<A, R> {
     fuel: AtomicU64,
     extension: Weak<LoadedExtension>,
     instance: Arc<WasmInstance>,
+    /// The interpreter's words for the last fault (a trap's message), kept by `invoke` for
+    /// the containment in `faulted`.
+    fault_detail: spin::Mutex<Option<String>>,
     records: PhantomData<fn(&A) -> R>,
 }
 
@@ -308,11 +311,8 @@ pub fn fuel_for(manifest_fuel: u64, timer_budget: u64) -> u64 {
 impl<A: EventRecord, R: EventRecord> Handler<A, R> for WasmHandler<A, R> {
     fn invoke(&self, args: &A) -> Result<R, HandlerFault> {
         self.instance.call::<A, R>(self.index, args, self.fuel.load(Ordering::Relaxed)).map_err(|(fault, detail)| {
-            if fault != HandlerFault::Unavailable
-                && let Some(extension) = self.extension.upgrade()
-            {
-                super::kill_with_detail(&extension, fault, &self.name, detail.as_deref());
-            }
+            // Interrupts off: a deadline passing here must not leave the lock held.
+            crate::arch::csr::without_interrupts(|| *self.fault_detail.lock() = detail);
             fault
         })
     }
@@ -321,15 +321,16 @@ impl<A: EventRecord, R: EventRecord> Handler<A, R> for WasmHandler<A, R> {
         HandlerDescription { technology: Technology::Wasm, name: self.name.clone() }
     }
 
-    /// Containment for faults the dispatcher saw but `invoke` could not report: the
-    /// binding's own deadline (an event owner's cap) passing outside the interpreter call,
-    /// which aborts `invoke` as a whole. A fault already reported kills nothing twice;
-    /// `Unavailable` (a re-entrant raise) is not the extension's fault.
+    /// Containment, as for every technology, once the dispatcher has counted the fault:
+    /// the extension is killed, with the interpreter's words for it when `invoke` kept
+    /// some (none when the binding's deadline aborted `invoke` as a whole). `Unavailable`
+    /// (a re-entrant raise) is not the extension's fault.
     fn faulted(&self, fault: &HandlerFault) {
+        let detail = crate::arch::csr::without_interrupts(|| self.fault_detail.try_lock().and_then(|mut detail| detail.take()));
         if *fault != HandlerFault::Unavailable
             && let Some(extension) = self.extension.upgrade()
         {
-            super::kill(&extension, *fault, &self.name);
+            super::kill_with_detail(&extension, *fault, &self.name, detail.as_deref());
         }
     }
 }
@@ -604,6 +605,7 @@ fn install_typed<A: EventRecord, R: EventRecord>(
         fuel: AtomicU64::new(fuel),
         extension: Arc::downgrade(extension),
         instance: instance.clone(),
+        fault_detail: spin::Mutex::new(None),
         records: PhantomData,
     });
     // Bounded like native (the dispatcher's executor is the outer timer); the fuel is
