@@ -1,191 +1,383 @@
 //! Kernel functions an extension may call, grouped in domains, declared once.
 //!
-//! [`declare_kernel_functions!`](crate::declare_kernel_functions) turns each declaration
-//! into an entry of [`KERNEL_FUNCTIONS`] (name, domain, signature text and fingerprint —
-//! the kernel builds its domains from this table, so an extension can import only what
-//! its manifest's domains grant) and, on bare-metal targets, into a C import. The kernel
-//! defines each function under the same name: a built-in extension links to it
-//! statically, a native one is linked to it by the loader.
+//! [`for_each_kernel_function!`](crate::for_each_kernel_function) is the one declaration:
+//! name, domain, typed signature and documentation of each function. Every crate that needs
+//! glue generates it from that list with a macro of its own, so a function declared and not
+//! implemented fails to compile for every technology:
 //!
-//! On `wasm32` the same declarations become imports from module `"spindle"` (pointers
-//! are offsets into the module's linear memory); see [`crate::wasm`].
+//! - here ([`declare_kernel_functions!`](crate::declare_kernel_functions)):
+//!   [`KERNEL_FUNCTIONS`] (name, domain, signature, fingerprint — the kernel builds its
+//!   domains from it, so an extension imports only what its manifest's domains grant), one
+//!   trait per domain in [`domains`], and one free function per service function
+//!   ([`console_write`], [`clock_ticks`], [`block_read`], …) that extensions call;
+//! - in the kernel (`kernel/src/ext/glue.rs`): the native exports (`extern "C"`, every
+//!   pointer checked against the kernel page table), the Wasm linker entries (ranges in the
+//!   module's linear memory) and the user-level decoding (ranges in the extension's address
+//!   space), each calling the kernel's one implementation of the domain trait;
+//! - in the trusted glue (`spindle-glue`): the imports of a native, Wasm or user-level build,
+//!   and an implementation of each domain trait that calls them, installed only for the
+//!   domains the manifest names;
+//! - in the builder (`xtask/src/ext/c.rs`): the C header.
 //!
-//! Extensions call the safe wrappers below ([`console_write`], [`ticks`], the
-//! [`ext_println!`](crate::ext_println) macro) and `alloc` (through the native glue's
-//! [`ExtensionAllocator`](crate::allocator::ExtensionAllocator)), never the imports. On the host (unit
-//! tests of extension crates) the wrappers only count what they would have done.
+//! A built-in extension shares the kernel's copy of this crate; the kernel installs its
+//! implementations at boot. In host unit tests nothing is installed unless a test installs
+//! a fake: the free functions then do nothing and return 0.
+//!
+//! This crate is `#![forbid(unsafe_code)]`: it describes how arguments cross (see
+//! [`Argument`]) but performs no crossing itself.
 
 use core::fmt;
 
 use crate::fingerprint::{Fingerprint, fingerprint_of};
 
+/// How one argument of a kernel function crosses the boundary.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ArgumentKind {
+    /// A 64-bit integer, passed as is.
+    U64,
+    /// Bytes the kernel only reads ([`Bytes`]).
+    Bytes,
+    /// Bytes the kernel writes ([`BytesMut`]).
+    BytesMut,
+}
+
+/// One declared argument of a kernel function.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Parameter {
+    /// Its name in the declaration.
+    pub name: &'static str,
+    /// How it is passed.
+    pub kind: ArgumentKind,
+}
+
 /// One kernel function extensions may import.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct KernelFunction {
-    /// Symbol name (also the ELF import name).
+    /// Symbol name (also the ELF and Wasm import name): `spindle_` + the method name.
     pub name: &'static str,
     /// Domain that exports it.
     pub domain: &'static str,
-    /// Its C signature, as declared.
+    /// Its signature, as declared.
     pub signature: &'static str,
     /// `fingerprint_of(name ++ signature)`.
     pub fingerprint: Fingerprint,
+    /// A technology's own runtime support (`domain "extension"`: panic, the native arena),
+    /// implemented by each technology's runtime; otherwise a service function, whose glue
+    /// is generated for every technology from the declaration.
+    pub runtime: bool,
+    /// The arguments of a service function (empty for runtime functions: see `signature`).
+    pub parameters: &'static [Parameter],
+    /// Whether a service function returns a `u64` (otherwise nothing).
+    pub returns_value: bool,
 }
 
-/// Declares the kernel's exported functions (used once, below).
+/// A read-only byte range lent to the kernel for one call (declaration type; an extension
+/// passes `&[u8]`).
+#[derive(Clone, Copy, Debug)]
+pub struct Bytes;
+
+/// A writable byte range lent to the kernel for one call (declaration type; an extension
+/// passes `&mut [u8]`).
+#[derive(Clone, Copy, Debug)]
+pub struct BytesMut;
+
+/// A byte range as the native C ABI passes it: two registers (RISC-V passes a two-word
+/// `repr(C)` struct by value in two argument registers, exactly like two arguments).
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct RawBytes {
+    /// Address of the first byte.
+    pub pointer: *const u8,
+    /// Length in bytes.
+    pub length: usize,
+}
+
+/// A writable byte range as the native C ABI passes it (see [`RawBytes`]).
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct RawBytesMut {
+    /// Address of the first byte.
+    pub pointer: *mut u8,
+    /// Length in bytes.
+    pub length: usize,
+}
+
+/// How a declared argument type is passed by each technology. The glue of every
+/// technology (the trusted glue crate for extensions, `kernel/src/ext/glue.rs` for the
+/// kernel) is generated from the declarations with these types; nothing here is unsafe.
+pub trait Argument {
+    /// What the extension passes and the kernel's implementation receives.
+    type Safe<'a>;
+    /// The native (C ABI) form.
+    type Native: Copy;
+    /// The Wasm form: a byte range is one `i64`, offset in the low 32 bits and length in
+    /// the high 32 bits (both are 32-bit on `wasm32`).
+    type Wasm: Copy;
+    /// How it is described in [`KernelFunction::parameters`].
+    const KIND: ArgumentKind;
+    /// Machine words it takes in a user-level `kernel_function` system call.
+    const WORDS: usize;
+    /// The native form of `value`.
+    fn to_native(value: Self::Safe<'_>) -> Self::Native;
+    /// The Wasm form of `value` (on `wasm32`, where addresses are 32 bits).
+    fn to_wasm(value: Self::Safe<'_>) -> Self::Wasm;
+}
+
+/// The type an extension passes for a declared argument type.
+pub type Safe<'a, T> = <T as Argument>::Safe<'a>;
+
+impl Argument for u64 {
+    type Safe<'a> = u64;
+    type Native = u64;
+    type Wasm = u64;
+    const KIND: ArgumentKind = ArgumentKind::U64;
+    const WORDS: usize = 1;
+    fn to_native(value: u64) -> u64 {
+        value
+    }
+    fn to_wasm(value: u64) -> u64 {
+        value
+    }
+}
+
+/// Packs a Wasm byte range: offset in the low 32 bits, length in the high 32 bits.
+pub const fn pack_wasm_range(offset: usize, length: usize) -> u64 {
+    (offset as u32 as u64) | ((length as u32 as u64) << 32)
+}
+
+/// Unpacks a Wasm byte range: `(offset, length)`.
+pub const fn unpack_wasm_range(packed: u64) -> (usize, usize) {
+    ((packed & 0xffff_ffff) as usize, (packed >> 32) as usize)
+}
+
+impl Argument for Bytes {
+    type Safe<'a> = &'a [u8];
+    type Native = RawBytes;
+    type Wasm = u64;
+    const KIND: ArgumentKind = ArgumentKind::Bytes;
+    const WORDS: usize = 2;
+    fn to_native(value: &[u8]) -> RawBytes {
+        RawBytes { pointer: value.as_ptr(), length: value.len() }
+    }
+    fn to_wasm(value: &[u8]) -> u64 {
+        pack_wasm_range(value.as_ptr() as usize, value.len())
+    }
+}
+
+impl Argument for BytesMut {
+    type Safe<'a> = &'a mut [u8];
+    type Native = RawBytesMut;
+    type Wasm = u64;
+    const KIND: ArgumentKind = ArgumentKind::BytesMut;
+    const WORDS: usize = 2;
+    fn to_native(value: &mut [u8]) -> RawBytesMut {
+        RawBytesMut { pointer: value.as_mut_ptr(), length: value.len() }
+    }
+    fn to_wasm(value: &mut [u8]) -> u64 {
+        pack_wasm_range(value.as_mut_ptr() as usize, value.len())
+    }
+}
+
+/// Where one domain's implementation is installed for the extensions of this image: the
+/// kernel installs its own for built-in extensions at boot; the trusted glue of a native,
+/// Wasm or user-level build installs one that calls the kernel's imports, only for the
+/// domains its manifest names. An extension calls the free functions below, which reach
+/// the installed implementation; with none installed (host unit tests, or a domain the
+/// manifest does not name) they do nothing and return 0.
+pub struct Slot<T: ?Sized + 'static>(spin::Once<&'static T>);
+
+impl<T: ?Sized + 'static> Slot<T> {
+    /// An empty slot.
+    pub const fn new() -> Self {
+        Slot(spin::Once::new())
+    }
+
+    /// Installs `implementation` (the first installation wins).
+    pub fn install(&self, implementation: &'static T) {
+        self.0.call_once(|| implementation);
+    }
+
+    /// The installed implementation, if any.
+    #[inline]
+    pub fn get(&self) -> Option<&'static T> {
+        self.0.get().copied()
+    }
+}
+
+impl<T: ?Sized + 'static> Default for Slot<T> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// What the trusted glue of a loaded build provides besides the domains.
+pub trait Runtime: Sync {
+    /// The extension called `function` of `domain`, which its manifest does not name (so
+    /// the glue installed nothing for it): ends the call as a panic with that reason.
+    fn missing_domain(&self, function: &'static str, domain: &'static str) -> !;
+}
+
+/// The runtime of a native, Wasm or user-level build (installed by its glue). In host unit
+/// tests there is none, and a call of a domain nobody installed quietly returns 0.
+pub static RUNTIME: Slot<dyn Runtime> = Slot::new();
+
+/// The one declaration of every kernel function: hands the list to `$callback!`, which
+/// generates what its crate needs from it — here the table, the domain traits and the
+/// extension-facing functions ([`declare_kernel_functions!`](crate::declare_kernel_functions)); in the
+/// trusted glue the imports; in the kernel the native exports, the Wasm linker entries and
+/// the user-level decoding (`kernel/src/ext/glue.rs`).
+///
+/// `runtime` lists each technology's own support functions (raw C signatures, written by
+/// hand in each runtime). Each `domain NAME: Trait { … }` lists service functions with
+/// arguments of declaration types (`u64`, [`Bytes`], [`BytesMut`]) returning `u64` or
+/// nothing; the symbol is `spindle_` + the method name.
 #[macro_export]
-macro_rules! declare_kernel_functions {
-    ($($(#[doc = $doc:literal])* domain $domain:literal fn $name:ident($($argument:ident: $type:ty),*) $(-> $result:ty)?;)*) => {
-        /// Every kernel function extensions may import.
-        pub const KERNEL_FUNCTIONS: &[$crate::host::KernelFunction] = &[$(
-            $crate::host::KernelFunction {
-                name: stringify!($name),
-                domain: $domain,
-                signature: stringify!(fn($($argument: $type),*) $(-> $result)?),
-                fingerprint: $crate::fingerprint::fingerprint_of(concat!(
-                    stringify!($name), stringify!(fn($($argument: $type),*) $(-> $result)?)
-                )),
+macro_rules! for_each_kernel_function {
+    ($($callback:tt)*) => {
+        $($callback)*! {
+            runtime {
+                /// Reports a panic of the calling extension with a message; never returns
+                /// (the kernel aborts the handler at its recovery point and keeps the reason).
+                fn spindle_extension_panic(pointer: *const u8, length: usize) -> !;
+                /// Allocates `size` bytes aligned to `align` (a power of two) from the calling
+                /// native extension's arena; null when its quota is exhausted, the layout is
+                /// invalid, or no native extension is running. Not zeroed. Native only.
+                fn spindle_extension_alloc(size: usize, align: usize) -> *mut u8;
+                /// Returns a block from `spindle_extension_alloc` with the same `size` and
+                /// `align`; a pointer outside the caller's arena is ignored with a warning.
+                fn spindle_extension_free(pointer: *mut u8, size: usize, align: usize);
             }
-        ),*];
-
-        /// The C imports (resolved statically for built-in extensions and by the loader
-        /// for native ones).
-        #[cfg(target_os = "none")]
-        pub mod imports {
-            unsafe extern "C" {
-                $($(#[doc = $doc])* pub fn $name($($argument: $type),*) $(-> $result)?;)*
+            domain console: Console {
+                /// Writes UTF-8 text to the kernel console (invalid UTF-8 is shown replaced;
+                /// at most 4,096 bytes a call, a longer or unreadable range prints a warning).
+                fn console_write(text: Bytes);
             }
-        }
-
-        /// The Wasm imports: module [`WASM_IMPORT_MODULE`](crate::wasm::WASM_IMPORT_MODULE)
-        /// (`"spindle"`), one function per declaration under the same name. Pointer and
-        /// `usize` arguments become `i32` offsets into the module's linear memory, which
-        /// the kernel bounds-checks; `u64` becomes `i64`.
-        #[cfg(target_arch = "wasm32")]
-        pub mod imports {
-            #[link(wasm_import_module = "spindle")]
-            unsafe extern "C" {
-                $($(#[doc = $doc])* pub fn $name($($argument: $type),*) $(-> $result)?;)*
+            domain clock: Clock {
+                /// Timer ticks since boot.
+                fn clock_ticks() -> u64;
+            }
+            domain mm: Mm {
+                /// Frames in the calling owner's LRU queue.
+                fn mm_lru_length() -> u64;
+                /// The frame at `position` of the owner's LRU queue, head (least recently
+                /// used) first; 0 past its end.
+                fn mm_lru_frame(position: u64) -> u64;
+            }
+            domain block: Block {
+                /// Copies the bytes at `offset` of the active read request `request` into
+                /// `destination`; returns how many were copied — 0 when the request is not
+                /// active, the range lies outside it, or `destination` is longer than 4 KiB.
+                fn block_read(request: u64, offset: u64, destination: BytesMut) -> u64;
             }
         }
     };
 }
 
-declare_kernel_functions! {
-    /// Writes `length` UTF-8 bytes at `pointer` to the kernel console.
-    domain "console" fn spindle_console_write(pointer: *const u8, length: usize);
-    /// Timer ticks since boot.
-    domain "clock" fn spindle_clock_ticks() -> u64;
-    /// Reports a panic of the calling extension with a message; never returns (the
-    /// kernel aborts the handler at its recovery point and keeps the reason).
-    domain "extension" fn spindle_extension_panic(pointer: *const u8, length: usize) -> !;
-    /// Allocates `size` bytes aligned to `align` (a power of two) from the calling native
-    /// extension's arena; null when its quota is exhausted, the layout is invalid, or no
-    /// native extension is running. The memory is not zeroed. Called by
-    /// [`ExtensionAllocator`](crate::allocator::ExtensionAllocator), never directly.
-    domain "extension" fn spindle_extension_alloc(size: usize, align: usize) -> *mut u8;
-    /// Returns a block from `spindle_extension_alloc` with the same `size` and `align`; a
-    /// pointer outside the caller's arena is ignored (the kernel prints a warning).
-    domain "extension" fn spindle_extension_free(pointer: *mut u8, size: usize, align: usize);
-    /// Frames in the calling owner's LRU queue (domain `mm`).
-    domain "mm" fn spindle_mm_lru_length() -> u64;
-    /// The frame at `position` of the owner's LRU queue, head (least recently used) first;
-    /// 0 past its end.
-    domain "mm" fn spindle_mm_lru_frame(position: u64) -> u64;
-    /// Copies `length` bytes at `offset` of the active read request `request` into
-    /// `destination` (the caller's memory: a native extension's writable memory, a Wasm
-    /// module's linear memory, bounds-checked); returns the bytes copied — 0 when the
-    /// request is not active, the range is outside it, or `destination` is not writable.
-    domain "block" fn spindle_block_read(request: u64, offset: u64, destination: *mut u8, length: usize) -> u64;
+/// Generates, from [`for_each_kernel_function!`](crate::for_each_kernel_function)'s list:
+/// [`KERNEL_FUNCTIONS`], one trait per domain in [`domains`] (what the kernel implements
+/// once and every technology's glue calls or implements), a [`Slot`] per domain, and one
+/// free function per service function for extensions to call. A free function whose
+/// domain is not installed returns 0 in host tests, and in a loaded build (whose glue
+/// installed a [`RUNTIME`]) panics naming the function and the undeclared domain.
+#[macro_export]
+macro_rules! declare_kernel_functions {
+    (
+        runtime { $($(#[doc = $runtime_doc:literal])* fn $runtime:ident($($runtime_argument:ident: $runtime_type:ty),*) $(-> $runtime_result:ty)?;)* }
+        $(domain $domain:ident: $trait:ident {
+            $($(#[doc = $doc:literal])* fn $name:ident($($argument:ident: $type:ty),*) $(-> $result:ty)?;)*
+        })*
+    ) => {
+        /// Every kernel function extensions may import: runtime support first, then each
+        /// domain's service functions in declaration order.
+        pub const KERNEL_FUNCTIONS: &[$crate::host::KernelFunction] = &[
+            $($crate::host::KernelFunction {
+                name: stringify!($runtime),
+                domain: "extension",
+                signature: stringify!(fn($($runtime_argument: $runtime_type),*) $(-> $runtime_result)?),
+                fingerprint: $crate::fingerprint::fingerprint_of(concat!(
+                    stringify!($runtime), stringify!(fn($($runtime_argument: $runtime_type),*) $(-> $runtime_result)?)
+                )),
+                runtime: true,
+                parameters: &[],
+                returns_value: false,
+            },)*
+            $($($crate::host::KernelFunction {
+                name: concat!("spindle_", stringify!($name)),
+                domain: stringify!($domain),
+                signature: stringify!(fn($($argument: $type),*) $(-> $result)?),
+                fingerprint: $crate::fingerprint::fingerprint_of(concat!(
+                    "spindle_", stringify!($name), stringify!(fn($($argument: $type),*) $(-> $result)?)
+                )),
+                runtime: false,
+                parameters: &[$($crate::host::Parameter {
+                    name: stringify!($argument),
+                    kind: <$type as $crate::host::Argument>::KIND,
+                }),*],
+                returns_value: $crate::__returns_value!($($result)?),
+            },)*)*
+        ];
+
+        /// One trait per domain: the kernel implements each once; the glue of every
+        /// technology is generated from them.
+        #[allow(non_upper_case_globals)]
+        pub mod domains {
+            #[allow(unused_imports)]
+            use $crate::host::{Bytes, BytesMut, Safe};
+            $(
+                #[doc = concat!("Domain `", stringify!($domain), "`.")]
+                pub trait $trait: Sync {
+                    $($(#[doc = $doc])* fn $name(&self, $($argument: Safe<'_, $type>),*) $(-> $result)?;)*
+                }
+                #[doc = concat!("The installed implementation of domain `", stringify!($domain), "`.")]
+                pub static $domain: $crate::host::Slot<dyn $trait> = $crate::host::Slot::new();
+            )*
+        }
+
+        $($(
+            $(#[doc = $doc])*
+            #[doc = ""]
+            #[doc = concat!("Domain `", stringify!($domain), "`; does nothing and returns 0 when the domain is not installed.")]
+            #[inline]
+            pub fn $name($($argument: $crate::host::Safe<'_, $type>),*) $(-> $result)? {
+                match domains::$domain.get() {
+                    Some(domain) => domain.$name($($argument),*),
+                    None => {
+                        $(let _ = $argument;)*
+                        if let Some(runtime) = RUNTIME.get() {
+                            runtime.missing_domain(concat!("spindle_", stringify!($name)), stringify!($domain));
+                        }
+                        Default::default()
+                    }
+                }
+            }
+        )*)*
+    };
 }
+
+/// Whether a declared result type is present (a helper of `declare_kernel_functions!`).
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __returns_value {
+    () => {
+        false
+    };
+    ($result:ty) => {
+        true
+    };
+}
+
+crate::for_each_kernel_function!(crate::declare_kernel_functions);
 
 /// Fingerprint of the whole kernel-function table (part of the ABI fingerprint).
 pub fn kernel_functions_fingerprint() -> Fingerprint {
     KERNEL_FUNCTIONS.iter().fold(fingerprint_of("kernel-functions"), |all, function| all.combine(function.fingerprint))
 }
 
-#[cfg(not(any(target_os = "none", target_arch = "wasm32")))]
-static HOST_BYTES_WRITTEN: core::sync::atomic::AtomicUsize = core::sync::atomic::AtomicUsize::new(0);
-
-/// Writes text to the kernel console (domain `console`).
-pub fn console_write(text: &str) {
-    #[cfg(any(target_os = "none", target_arch = "wasm32"))]
-    // SAFETY: the pointer and length describe `text`, a live UTF-8 slice, for the whole
-    // call; the kernel only reads it.
-    unsafe {
-        imports::spindle_console_write(text.as_ptr(), text.len())
-    }
-    #[cfg(not(any(target_os = "none", target_arch = "wasm32")))]
-    HOST_BYTES_WRITTEN.fetch_add(text.len(), core::sync::atomic::Ordering::Relaxed);
-}
-
-/// Bytes "written" by [`console_write`] in host unit tests.
-#[cfg(not(any(target_os = "none", target_arch = "wasm32")))]
-pub fn host_bytes_written() -> usize {
-    HOST_BYTES_WRITTEN.load(core::sync::atomic::Ordering::Relaxed)
-}
-
-/// Timer ticks since boot (domain `clock`); 0 in host unit tests.
+/// Timer ticks since boot (domain `clock`; the name extensions used before the glue was
+/// generated).
+#[inline]
 pub fn ticks() -> u64 {
-    #[cfg(any(target_os = "none", target_arch = "wasm32"))]
-    // SAFETY: takes no arguments and only reads a kernel counter.
-    unsafe {
-        imports::spindle_clock_ticks()
-    }
-    #[cfg(not(any(target_os = "none", target_arch = "wasm32")))]
-    0
-}
-
-/// Frames in the owner's LRU queue (domain `mm`); 0 in host unit tests.
-pub fn mm_lru_length() -> u64 {
-    #[cfg(any(target_os = "none", target_arch = "wasm32"))]
-    // SAFETY: takes no arguments and only reads kernel state.
-    unsafe {
-        imports::spindle_mm_lru_length()
-    }
-    #[cfg(not(any(target_os = "none", target_arch = "wasm32")))]
-    0
-}
-
-/// The frame at `position` of the owner's LRU queue, head first (domain `mm`); 0 past its
-/// end and in host unit tests.
-pub fn mm_lru_frame(position: u64) -> u64 {
-    #[cfg(any(target_os = "none", target_arch = "wasm32"))]
-    // SAFETY: takes an integer and only reads kernel state.
-    unsafe {
-        imports::spindle_mm_lru_frame(position)
-    }
-    #[cfg(not(any(target_os = "none", target_arch = "wasm32")))]
-    {
-        let _ = position;
-        0
-    }
-}
-
-/// Copies the bytes at `offset` of read request `request` into `destination` (domain
-/// `block`); returns how many were copied: 0 when the request is not active or the range
-/// lies outside it, and always 0 in host unit tests.
-pub fn block_read(request: u64, offset: u64, destination: &mut [u8]) -> usize {
-    #[cfg(any(target_os = "none", target_arch = "wasm32"))]
-    // SAFETY: the pointer and length describe `destination`, a live, exclusively borrowed
-    // slice, for the whole call; the kernel writes at most `destination.len()` bytes.
-    unsafe {
-        imports::spindle_block_read(request, offset, destination.as_mut_ptr(), destination.len()) as usize
-    }
-    #[cfg(not(any(target_os = "none", target_arch = "wasm32")))]
-    {
-        let _ = (request, offset, destination);
-        0
-    }
-}
-
-/// Reports a panic to the kernel and never returns (used by the native glue's panic
-/// handler; a built-in extension's panic is the kernel's own).
-#[cfg(any(target_os = "none", target_arch = "wasm32"))]
-pub fn extension_panic(message: &str) -> ! {
-    // SAFETY: the pointer and length describe `message` for the whole call; the kernel
-    // copies what it keeps and does not return.
-    unsafe { imports::spindle_extension_panic(message.as_ptr(), message.len()) }
+    clock_ticks()
 }
 
 /// A small stack buffer that formats text and flushes it to the console in pieces.
@@ -204,9 +396,7 @@ impl ConsoleWriter {
     /// Writes out what is buffered.
     pub fn flush(&mut self) {
         // Only whole UTF-8 text is ever buffered (see write_str), so this cannot fail.
-        if let Ok(text) = core::str::from_utf8(&self.buffer[..self.length]) {
-            console_write(text);
-        }
+        console_write(&self.buffer[..self.length]);
         self.length = 0;
     }
 }
@@ -217,7 +407,7 @@ impl fmt::Write for ConsoleWriter {
             self.flush();
         }
         if text.len() > self.buffer.len() {
-            console_write(text);
+            console_write(text.as_bytes());
         } else {
             self.buffer[self.length..self.length + text.len()].copy_from_slice(text.as_bytes());
             self.length += text.len();
@@ -239,35 +429,75 @@ macro_rules! ext_println {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use core::sync::atomic::{AtomicUsize, Ordering};
 
     #[test]
     fn table_lists_every_function_with_a_fingerprint() {
-        assert_eq!(KERNEL_FUNCTIONS.len(), 8);
         let write = KERNEL_FUNCTIONS.iter().find(|function| function.name == "spindle_console_write").unwrap();
         assert_eq!(write.domain, "console");
+        assert!(!write.runtime);
+        assert_eq!(write.parameters, &[Parameter { name: "text", kind: ArgumentKind::Bytes }]);
+        assert!(!write.returns_value);
         // The fingerprint covers the name and the signature text exactly as declared.
         let mut text = [0u8; 128];
         let joined = write.name.len() + write.signature.len();
         text[..write.name.len()].copy_from_slice(write.name.as_bytes());
         text[write.name.len()..joined].copy_from_slice(write.signature.as_bytes());
         assert_eq!(write.fingerprint, fingerprint_of(core::str::from_utf8(&text[..joined]).unwrap()));
-        assert!(write.signature.contains("const u8") && write.signature.contains("usize"), "{}", write.signature);
-        assert_ne!(KERNEL_FUNCTIONS[0].fingerprint, KERNEL_FUNCTIONS[1].fingerprint);
+        assert!(write.signature.contains("Bytes"), "{}", write.signature);
+        let read = KERNEL_FUNCTIONS.iter().find(|function| function.name == "spindle_block_read").unwrap();
+        assert_eq!(read.domain, "block");
+        assert!(read.returns_value);
+        assert_eq!(read.parameters.iter().map(|parameter| parameter.kind).collect::<alloc_free::Kinds>().0, [ArgumentKind::U64, ArgumentKind::U64, ArgumentKind::BytesMut]);
+        let panic = KERNEL_FUNCTIONS.iter().find(|function| function.name == "spindle_extension_panic").unwrap();
+        assert!(panic.runtime && panic.domain == "extension");
+        for (index, function) in KERNEL_FUNCTIONS.iter().enumerate() {
+            assert!(function.name.starts_with("spindle_"), "{}", function.name);
+            assert!(KERNEL_FUNCTIONS[index + 1..].iter().all(|other| other.fingerprint != function.fingerprint && other.name != function.name));
+        }
+    }
+
+    /// Collects three kinds without an allocator.
+    mod alloc_free {
+        pub struct Kinds(pub [super::ArgumentKind; 3]);
+        impl FromIterator<super::ArgumentKind> for Kinds {
+            fn from_iter<I: IntoIterator<Item = super::ArgumentKind>>(iter: I) -> Self {
+                let mut kinds = [super::ArgumentKind::U64; 3];
+                let mut count = 0;
+                for (slot, kind) in kinds.iter_mut().zip(iter) {
+                    *slot = kind;
+                    count += 1;
+                }
+                assert_eq!(count, 3);
+                Kinds(kinds)
+            }
+        }
     }
 
     #[test]
-    fn writer_flushes_long_text() {
-        let before = host_bytes_written();
-        crate::ext_println!("{}", "x".repeat_free());
-        assert!(host_bytes_written() > before);
+    fn wasm_ranges_pack_offset_low_and_length_high() {
+        assert_eq!(pack_wasm_range(0x1234, 0x56), 0x0000_0056_0000_1234);
+        assert_eq!(unpack_wasm_range(pack_wasm_range(0xffff_fff0, 16)), (0xffff_fff0, 16));
     }
 
-    trait RepeatFree {
-        fn repeat_free(&self) -> &'static str;
-    }
-    impl RepeatFree for str {
-        fn repeat_free(&self) -> &'static str {
-            "a line longer than one hundred and twenty-eight bytes, so that the writer has to flush its buffer part of the way through writing it out"
+    /// A fake console domain counting what it is given.
+    struct FakeConsole(AtomicUsize);
+
+    impl domains::Console for FakeConsole {
+        fn console_write(&self, text: &[u8]) {
+            self.0.fetch_add(text.len(), Ordering::Relaxed);
         }
+    }
+
+    static CONSOLE: FakeConsole = FakeConsole(AtomicUsize::new(0));
+
+    #[test]
+    fn calls_reach_the_installed_domain_and_the_writer_flushes_long_text() {
+        // Nothing installed for `mm`: the call does nothing and answers 0.
+        assert_eq!(mm_lru_frame(3), 0);
+        domains::console.install(&CONSOLE);
+        let line = "a line longer than one hundred and twenty-eight bytes, so that the writer has to flush its buffer part of the way through writing it out";
+        crate::ext_println!("{line}");
+        assert_eq!(CONSOLE.0.load(Ordering::Relaxed), line.len() + 1);
     }
 }

@@ -4,19 +4,22 @@
 //! Everything that crosses a protection or technology boundary is declared here once:
 //! events and their argument/result types, exported kernel functions (domains), system
 //! call numbers, and the fingerprints that stop a mismatched binary from linking.
-//! The crate is `no_std` and has no dependencies so that every technology (kernel,
-//! native extension, Wasm module, user program) can use it.
+//! The crate is `no_std`, depends only on `spin` (the installed domain implementations of
+//! [`host`]) so that every technology (kernel, native extension, Wasm module, user program)
+//! can use it, and is `#![forbid(unsafe_code)]`: it is what extension crates depend on.
+//! The crossing itself — imports, allocators, system calls, upcall serving — is the
+//! trusted glue crate `spindle-glue` (`abi/glue`), which only the builder's generated
+//! crates and user programs depend on.
 
 #![no_std]
+#![forbid(unsafe_code)]
 
-pub mod allocator;
 pub mod event;
 pub mod extension;
 pub mod host;
 pub mod machine;
 pub mod native;
 pub mod syscall;
-pub mod upcall;
 pub mod wasm;
 pub mod fingerprint;
 

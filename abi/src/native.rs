@@ -180,21 +180,3 @@ pub fn invoke(declaration: &ExtensionDecl, index: usize, arguments: &[u8], resul
         MarshalError::BadValue => ErrorCode::BadValue,
     })
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn binding_info_reads_back_from_bytes() {
-        let mut info = BindingInfo { event_id: 1000, guard_count: 2, event_fingerprint: 0x1122_3344_5566_7788, arguments_size: 16, result_size: 8, ..BindingInfo::default() };
-        info.guards[0] = RawGuard { kind: guard_kind::EQUALS, field: 0, a: 7, b: 0 };
-        info.guards[7] = RawGuard { kind: guard_kind::MASK, field: 3, a: u64::MAX, b: 1 };
-        let mut bytes = [0u8; BindingInfo::SIZE];
-        // SAFETY: `bytes` has exactly the size of `BindingInfo`, which is plain data
-        // (integers only); `write_unaligned` needs no alignment.
-        unsafe { bytes.as_mut_ptr().cast::<BindingInfo>().write_unaligned(info) };
-        assert_eq!(BindingInfo::from_bytes(&bytes), Some(info));
-        assert_eq!(BindingInfo::from_bytes(&bytes[..BindingInfo::SIZE - 1]), None);
-    }
-}

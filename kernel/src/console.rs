@@ -219,3 +219,19 @@ pub fn read_input(buffer: &mut [u8]) -> Input {
     }
     if count == 0 { Input::NotYet } else { Input::Bytes(count) }
 }
+
+/// Longest text one `spindle_console_write` call may print.
+pub const CONSOLE_WRITE_MAX: usize = 4096;
+
+/// Domain `console` of the kernel functions (`spindle_abi::host`).
+impl spindle_abi::host::domains::Console for crate::ext::glue::KernelFunctions {
+    /// Prints `text` (invalid UTF-8 shown replaced); a text longer than
+    /// [`CONSOLE_WRITE_MAX`] prints a warning instead.
+    fn console_write(&self, text: &[u8]) {
+        if text.len() > CONSOLE_WRITE_MAX {
+            crate::println!("[ext] console_write refused: {} bytes is longer than the {CONSOLE_WRITE_MAX}-byte limit", text.len());
+        } else {
+            crate::print!("{}", alloc::string::String::from_utf8_lossy(text));
+        }
+    }
+}

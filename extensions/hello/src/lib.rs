@@ -37,7 +37,7 @@ fn greet(line: &ConsoleLine) -> ConsoleVerdict {
         "hello from the `hello` extension: greeting #{count}, console line #{} ({} bytes), tick {}",
         line.sequence,
         line.length,
-        spindle_abi::host::ticks()
+        spindle_abi::host::clock_ticks()
     );
     ConsoleVerdict { claimed: HELLO_TAG }
 }

@@ -264,7 +264,7 @@ impl Stream {
     /// function, or a closure in host tests) and returns the bytes copied. Returns the
     /// bytes consumed (0: the block was not taken, and the stream is abandoned unless the
     /// block belongs to no stream at all).
-    pub fn filter(&self, block: &ReadBlock, read: impl FnOnce(u64, u64, &mut [u8]) -> usize) -> u64 {
+    pub fn filter(&self, block: &ReadBlock, read: impl FnOnce(u64, u64, &mut [u8]) -> u64) -> u64 {
         if block.request == 0 || block.length > ReadBlock::MAX_LENGTH {
             return 0;
         }
@@ -280,7 +280,7 @@ impl Stream {
         let length = block.length as usize;
         let mut buffer = [0u8; READ_BLOCK_BYTES];
         let copied = read(block.request, block.offset, &mut buffer[..length]);
-        if copied != length {
+        if copied != length as u64 {
             self.request.store(0, Ordering::Relaxed);
             return 0;
         }
@@ -403,7 +403,7 @@ mod tests {
         let read = |request: u64, offset: u64, buffer: &mut [u8]| {
             assert_eq!(request, 7);
             buffer.copy_from_slice(&data[offset as usize..offset as usize + buffer.len()]);
-            buffer.len()
+            buffer.len() as u64
         };
         let stream = Stream::new();
         // Odd-sized blocks exercise the pending block kept between raises.

@@ -228,13 +228,14 @@ pub fn run() -> bool {
 
     // The kernel's copy of one 4 KiB block into a kernel buffer, through the kernel
     // function every technology calls (destination check included).
+    use spindle_abi::host::RawBytesMut;
     let mut buffer = alloc::vec![0u8; block::BLOCK_SIZE as usize];
     let blocks = WORKLOAD_BYTES as u64 / block::BLOCK_SIZE;
     let request = block::begin_read(workload(), 0, WORKLOAD_BYTES as u64);
     let mut short = 0u64;
     let copy = measure(COPIES, |index| {
         let offset = (index % blocks) * block::BLOCK_SIZE;
-        if crate::ext::exports::spindle_block_read(request, offset, buffer.as_mut_ptr(), buffer.len()) != block::BLOCK_SIZE {
+        if crate::ext::glue::exports::block_read(request, offset, RawBytesMut { pointer: buffer.as_mut_ptr(), length: buffer.len() }) != block::BLOCK_SIZE {
             short += 1;
         }
     });

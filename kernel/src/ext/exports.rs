@@ -1,10 +1,11 @@
-//! The kernel functions extensions import (declared once in `spindle_abi::host`).
+//! The kernel functions native extensions import (declared once in `spindle_abi::host`),
+//! and the domains they are granted through.
 //!
-//! Each is an `extern "C"` function with the exact name and signature of its
-//! declaration: a built-in extension links to it statically; the loader resolves a native
-//! extension's imports to these addresses through the domains its manifest was granted
-//! ([`domain_table`]). Every argument is validated: a native extension is trusted to be
-//! type-safe Rust, not to be bug-free.
+//! The service functions' exports are generated (`super::glue`); this file defines the
+//! native runtime's own (`extension` domain: panic, the arena allocator) and the name
+//! server: the loader resolves a native extension's imports to these addresses through the
+//! domains its manifest was granted ([`domain_table`]). Every argument is validated: a
+//! native extension is trusted to be type-safe Rust, not to be bug-free.
 
 use alloc::string::String;
 use alloc::vec::Vec;
@@ -12,24 +13,13 @@ use core::sync::atomic::Ordering;
 
 use spindle_abi::host::KERNEL_FUNCTIONS;
 
-/// Longest text one `spindle_console_write` call may print.
-pub const CONSOLE_WRITE_MAX: usize = 4096;
-
-/// Longest copy one `spindle_block_read` call may make.
-pub const BLOCK_READ_MAX: usize = spindle_abi::event::ReadBlock::MAX_LENGTH as usize;
-
-/// Whether every page of `[pointer, pointer + length)` is mapped with `access` for the kernel.
-fn mapped_with(pointer: *const u8, length: usize, access: crate::arch::sv39::PteFlags) -> bool {
+/// Whether every page of `[pointer, pointer + length)` is mapped readable for the kernel.
+fn readable(pointer: *const u8, length: usize) -> bool {
     let start = pointer as usize;
     let Some(end) = start.checked_add(length) else { return false };
     let Some(root) = crate::mm::kernel_space::root() else { return false };
     let page = crate::arch::PAGE_SIZE;
-    (start / page..end.div_ceil(page)).all(|index| root.translate(index * page).is_some_and(|(_, flags)| flags.contains(access)))
-}
-
-/// Whether every page of `[pointer, pointer + length)` is mapped readable for the kernel.
-fn readable(pointer: *const u8, length: usize) -> bool {
-    mapped_with(pointer, length, crate::arch::sv39::PteFlags::READ)
+    (start / page..end.div_ceil(page)).all(|index| root.translate(index * page).is_some_and(|(_, flags)| flags.contains(crate::arch::sv39::PteFlags::READ)))
 }
 
 /// Copies extension-supplied bytes after checking that they are readable kernel memory.
@@ -42,22 +32,6 @@ fn copy_in(pointer: *const u8, length: usize, limit: usize) -> Option<Vec<u8>> {
     // before returning, so a later unmapping cannot affect the copy.
     let bytes = unsafe { core::slice::from_raw_parts(pointer, length) };
     Some(bytes.to_vec())
-}
-
-/// Domain `console`: writes UTF-8 text to the console (invalid UTF-8 is shown replaced;
-/// a bad pointer or an over-long text prints a warning instead).
-#[unsafe(no_mangle)]
-pub extern "C" fn spindle_console_write(pointer: *const u8, length: usize) {
-    match copy_in(pointer, length, CONSOLE_WRITE_MAX) {
-        Some(bytes) => crate::print!("{}", String::from_utf8_lossy(&bytes)),
-        None => crate::println!("[ext] console_write refused: {length} bytes at {:#x} are not readable kernel memory (limit {CONSOLE_WRITE_MAX})", pointer as usize),
-    }
-}
-
-/// Domain `clock`: timer ticks since boot.
-#[unsafe(no_mangle)]
-pub extern "C" fn spindle_clock_ticks() -> u64 {
-    crate::time::ticks()
 }
 
 /// Domain `extension`: the calling extension panicked. Records the message and aborts
@@ -99,52 +73,14 @@ pub extern "C" fn spindle_extension_free(pointer: *mut u8, size: usize, align: u
     }
 }
 
-/// Domain `mm`: frames in the owner's LRU queue (the synthetic queue of
-/// [`crate::services::frames`] until the physical-memory service exists).
-#[unsafe(no_mangle)]
-pub extern "C" fn spindle_mm_lru_length() -> u64 {
-    crate::services::frames::LRU_FRAMES
-}
-
-/// Domain `mm`: the frame at `position` of the owner's LRU queue, head first; 0 past its end.
-#[unsafe(no_mangle)]
-pub extern "C" fn spindle_mm_lru_frame(position: u64) -> u64 {
-    crate::services::frames::lru_frame(position)
-}
-
-/// Domain `block`: copies `length` bytes at `offset` of the active read request into
-/// `destination` (see [`crate::services::blockpath::copy_block`]); 0 when the request is not
-/// active, the range is outside it, `length` is above [`BLOCK_READ_MAX`], or the
-/// destination is not writable kernel memory.
-#[unsafe(no_mangle)]
-// An entry point called by extension code across the C ABI: the pointer is untrusted
-// input, checked against the kernel page table below before any use, so the function is
-// safe to call with any value.
-#[allow(clippy::not_unsafe_ptr_arg_deref)]
-pub extern "C" fn spindle_block_read(request: u64, offset: u64, destination: *mut u8, length: usize) -> u64 {
-    if length == 0 || length > BLOCK_READ_MAX || destination.is_null() || !mapped_with(destination, length, crate::arch::sv39::PteFlags::WRITE) {
-        return 0;
-    }
-    // The caller lent the range for this call (the ABI's safe wrapper passes an exclusively
-    // borrowed slice); the slice made here is dropped before the call returns.
-    // SAFETY: the range is non-null, at most BLOCK_READ_MAX bytes, and every page of it is
-    // mapped writable in the kernel page table (checked just above); it is lent to us.
-    let destination = unsafe { core::slice::from_raw_parts_mut(destination, length) };
-    crate::services::blockpath::copy_block(request, offset, destination)
-}
-
 /// Address of the kernel's definition of an exported function, by name.
 fn address_of(name: &str) -> Option<usize> {
     let address = match name {
-        "spindle_console_write" => spindle_console_write as *const () as usize,
-        "spindle_clock_ticks" => spindle_clock_ticks as *const () as usize,
         "spindle_extension_panic" => spindle_extension_panic as *const () as usize,
         "spindle_extension_alloc" => spindle_extension_alloc as *const () as usize,
         "spindle_extension_free" => spindle_extension_free as *const () as usize,
-        "spindle_mm_lru_length" => spindle_mm_lru_length as *const () as usize,
-        "spindle_mm_lru_frame" => spindle_mm_lru_frame as *const () as usize,
-        "spindle_block_read" => spindle_block_read as *const () as usize,
-        _ => return None,
+        // Service functions: generated from the declaration (`super::glue`).
+        _ => return super::glue::native_address(name),
     };
     Some(address)
 }

@@ -20,6 +20,8 @@ pub mod builtin;
 pub mod bundle;
 #[allow(unsafe_code)]
 pub mod exports;
+#[allow(unsafe_code)]
+pub mod glue;
 pub mod introspect;
 #[allow(unsafe_code)]
 pub mod native;

@@ -436,33 +436,18 @@ fn upcall(
 }
 
 /// `kernel_function(index, a, b, c, d)` from an upcall: the kernel functions a user-level
-/// extension reaches by system call (see `spindle_abi::upcall`), pointers being addresses
-/// in the extension's own space.
-fn kernel_function(domains: &[String], view: SpaceView, [index, a, b, c, d, _]: [usize; 6]) -> Result<usize, Error> {
+/// extension reaches by system call (the glue's generated stubs), the words decoded by the
+/// generated `super::glue::call_user`, ranges being addresses in the extension's own space.
+fn kernel_function(domains: &[String], view: SpaceView, [index, words @ .., _]: [usize; 6]) -> Result<usize, Error> {
     let function = KERNEL_FUNCTIONS.get(index).ok_or(Error::NotFound)?;
     let granted = super::exports::ALWAYS_GRANTED.contains(&function.domain) || domains.iter().any(|domain| domain == function.domain);
     if !granted {
         return Err(Error::NotPermitted);
     }
-    match function.name {
-        "spindle_clock_ticks" => Ok(super::exports::spindle_clock_ticks() as usize),
-        "spindle_mm_lru_length" => Ok(super::exports::spindle_mm_lru_length() as usize),
-        "spindle_mm_lru_frame" => Ok(super::exports::spindle_mm_lru_frame(a as u64) as usize),
-        "spindle_block_read" => {
-            let (request, offset, destination, length) = (a as u64, b as u64, c, d);
-            if length == 0 || length > super::exports::BLOCK_READ_MAX {
-                return Ok(0);
-            }
-            let range = user_range(destination, length, super::exports::BLOCK_READ_MAX)?;
-            let mut bytes = alloc::vec![0u8; range.len()];
-            let copied = crate::services::blockpath::copy_block(request, offset, &mut bytes) as usize;
-            // SAFETY: the extension's space is pinned while it serves (see `migrate`), and
-            // the destination is its own user memory, which the kernel holds no reference to.
-            unsafe { view.write(range.start, &bytes[..copied.min(bytes.len())])? };
-            Ok(copied)
-        }
-        _ => Err(Error::NotFound),
-    }
+    // SAFETY: the extension's space is pinned while it serves an upcall (see `migrate`),
+    // and this runs inside that upcall.
+    let space = unsafe { super::glue::UserSpace::new(view) };
+    super::glue::call_user(function.name, &words, &space).unwrap_or(Err(Error::NotFound))
 }
 
 /// `upcall_serve(pointer, length)` on the calling process's strand: checks the

@@ -346,75 +346,42 @@ fn guest_bytes(caller: &Caller<'_, WasmState>, pointer: i32, length: i32, limit:
     memory.data(caller).get(start..start.checked_add(length)?).map(<[u8]>::to_vec)
 }
 
-/// Kernel functions with a Wasm definition in [`define_kernel_function`].
-const WASM_KERNEL_FUNCTIONS: &[&str] =
-    &["spindle_console_write", "spindle_clock_ticks", "spindle_mm_lru_length", "spindle_mm_lru_frame", "spindle_block_read", "spindle_extension_panic"];
-
 /// Why the kernel function `name` cannot be imported by a Wasm module, if it cannot.
 fn wasm_definition_missing(name: &str) -> Option<&'static str> {
+    let declared = spindle_abi::host::KERNEL_FUNCTIONS.iter().find(|function| function.name == name)?;
     if NATIVE_ONLY_FUNCTIONS.contains(&name) {
         Some("native only (a Wasm module's heap is its linear memory)")
-    } else if !WASM_KERNEL_FUNCTIONS.contains(&name) {
+    } else if declared.runtime && name != "spindle_extension_panic" {
         Some("no Wasm definition in this kernel")
     } else {
         None
     }
 }
 
-/// Defines the kernel function `name` (one of [`WASM_KERNEL_FUNCTIONS`]) for Wasm in
-/// `linker` (the same functions as `ext::exports` gives native extensions, reading linear
-/// memory with bounds checks). Each runs on the kernel heap: what a kernel function keeps
-/// (a panic message) must outlive the extension's private heap.
+/// Defines the kernel function `name` for Wasm in `linker`: a service function from the
+/// generated glue (`super::glue::define_wasm`), or the runtime's `spindle_extension_panic`.
+/// Each runs on the kernel heap: what a kernel function keeps (a panic message) must
+/// outlive the extension's private heap.
 fn define_kernel_function(linker: &mut Linker<WasmState>, name: &str) -> Result<(), wasmi::Error> {
-    let defined = match name {
-        "spindle_console_write" => linker.func_wrap(WASM_IMPORT_MODULE, name, |caller: Caller<'_, WasmState>, pointer: i32, length: i32| {
-            on_kernel_heap(|| match guest_bytes(&caller, pointer, length, super::exports::CONSOLE_WRITE_MAX) {
-                Some(bytes) => crate::print!("{}", String::from_utf8_lossy(&bytes)),
-                None => crate::println!(
-                    "[ext] console_write refused: {} bytes at offset {:#x} are not inside the module's memory (limit {})",
-                    length as u32,
-                    pointer as u32,
-                    super::exports::CONSOLE_WRITE_MAX
-                ),
+    if let Some(defined) = super::glue::define_wasm(linker, name) {
+        return defined;
+    }
+    if name != "spindle_extension_panic" {
+        return Err(wasmi::Error::new("no Wasm definition in this kernel"));
+    }
+    linker
+        .func_wrap(WASM_IMPORT_MODULE, name, |mut caller: Caller<'_, WasmState>, pointer: i32, length: i32| -> Result<(), wasmi::Error> {
+            on_kernel_heap(|| {
+                let message = guest_bytes(&caller, pointer, length, super::PANIC_MESSAGE_MAX)
+                    .map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
+                    .unwrap_or_else(|| String::from("(unreadable panic message)"));
+                super::record_panic(message);
+                caller.data_mut().panicked = true;
+                Err(wasmi::Error::new("the extension panicked"))
             })
-        }),
-        "spindle_clock_ticks" => linker.func_wrap(WASM_IMPORT_MODULE, name, || -> u64 { on_kernel_heap(crate::time::ticks) }),
-        "spindle_mm_lru_length" => linker.func_wrap(WASM_IMPORT_MODULE, name, || -> u64 { crate::services::frames::LRU_FRAMES }),
-        "spindle_mm_lru_frame" => {
-            linker.func_wrap(WASM_IMPORT_MODULE, name, |position: u64| -> u64 { on_kernel_heap(|| crate::services::frames::lru_frame(position)) })
-        }
-        "spindle_block_read" => linker.func_wrap(
-            WASM_IMPORT_MODULE,
-            name,
-            |mut caller: Caller<'_, WasmState>, request: u64, offset: u64, destination: i32, length: i32| -> u64 {
-                on_kernel_heap(|| {
-                    let (start, length) = (destination as u32 as usize, length as u32 as usize);
-                    let Some(memory) = caller.get_export(MEMORY_EXPORT).and_then(wasmi::Extern::into_memory) else { return 0 };
-                    if length > super::exports::BLOCK_READ_MAX {
-                        return 0;
-                    }
-                    match start.checked_add(length).and_then(|end| memory.data_mut(&mut caller).get_mut(start..end)) {
-                        Some(bytes) => crate::services::blockpath::copy_block(request, offset, bytes),
-                        None => 0,
-                    }
-                })
-            },
-        ),
-        "spindle_extension_panic" => {
-            linker.func_wrap(WASM_IMPORT_MODULE, name, |mut caller: Caller<'_, WasmState>, pointer: i32, length: i32| -> Result<(), wasmi::Error> {
-                on_kernel_heap(|| {
-                    let message = guest_bytes(&caller, pointer, length, super::PANIC_MESSAGE_MAX)
-                        .map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
-                        .unwrap_or_else(|| String::from("(unreadable panic message)"));
-                    super::record_panic(message);
-                    caller.data_mut().panicked = true;
-                    Err(wasmi::Error::new("the extension panicked"))
-                })
-            })
-        }
-        _ => return Err(wasmi::Error::new("no Wasm definition in this kernel")),
-    };
-    defined.map(drop).map_err(wasmi::Error::from)
+        })
+        .map(drop)
+        .map_err(wasmi::Error::from)
 }
 
 /// Whether every kernel function extensions may import has a Wasm definition (checked by

@@ -74,8 +74,11 @@ fn block_read_answers_are_validated() -> TestResult {
     ensure!(block::copy_block(request, 0, &mut buffer) == 64 && buffer[..] == crate::bench::stream::workload()[..64], "the active request was not copied");
     ensure!(block::copy_block(request, 4096 - 32, &mut buffer) == 0, "a copy past the request's end was made");
     ensure!(block::copy_block(request + 1, 0, &mut buffer) == 0, "an inactive request was copied");
-    ensure!(crate::ext::exports::spindle_block_read(request, 0, core::ptr::null_mut(), 64) == 0, "a null destination was accepted");
-    ensure!(crate::ext::exports::spindle_block_read(request, 0, buffer.as_mut_ptr(), 1 << 20) == 0, "an over-long copy was accepted");
+    use spindle_abi::host::RawBytesMut;
+    let read = |pointer: *mut u8, length: usize| crate::ext::glue::exports::block_read(request, 0, RawBytesMut { pointer, length });
+    ensure!(read(core::ptr::null_mut(), 64) == 0, "a null destination was accepted");
+    ensure!(read(buffer.as_mut_ptr(), 1 << 20) == 0, "an over-long copy was accepted");
+    ensure!(read(buffer.as_mut_ptr(), 64) == 64 && buffer[..] == crate::bench::stream::workload()[..64], "the native export did not copy");
     block::end_read(request);
     ensure!(block::copy_block(request, 0, &mut buffer) == 0, "an ended request was copied");
 

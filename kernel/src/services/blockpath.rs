@@ -312,3 +312,17 @@ pub fn init() {
     let table = dispatcher.register(&BLOCK_FORMAT, Arc::new(FormatService)).expect("block.Format registered twice");
     FORMAT.call_once(|| table);
 }
+
+/// Longest copy one `spindle_block_read` call may make (one block).
+pub const BLOCK_READ_MAX: usize = spindle_abi::event::ReadBlock::MAX_LENGTH as usize;
+
+/// Domain `block` of the kernel functions (`spindle_abi::host`).
+impl spindle_abi::host::domains::Block for crate::ext::glue::KernelFunctions {
+    /// [`copy_block`]; 0 for an empty destination or one longer than [`BLOCK_READ_MAX`].
+    fn block_read(&self, request: u64, offset: u64, destination: &mut [u8]) -> u64 {
+        if destination.is_empty() || destination.len() > BLOCK_READ_MAX {
+            return 0;
+        }
+        copy_block(request, offset, destination)
+    }
+}

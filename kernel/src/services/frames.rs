@@ -120,3 +120,15 @@ pub fn clear_hot() {
     QUEUE.clear_hot();
     raise_set(HotListEntry::CLEAR, 0);
 }
+
+/// Domain `mm` of the kernel functions (`spindle_abi::host`): the owner's LRU queue (the
+/// synthetic queue until the physical-memory service exists).
+impl spindle_abi::host::domains::Mm for crate::ext::glue::KernelFunctions {
+    fn mm_lru_length(&self) -> u64 {
+        LRU_FRAMES
+    }
+
+    fn mm_lru_frame(&self, position: u64) -> u64 {
+        lru_frame(position)
+    }
+}

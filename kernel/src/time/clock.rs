@@ -74,3 +74,10 @@ fn clock_strand() {
         sched::block_current();
     }
 }
+
+/// Domain `clock` of the kernel functions (`spindle_abi::host`).
+impl spindle_abi::host::domains::Clock for crate::ext::glue::KernelFunctions {
+    fn clock_ticks(&self) -> u64 {
+        super::ticks()
+    }
+}

@@ -231,7 +231,7 @@ extern "C" fn never_called(_argument: usize) -> ! {
 
 /// Cross-address-space calls: bad names, a call to a real service, a taken name.
 fn service_calls(check: &mut Checker, code_address: usize) {
-    use spindle_abi::upcall::glue;
+    use spindle_glue::upcall::glue;
     check.expect("service_call(\"\")", glue::service_call("", 0), Some(Error::BadLength));
     check.expect("service_call(no such service)", glue::service_call("badcalls-none", 0), Some(Error::NotFound));
     let long = [b'x'; MAX_NAME + 1];

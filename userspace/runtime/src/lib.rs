@@ -22,7 +22,7 @@
 //! status. A panic prints its message and exits with status
 //! [`ExitStatus::PANIC`](spindle_abi::syscall::ExitStatus::PANIC) (101).
 //!
-//! The system calls are [`arch`]'s safe wrappers from `spindle_abi::syscall::user`; this
+//! The system calls are [`arch`]'s safe wrappers from `spindle_glue::user`; this
 //! crate has no `unsafe`. The one `#[unsafe(no_mangle)]` a program needs comes from the
 //! [`entry!`] macro, which the `unsafe_code` lint of the program does not see into.
 //!
@@ -51,7 +51,7 @@ pub use arguments::Arguments;
 /// The system calls (bare-metal RISC-V only): safe wrappers around `ecall`.
 #[cfg(all(target_arch = "riscv64", target_os = "none"))]
 pub mod arch {
-    pub use spindle_abi::syscall::user::*;
+    pub use spindle_glue::user::*;
     pub use spindle_abi::syscall::{
         ACCESS_READ, ACCESS_WRITE, CONSOLE, Error, ExitStatus, KillCause, MAX_ANONYMOUS_BYTES, MAX_ANONYMOUS_REGIONS,
         MAX_COMMAND_LINE, MAX_MAP_LENGTH, MAX_NAME, MAX_READ_LENGTH, MAX_SLEEP_TICKS, MAX_WRITE_LENGTH, PAGE_SIZE,

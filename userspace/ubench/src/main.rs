@@ -19,7 +19,7 @@
 
 use core::hint::black_box;
 
-use spindle_abi::upcall::glue;
+use spindle_glue::upcall::glue;
 use spindle_runtime::arch::{self, AnonymousRegion, Error};
 use spindle_runtime::{Arguments, println};
 

@@ -20,7 +20,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use spindle_abi::event::{EventDescriptor, KERNEL_EVENTS, MEASUREMENT_EVENTS, RecordDescriptor};
-use spindle_abi::host::KERNEL_FUNCTIONS;
+use spindle_abi::host::{ArgumentKind, KERNEL_FUNCTIONS, KernelFunction};
 use spindle_abi::native::{ErrorCode, MAX_GUARDS, guard_kind};
 use spindle_abi::wasm::{ARGUMENTS_OFFSET, EXCHANGE_SIZE, EXPORTED_FUNCTIONS, RESULT_OFFSET, WASM_IMPORT_MODULE, WASM_STACK_SIZE};
 use spindle_loader::Manifest;
@@ -241,6 +241,42 @@ fn c_function(name: &str, signature: &str) -> Result<String> {
     ))
 }
 
+/// A service function for C: the import (a byte range is one `uint64_t`, offset low and
+/// length high, as `spindle_abi::host::pack_wasm_range`) and an inline wrapper under the
+/// symbol's own name taking each range as a pointer and a length.
+fn c_service_function(function: &KernelFunction) -> String {
+    let short = function.name.strip_prefix("spindle_").unwrap_or(function.name);
+    let returns = if function.returns_value { "uint64_t" } else { "void" };
+    let mut import_parameters = Vec::new();
+    let mut wrapper_parameters = Vec::new();
+    let mut arguments = Vec::new();
+    for parameter in function.parameters {
+        let name = parameter.name;
+        import_parameters.push(format!("uint64_t {name}"));
+        match parameter.kind {
+            ArgumentKind::U64 => {
+                wrapper_parameters.push(format!("uint64_t {name}"));
+                arguments.push(name.to_string());
+            }
+            ArgumentKind::Bytes | ArgumentKind::BytesMut => {
+                let constness = if parameter.kind == ArgumentKind::Bytes { "const " } else { "" };
+                wrapper_parameters.push(format!("{constness}uint8_t *{name}, size_t {name}_length"));
+                arguments.push(format!("spindle_range({name}, {name}_length)"));
+            }
+        }
+    }
+    let list = |parameters: &[String]| if parameters.is_empty() { "void".to_string() } else { parameters.join(", ") };
+    let result = if function.returns_value { "return " } else { "" };
+    format!(
+        "__attribute__((import_module(\"{WASM_IMPORT_MODULE}\"), import_name(\"{name}\")))\n{returns} spindle_import_{short}({});\n\
+         static inline {returns} {name}({}) {{\n    {result}spindle_import_{short}({});\n}}\n",
+        list(&import_parameters),
+        list(&wrapper_parameters),
+        arguments.join(", "),
+        name = function.name,
+    )
+}
+
 fn record(text: &mut String, record: &RecordDescriptor) -> Result<()> {
     if record.fields.is_empty() {
         return Ok(());
@@ -287,13 +323,22 @@ pub fn header_text() -> Result<String> {
     );
     text.push_str(&format!("#define SPINDLE_ABI_FINGERPRINT 0x{:016x}ull\n\n", spindle_abi::abi_fingerprint().0));
     text.push_str("/* ---- Kernel functions (imports from module \"spindle\"; pointers are linear-memory offsets) ---- */\n\n");
+    text.push_str(
+        "/* A byte range as a kernel function takes it: offset in the low 32 bits, length in the high 32. */\n\
+         static inline uint64_t spindle_range(const void *pointer, size_t length) {\n    \
+         return (uint64_t)(uintptr_t)pointer | ((uint64_t)length << 32);\n}\n\n",
+    );
     for function in KERNEL_FUNCTIONS {
         if NOT_FOR_WASM.contains(&function.name) {
             text.push_str(&format!("/* {} (domain {}): native only; a Wasm module's heap is its linear memory. */\n\n", function.name, function.domain));
             continue;
         }
         text.push_str(&format!("/* domain \"{}\", fingerprint 0x{:016x} */\n", function.domain, function.fingerprint.0));
-        text.push_str(&c_function(function.name, function.signature)?);
+        if function.runtime {
+            text.push_str(&c_function(function.name, function.signature)?);
+        } else {
+            text.push_str(&c_service_function(function));
+        }
         text.push('\n');
     }
     text.push_str("/* ---- Events and their records ---- */\n\n");
@@ -345,9 +390,17 @@ mod tests {
     #[test]
     fn header_declares_imports_records_and_events() {
         let header = header_text().unwrap();
-        assert!(header.contains("import_name(\"spindle_console_write\")))\nvoid spindle_console_write(const uint8_t *pointer, size_t length);"), "{header}");
+        assert!(header.contains("import_name(\"spindle_console_write\")))\nvoid spindle_import_console_write(uint64_t text);"), "{header}");
+        assert!(
+            header.contains("static inline void spindle_console_write(const uint8_t *text, size_t text_length) {\n    spindle_import_console_write(spindle_range(text, text_length));\n}"),
+            "{header}"
+        );
+        assert!(header.contains(
+            "static inline uint64_t spindle_block_read(uint64_t request, uint64_t offset, uint8_t *destination, size_t destination_length) {\n    \
+             return spindle_import_block_read(request, offset, spindle_range(destination, destination_length));"
+        ));
         assert!(header.contains("_Noreturn void spindle_extension_panic("));
-        assert!(header.contains("uint64_t spindle_clock_ticks(void);"));
+        assert!(header.contains("uint64_t spindle_import_clock_ticks(void);\nstatic inline uint64_t spindle_clock_ticks(void) {"));
         assert!(!header.contains("void spindle_extension_alloc("));
         assert!(header.contains("struct spindle_console_line {") && header.contains("#define SPINDLE_FIELD_PROBE_KEY 0"));
         assert!(header.contains("#define SPINDLE_EVENT_BENCH_PROBE_ID 1000u"));

@@ -106,9 +106,16 @@ pub struct AllowedDependency {
     pub reason: &'static str,
 }
 
-/// The dependency allow-list. Empty: so far extensions need nothing but `spindle-abi`.
+/// The dependency allow-list: what an extension's tree may contain besides `spindle-abi`.
 /// Each entry added here is code the kernel trusts; say why in `reason`.
-pub const ALLOWED_DEPENDENCIES: &[AllowedDependency] = &[];
+pub const ALLOWED_DEPENDENCIES: &[AllowedDependency] = &[AllowedDependency {
+    name: "spin",
+    source: "registry+https://github.com/rust-lang/crates.io-index",
+    build_script: false,
+    proc_macro: false,
+    reason: "spindle-abi's domain slots (`host::Slot`, a `spin::Once`): no_std, no build script, no proc-macro, \
+             version pinned by the workspace's Cargo.lock; its unsafe is the well-reviewed spin-lock and once primitives",
+}];
 
 /// The ABI crate every extension depends on; accepted only from the workspace's `abi/`.
 pub const ABI_PACKAGE: &str = "spindle-abi";

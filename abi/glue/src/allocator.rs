@@ -20,7 +20,7 @@
 #[derive(Clone, Copy, Debug, Default)]
 pub struct ExtensionAllocator;
 
-#[cfg(target_os = "none")]
+#[cfg(all(target_os = "none", not(feature = "user-level")))]
 // SAFETY: the kernel's `spindle_extension_alloc` returns null or a block of at least
 // `size` bytes aligned to `align`, inside the calling extension's arena, mapped
 // read-write, and not handed out again until it is returned with
@@ -30,13 +30,13 @@ unsafe impl core::alloc::GlobalAlloc for ExtensionAllocator {
     unsafe fn alloc(&self, layout: core::alloc::Layout) -> *mut u8 {
         // SAFETY: the import takes two plain integers (a `Layout`'s size and power-of-two
         // alignment) and validates them; it touches no memory of the caller.
-        unsafe { crate::host::imports::spindle_extension_alloc(layout.size(), layout.align()) }
+        unsafe { crate::imports::spindle_extension_alloc(layout.size(), layout.align()) }
     }
 
     unsafe fn dealloc(&self, pointer: *mut u8, layout: core::alloc::Layout) {
         // SAFETY: by `GlobalAlloc::dealloc`'s contract `pointer` was returned by `alloc`
         // above with this `layout` and is not used again; the kernel checks that it lies in
         // the caller's arena and ignores it otherwise.
-        unsafe { crate::host::imports::spindle_extension_free(pointer, layout.size(), layout.align()) }
+        unsafe { crate::imports::spindle_extension_free(pointer, layout.size(), layout.align()) }
     }
 }

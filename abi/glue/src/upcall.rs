@@ -3,31 +3,29 @@
 //! An extension crate built as a user program (`cargo xtask ext build <crate> --user`)
 //! is wrapped by the trusted builder in a generated `main` that calls [`glue::serve`]:
 //! it describes the bindings of the crate's `extension!` declaration
-//! ([`crate::native::BindingInfo`], exactly as the native glue does) and registers them
-//! with [`Syscall::UpcallServe`](crate::syscall::Syscall::UpcallServe), which blocks while
+//! (`spindle_abi::native::BindingInfo`, exactly as the native glue does) and registers them
+//! with `Syscall::UpcallServe`, which blocks while
 //! the kernel serves the extension's events by *upcalls*: on each raise the kernel enters
 //! this process's address space at the generated entry, which calls [`glue::handle`] —
 //! decode the argument words, run the handler through
-//! [`BindingDecl::invoke_bytes`](crate::extension::BindingDecl::invoke_bytes), return the
-//! result words with [`Syscall::UpcallReturn`](crate::syscall::Syscall::UpcallReturn).
+//! `BindingDecl::invoke_bytes`, return the result words with `Syscall::UpcallReturn`.
 //! Records travel in registers (each record is at most
-//! [`UPCALL_RECORD_WORDS`](crate::syscall::UPCALL_RECORD_WORDS) words), so no memory is
+//! `UPCALL_RECORD_WORDS` words), so no memory is
 //! shared between the kernel and the extension.
 //!
 //! With the `user-level` feature (only the generated user-level glue enables it) this
-//! crate also defines the kernel functions of [`crate::host`] for a user program, as
+//! crate also defines the kernel functions of `spindle_abi::host` for a user program, as
 //! system calls, so the same extension source links unchanged: `spindle_console_write`
 //! is a `write` to the console, the others go through
-//! [`Syscall::KernelFunction`](crate::syscall::Syscall::KernelFunction), which the
+//! `Syscall::KernelFunction`, which the
 //! kernel answers only during an upcall and only for the extension's granted domains.
 
 /// What the generated user-level glue calls (bare-metal RISC-V only).
-#[cfg(all(target_arch = "riscv64", target_os = "none"))]
 pub mod glue {
-    use crate::extension::{ExtensionDecl, RecordBuffer};
-    use crate::native::{BindingInfo, binding_info, invoke};
-    use crate::syscall::user::call;
-    use crate::syscall::{Error, MAX_UPCALL_BINDINGS, Syscall, UPCALL_RECORD_WORDS, UpcallRegistration};
+    use crate::user::call;
+    use spindle_abi::extension::{ExtensionDecl, RecordBuffer};
+    use spindle_abi::native::{BindingInfo, binding_info, invoke};
+    use spindle_abi::syscall::{Error, KERNEL_FUNCTION_WORDS, MAX_UPCALL_BINDINGS, Syscall, UPCALL_RECORD_WORDS, UpcallRegistration};
 
     /// The signature of an upcall entry: binding index, argument size, result size and
     /// the argument record's words, as the kernel passes them in `a0`..`a6`.
@@ -89,18 +87,18 @@ pub mod glue {
         // SAFETY: upcall_return reads only registers and does not return to this frame.
         let _ = unsafe { call(Syscall::UpcallReturn, arguments) };
         // Reached only outside an upcall (`WrongState`): nothing sensible is left to do.
-        crate::syscall::user::exit(1)
+        crate::user::exit(1)
     }
 
-    /// Calls kernel function `name` of [`crate::host::KERNEL_FUNCTIONS`] with up to four
-    /// arguments through [`Syscall::KernelFunction`]; 0 if it is unknown or refused.
+    /// Calls kernel function `name` of `spindle_abi::host::KERNEL_FUNCTIONS` with its
+    /// argument words through [`Syscall::KernelFunction`]; 0 if it is unknown or refused.
     ///
     /// # Safety
     /// A function that writes through a pointer argument (`spindle_block_read`) writes
     /// the caller's memory there, as its declaration says: the range must be writable
     /// memory nothing else refers to during the call.
-    pub unsafe fn kernel_function(name: &str, arguments: [usize; 4]) -> usize {
-        let Some(index) = crate::host::KERNEL_FUNCTIONS.iter().position(|function| function.name == name) else { return 0 };
+    pub unsafe fn kernel_function(name: &str, arguments: [usize; KERNEL_FUNCTION_WORDS]) -> usize {
+        let Some(index) = spindle_abi::host::KERNEL_FUNCTIONS.iter().position(|function| function.name == name) else { return 0 };
         let [a, b, c, d] = arguments;
         // SAFETY: forwarded from the caller.
         unsafe { call(Syscall::KernelFunction, [index, a, b, c, d, 0]) }.unwrap_or(0)
@@ -127,76 +125,31 @@ pub mod glue {
     pub fn service_return(value: usize) -> ! {
         // SAFETY: service_return reads only a register and does not return here.
         let _ = unsafe { call(Syscall::ServiceReturn, [value, 0, 0, 0, 0, 0]) };
-        crate::syscall::user::exit(1)
+        crate::user::exit(1)
     }
 }
 
-/// The kernel functions of [`crate::host`] for a user-level extension (feature
-/// `user-level`, enabled only by the generated user-level glue): same names and
-/// signatures as the kernel's, implemented with system calls.
-///
-/// Each is `#[inline(never)]`, so a program that calls one keeps its symbol and one that
-/// does not loses it to the linker's garbage collection: the trusted builder reads the
-/// program's symbol table to check that every kernel function it calls is of a domain the
-/// manifest names, as it checks a native object's imports (`xtask/src/ext/domains.rs`).
-#[cfg(all(feature = "user-level", target_arch = "riscv64", target_os = "none"))]
-mod user_level_kernel_functions {
-    use super::glue::{kernel_function, upcall_return};
-    use crate::syscall::CONSOLE;
+/// The runtime support of a user-level build (feature `user-level`, enabled only by the
+/// generated user-level glue); its service functions are generated in [`crate::imports`].
+#[cfg(feature = "user-level")]
+pub mod user_level {
+    use super::glue::upcall_return;
+    use spindle_abi::syscall::CONSOLE;
 
-    /// Domain `console`: a `write` to the console handle (the kernel checks the range).
-    #[inline(never)]
-    #[unsafe(no_mangle)]
-    pub extern "C" fn spindle_console_write(pointer: *const u8, length: usize) {
-        let _ = crate::syscall::user::write_from_address(CONSOLE, pointer as usize, length);
-    }
-
-    /// Domain `clock`.
-    #[inline(never)]
-    #[unsafe(no_mangle)]
-    pub extern "C" fn spindle_clock_ticks() -> u64 {
-        // SAFETY: writes no memory.
-        unsafe { kernel_function("spindle_clock_ticks", [0; 4]) as u64 }
-    }
+    /// The failure code an extension panic returns (not a `native::ErrorCode`).
+    const PANIC_CODE: usize = 101;
 
     /// Domain `extension`: prints the message and fails the upcall (the kernel then
     /// contains the extension, as for a native panic).
     #[inline(never)]
     #[unsafe(no_mangle)]
     pub extern "C" fn spindle_extension_panic(pointer: *const u8, length: usize) -> ! {
-        let _ = crate::syscall::user::write_from_address(CONSOLE, pointer as usize, length);
-        upcall_return(PANIC_CODE, [0; crate::syscall::UPCALL_RECORD_WORDS])
+        let _ = crate::user::write_from_address(CONSOLE, pointer as usize, length);
+        upcall_return(PANIC_CODE, [0; spindle_abi::syscall::UPCALL_RECORD_WORDS])
     }
 
-    /// The failure code an extension panic returns (not a `native::ErrorCode`).
-    const PANIC_CODE: usize = 101;
-
-    /// Domain `mm`.
-    #[inline(never)]
-    #[unsafe(no_mangle)]
-    pub extern "C" fn spindle_mm_lru_length() -> u64 {
-        // SAFETY: writes no memory.
-        unsafe { kernel_function("spindle_mm_lru_length", [0; 4]) as u64 }
-    }
-
-    /// Domain `mm`.
-    #[inline(never)]
-    #[unsafe(no_mangle)]
-    pub extern "C" fn spindle_mm_lru_frame(position: u64) -> u64 {
-        // SAFETY: writes no memory.
-        unsafe { kernel_function("spindle_mm_lru_frame", [position as usize, 0, 0, 0]) as u64 }
-    }
-
-    /// Domain `block`: copies data of the active read request into `destination`.
-    ///
-    /// # Safety
-    /// `destination` is valid for writing `length` bytes nothing else refers to during
-    /// the call (the safe wrapper in `spindle_abi::host` lends an exclusive slice).
-    #[inline(never)]
-    #[unsafe(no_mangle)]
-    pub unsafe extern "C" fn spindle_block_read(request: u64, offset: u64, destination: *mut u8, length: usize) -> u64 {
-        // SAFETY: forwarded from the caller; the kernel checks the range is this
-        // process's writable memory.
-        unsafe { kernel_function("spindle_block_read", [request as usize, offset as usize, destination as usize, length]) as u64 }
+    /// Reports a panic of the user-level build and ends the upcall (never returns).
+    pub fn extension_panic(message: &str) -> ! {
+        spindle_extension_panic(message.as_ptr(), message.len())
     }
 }
