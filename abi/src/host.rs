@@ -255,6 +255,8 @@ macro_rules! for_each_kernel_function {
             domain clock: Clock {
                 /// Timer ticks since boot.
                 fn clock_ticks() -> u64;
+                /// Guest time since boot in microseconds (exact instructions under `-icount`).
+                fn clock_uptime_microseconds() -> u64;
             }
             domain mm: Mm {
                 /// Frames in the calling owner's LRU queue.

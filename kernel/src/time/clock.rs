@@ -80,4 +80,8 @@ impl spindle_abi::host::domains::Clock for crate::ext::glue::KernelFunctions {
     fn clock_ticks(&self) -> u64 {
         super::ticks()
     }
+
+    fn clock_uptime_microseconds(&self) -> u64 {
+        super::uptime_micros()
+    }
 }
