@@ -32,7 +32,7 @@ spindle_abi::extension! {
     version: "0.1.0",
     budget_microseconds: 10_000,
     memory_quota_bytes: MEMORY_QUOTA_BYTES,
-    domains: ["console"],
+    domains: ["console", "clock"],
     bindings: [
         BENCH_PROBE when [key == (KEY_ANSWER)] => answer,
         BENCH_PROBE when [key == (KEY_PANIC)] => panic_out_of_bounds,
@@ -41,6 +41,8 @@ spindle_abi::extension! {
         BENCH_PROBE when [key == (KEY_RECURSE)] => recurse_forever,
         BENCH_PROBE when [key == (KEY_HOARD)] => hoard,
         BENCH_PROBE when [key == (KEY_ALLOCATE)] => allocate,
+        BENCH_PROBE when [key == (KEY_UPTIME)] => uptime,
+        BENCH_PROBE when [key == (KEY_UNDECLARED)] => call_undeclared_domain,
     ],
 }
 
@@ -66,6 +68,20 @@ pub const KEY_RECURSE: u64 = 5;
 pub const KEY_HOARD: u64 = 6;
 /// Key that makes the extension allocate `value` u64s (within its quota for small values).
 pub const KEY_ALLOCATE: u64 = 7;
+
+/// Key that answers the kernel's uptime in microseconds (`spindle_clock_uptime_microseconds`,
+/// domain `clock`).
+pub const KEY_UPTIME: u64 = 9;
+/// Key that calls a kernel function of domain `mm`, which the manifest does not name.
+pub const KEY_UNDECLARED: u64 = 10;
+
+fn uptime(_: &Probe) -> ProbeResult {
+    ProbeResult { value: spindle_abi::host::clock_uptime_microseconds() }
+}
+
+fn call_undeclared_domain(_: &Probe) -> ProbeResult {
+    ProbeResult { value: spindle_abi::host::mm_lru_length() }
+}
 
 fn answer(probe: &Probe) -> ProbeResult {
     ProbeResult { value: probe.value * 2 }
@@ -129,7 +145,10 @@ mod tests {
     #[test]
     fn answers_and_declares_every_binding() {
         assert_eq!(answer(&Probe { key: KEY_ANSWER, value: 21 }).value, 42);
-        assert_eq!(spindle_extension().bindings.len(), 7);
+        assert_eq!(spindle_extension().bindings.len(), 9);
+        // On the host nothing is installed: kernel functions answer 0.
+        assert_eq!(uptime(&Probe { key: KEY_UPTIME, value: 0 }).value, 0);
+        assert_eq!(call_undeclared_domain(&Probe { key: KEY_UNDECLARED, value: 0 }).value, 0);
         assert_eq!(spindle_extension().memory_quota_bytes, MEMORY_QUOTA_BYTES);
     }
 

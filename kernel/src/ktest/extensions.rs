@@ -15,6 +15,8 @@ use crate::ext::{self, ExtensionError, ExtensionState};
 /// The extension tests.
 pub static TESTS: &[KernelTest] = &[
     KernelTest { name: "ext::builtin_load_raise_unload", run: builtin_load_raise_unload },
+    KernelTest { name: "ext::declared_kernel_function_reaches_every_technology", run: declared_kernel_function_reaches_every_technology },
+    KernelTest { name: "ext::undeclared_domain_call_kills_with_its_name", run: undeclared_domain_call_kills_with_its_name },
     KernelTest { name: "ext::load_errors_are_specific", run: load_errors_are_specific },
     KernelTest { name: "ext::panic_kills_extension", run: || contained(faulty::KEY_PANIC, "panicked") },
     KernelTest { name: "ext::overrun_kills_extension", run: || contained(faulty::KEY_LOOP, "overran budget") },
@@ -339,6 +341,57 @@ pub(super) fn check_contained(key: u64, reason: &str) -> TestResult {
     ensure!(bindings == 0, "{bindings} bindings left after the kill");
     // The healthy binding went with the extension: the event is back to its default.
     ensure!(crate::events::probe::raise(faulty::KEY_ANSWER, 21) == 0, "a killed extension still answers");
+    Ok(())
+}
+
+/// `spindle_clock_uptime_microseconds` was added by declaring it (abi/src/host.rs) and
+/// implementing it (kernel/src/time/clock.rs), nothing else: `faulty` calls it from its
+/// built-in, native, Wasm and user-level builds, and each answers the kernel's uptime.
+fn declared_kernel_function_reaches_every_technology() -> TestResult {
+    for preference in [ext::Preference::BuiltIn, ext::Preference::Default, ext::Preference::Wasm, ext::Preference::User] {
+        let extension = ext::load("faulty", preference).map_err(|error| alloc::format!("{error}"))?;
+        let technology = extension.technology;
+        drop(extension);
+        let before = crate::time::uptime_micros();
+        let first = crate::events::probe::raise(faulty::KEY_UPTIME, 0);
+        let second = crate::events::probe::raise(faulty::KEY_UPTIME, 0);
+        let after = crate::time::uptime_micros();
+        let state = ext::find("faulty").map(|extension| extension.state.lock().clone());
+        let server = ext::user::serving_pid("faulty");
+        ext::unload("faulty").map_err(|error| alloc::format!("{error}"))?;
+        if let Some(pid) = server {
+            ensure!(crate::proc::wait_until_reaped(pid, 200), "serving process {pid} did not end after the unload");
+        }
+        ensure!(state == Some(ExtensionState::Running), "{technology}: state {state:?}");
+        ensure!(before <= first && first <= second && second <= after, "{technology}: uptime {first}, {second} outside [{before}, {after}] us");
+        ensure!(first > 0, "{technology}: the call answered 0");
+    }
+    Ok(())
+}
+
+/// A loaded build calling a kernel function of a domain its manifest does not name gets
+/// nothing installed for it: the call panics, naming the function and the domain, and the
+/// extension is killed (a built-in build shares the kernel's installed domains; a user-level
+/// build's message is on the console).
+fn undeclared_domain_call_kills_with_its_name() -> TestResult {
+    for preference in [ext::Preference::Default, ext::Preference::Wasm, ext::Preference::User] {
+        let extension = ext::load("faulty", preference).map_err(|error| alloc::format!("{error}"))?;
+        let technology = extension.technology;
+        drop(extension);
+        // A user-level build prints its panic message itself (the kernel records "panicked").
+        let reason = if technology == ext::Technology::UserLevel {
+            "panicked"
+        } else {
+            "panicked: called spindle_mm_lru_length of domain `mm`, which the manifest does not name"
+        };
+        let outcome = check_contained(faulty::KEY_UNDECLARED, reason);
+        let server = ext::user::serving_pid("faulty");
+        ext::unload("faulty").map_err(|error| alloc::format!("{error}"))?;
+        if let Some(pid) = server {
+            ensure!(crate::proc::wait_until_reaped(pid, 200), "serving process {pid} did not end after the unload");
+        }
+        outcome.map_err(|error| alloc::format!("{technology}: {error}"))?;
+    }
     Ok(())
 }
 
