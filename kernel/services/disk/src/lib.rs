@@ -1,0 +1,18 @@
+//! `spindle-service-disk`: the policy half of the block service (host-tested, `no_std`,
+//! no `unsafe`).
+//!
+//! A core service is split in two (docs/architecture.md): this crate holds the decisions,
+//! the kernel wires them to the device driver and to the disk-scheduling event.
+//!
+//! - [`model`]: where each block lies on a disk and how long a request takes, so that the
+//!   order and placement of requests change the time I/O takes. Parameter sets are chosen
+//!   by name ([`Parameters::by_name`]): `hp97560` (the default) and `none`.
+
+#![no_std]
+#![forbid(unsafe_code)]
+
+extern crate alloc;
+
+pub mod model;
+
+pub use model::{DiskModel, Geometry, InvalidParameters, Location, Mechanics, Parameters, RequestError, SeekCurve, Timing, UnknownModel};
