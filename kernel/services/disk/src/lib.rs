@@ -7,6 +7,9 @@
 //! - [`model`]: where each block lies on a disk and how long a request takes, so that the
 //!   order and placement of requests change the time I/O takes. Parameter sets are chosen
 //!   by name ([`Parameters::by_name`]): `hp97560` (the default) and `none`.
+//! - [`queue`]: the bounded queue of pending requests ([`Scheduler`]), the reference
+//!   policies FIFO, SSTF and C-LOOK as pure functions ([`choose`]) — the answers the kernel
+//!   compares an extension's answers with — answer checks and the starvation bound.
 
 #![no_std]
 #![forbid(unsafe_code)]
@@ -14,5 +17,10 @@
 extern crate alloc;
 
 pub mod model;
+pub mod queue;
 
 pub use model::{DiskModel, Geometry, InvalidParameters, Location, Mechanics, Parameters, RequestError, SeekCurve, Timing, UnknownModel};
+pub use queue::{
+    BadAnswer, Decision, Dispatch, InvalidCapacity, Policy, QueueCounters, QueuedRequest, Scheduler, SchedulerConfig, SubmitError,
+    UnknownPolicy, choose,
+};
