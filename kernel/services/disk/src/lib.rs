@@ -10,6 +10,8 @@
 //! - [`queue`]: the bounded queue of pending requests ([`Scheduler`]), the reference
 //!   policies FIFO, SSTF and C-LOOK as pure functions ([`choose`]) — the answers the kernel
 //!   compares an extension's answers with — answer checks and the starvation bound.
+//! - [`stats`]: completed requests, seek distance, busy time, mean and p99 response time,
+//!   in fixed-size counters.
 
 #![no_std]
 #![forbid(unsafe_code)]
@@ -18,9 +20,11 @@ extern crate alloc;
 
 pub mod model;
 pub mod queue;
+pub mod stats;
 
 pub use model::{DiskModel, Geometry, InvalidParameters, Location, Mechanics, Parameters, RequestError, SeekCurve, Timing, UnknownModel};
 pub use queue::{
     BadAnswer, Decision, Dispatch, InvalidCapacity, Policy, QueueCounters, QueuedRequest, Scheduler, SchedulerConfig, SubmitError,
     UnknownPolicy, choose,
 };
+pub use stats::{Histogram, Stats};
