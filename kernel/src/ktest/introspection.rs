@@ -85,13 +85,13 @@ fn show_reports_provenance_and_counters() -> TestResult {
             "loaded:    at ",
             "budget:    10000 us per call (manifest)",
             "memory:    ",
-            "domains:   console",
+            "domains:   console, clock",
             "faulty#0 calls=1",
             "when key == 1 [indexed]",
         ] {
             ensure!(shown.contains(expected), "`ext show` lacks {expected:?}:\n{shown}");
         }
-        ensure!(report.bindings.len() == 7, "{} bindings reported", report.bindings.len());
+        ensure!(report.bindings.len() == 8, "{} bindings reported", report.bindings.len());
         ensure!(report.load.is_some_and(|load| load.counted > 0), "no load cost recorded: {:?}", report.load);
         let json = introspect::to_json(&report);
         ensure!(json.starts_with("{\"name\":\"faulty\"") && json.ends_with("]}"), "JSON: {json}");

@@ -413,7 +413,13 @@ mod tests {
         assert_eq!(check_user_program(&program, &manifest).unwrap(), []);
         manifest.domains.push("clock".into());
         let program = user_glue::build_user_program(&checked, &manifest).unwrap();
-        assert_eq!(check_user_program(&program, &manifest).unwrap(), [("spindle_clock_ticks".to_string(), "clock")]);
+        // Installing `clock` links every function of the domain: all are reported.
+        let clock: Vec<(String, &str)> = spindle_abi::host::KERNEL_FUNCTIONS
+            .iter()
+            .filter(|function| function.domain == "clock")
+            .map(|function| (function.name.to_string(), "clock"))
+            .collect();
+        assert_eq!(check_user_program(&program, &manifest).unwrap(), clock);
         // A program built for the wider manifest is refused under the narrower one.
         manifest.domains.clear();
         let error = check_user_program(&program, &manifest).unwrap_err();
