@@ -375,13 +375,6 @@ pub fn kernel_functions_fingerprint() -> Fingerprint {
     KERNEL_FUNCTIONS.iter().fold(fingerprint_of("kernel-functions"), |all, function| all.combine(function.fingerprint))
 }
 
-/// Timer ticks since boot (domain `clock`; the name extensions used before the glue was
-/// generated).
-#[inline]
-pub fn ticks() -> u64 {
-    clock_ticks()
-}
-
 /// A small stack buffer that formats text and flushes it to the console in pieces.
 pub struct ConsoleWriter {
     buffer: [u8; 128],

@@ -15,11 +15,7 @@ use spindle_abi::host::KERNEL_FUNCTIONS;
 
 /// Whether every page of `[pointer, pointer + length)` is mapped readable for the kernel.
 fn readable(pointer: *const u8, length: usize) -> bool {
-    let start = pointer as usize;
-    let Some(end) = start.checked_add(length) else { return false };
-    let Some(root) = crate::mm::kernel_space::root() else { return false };
-    let page = crate::arch::PAGE_SIZE;
-    (start / page..end.div_ceil(page)).all(|index| root.translate(index * page).is_some_and(|(_, flags)| flags.contains(crate::arch::sv39::PteFlags::READ)))
+    super::glue::mapped_with(pointer as usize, length, crate::arch::sv39::PteFlags::READ)
 }
 
 /// Copies extension-supplied bytes after checking that they are readable kernel memory.

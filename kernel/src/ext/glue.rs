@@ -112,7 +112,7 @@ impl Ranges {
 }
 
 /// Whether every page of `[start, start + length)` is mapped with `access` for the kernel.
-fn mapped_with(start: usize, length: usize, access: crate::arch::sv39::PteFlags) -> bool {
+pub(super) fn mapped_with(start: usize, length: usize, access: crate::arch::sv39::PteFlags) -> bool {
     let Some(end) = start.checked_add(length) else { return false };
     let Some(root) = crate::mm::kernel_space::root() else { return false };
     let page = crate::arch::PAGE_SIZE;
@@ -406,8 +406,6 @@ macro_rules! kernel_glue {
                                 &KERNEL,
                                 $(<$type as StagedArgument>::view(&mut $argument)),*
                             );
-                            let ($($argument,)*) = ($($argument,)*);
-                            #[allow(non_snake_case)]
                             let data = memory.data_mut(&mut caller);
                             kernel_glue!(@commit_wasm data raw ($($argument: $type),*));
                             result
