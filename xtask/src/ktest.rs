@@ -127,6 +127,8 @@ pub fn run_all(kernel: &Image, verbose: bool, tally: &mut Tally) -> Result<()> {
     run_host_clock_tests(kernel, verbose, tally)?;
     println!("== MD5 graft against the host's md5sum");
     run_md5sum_test(kernel, verbose, tally)?;
+    println!("== disk system tests (the disk image across boots, a machine without one)");
+    run_disk_tests(kernel, verbose, tally)?;
     println!("== hot-load system tests (`cargo xtask load` into a running kernel)");
     run_hotload_tests(kernel, verbose, tally)?;
     Ok(())
@@ -757,6 +759,84 @@ const MD5SUM_TIMEOUT: Duration = Duration::from_secs(90);
 /// reference, must equal the host's `md5sum` of the same bytes (generated here with the
 /// `md5` crate's workload generator and written to `target/spindle/md5-workload.bin`).
 /// Fails when `md5sum` is missing, when a digest differs, or when a technology prints none.
+/// Boots the test image with `disk` and a script of `lines` (exact guest time); returns
+/// the problems with its exit status (`expected_exit`) and its whole log.
+fn run_disk_script(kernel: &Image, disk: crate::qemu::Disk, lines: &[String], expected_exit: i32, verbose: bool) -> Result<(Vec<String>, Vec<String>)> {
+    let mut machine = Machine::for_image(kernel);
+    machine.set_disk(disk);
+    machine.extra(ICOUNT);
+    machine.append(&format!("spindle.script={}", crate::encode::encode_script(lines)));
+    let (exit, log) = machine.run_captured(SHORT_TIMEOUT, verbose)?;
+    let mut problems = Vec::new();
+    if exit != Exit::Status(expected_exit) {
+        problems.push(format!("{:?}: expected exit {expected_exit}, got {}", lines, describe_exit(exit)));
+    }
+    Ok((problems, log))
+}
+
+fn run_disk_tests(kernel: &Image, verbose: bool, tally: &mut Tally) -> Result<()> {
+    let outcome = disk_persistence_check(kernel, verbose);
+    tally.record("disk::data-written-by-one-boot-is-read-by-the-next", &outcome);
+    let outcome = no_disk_check(kernel, verbose);
+    tally.record("disk::kernel-boots-without-a-disk", &outcome);
+    Ok(())
+}
+
+/// Three boots of one kept image file: the first (a fresh 64 MiB image) finds the sector
+/// empty and writes a text only this run knows, the second reads it back, the third
+/// (fresh again, as `--fresh-disk`) finds it empty.
+fn disk_persistence_check(kernel: &Image, verbose: bool) -> std::result::Result<(), String> {
+    use crate::qemu::Disk;
+    const SECTOR: u64 = 4096;
+    const BYTES: u64 = 64 << 20;
+    let path = crate::kernel_build::workspace_root().join("target").join("spindle").join("run").join(format!("disk-persist-{}.img", std::process::id()));
+    let nonce = format!("persist-{}-{}", std::process::id(), std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |elapsed| elapsed.as_nanos()));
+    let empty = format!("sector {SECTOR}: \"\"");
+    let written = format!("sector {SECTOR}: \"{nonce}\"");
+    let boots: [(Disk, Vec<String>, Vec<String>); 3] = [
+        (
+            Disk::Kept { path: path.clone(), bytes: Some(BYTES), fresh: true },
+            vec![format!("blockdev read {SECTOR}"), format!("blockdev write {SECTOR} {nonce}"), "blockdev".into()],
+            vec![format!("[boot] disk virtio-blk: {} sectors (64 MiB)", BYTES / 512), empty.clone(), format!("sector {SECTOR}: wrote")],
+        ),
+        (Disk::Kept { path: path.clone(), bytes: None, fresh: false }, vec![format!("blockdev read {SECTOR}")], vec![written.clone()]),
+        (Disk::Kept { path: path.clone(), bytes: None, fresh: true }, vec![format!("blockdev read {SECTOR}")], vec![empty]),
+    ];
+    let mut problems = Vec::new();
+    for (boot, (disk, lines, wanted)) in boots.into_iter().enumerate() {
+        let (mut found, log) = run_disk_script(kernel, disk, &lines, 0, verbose)?;
+        for text in &wanted {
+            if !log.iter().any(|line| line.contains(text.as_str())) {
+                found.push(format!("boot {}: output lacks {text:?}", boot + 1));
+            }
+        }
+        if found.is_empty() && boot != 1 && log.iter().any(|line| line.contains(&written)) {
+            found.push(format!("boot {}: the text was there before it was written", boot + 1));
+        }
+        if !found.is_empty() && !verbose {
+            show_tail(&log);
+        }
+        problems.extend(found);
+    }
+    let _ = std::fs::remove_file(&path);
+    if problems.is_empty() { Ok(()) } else { Err(problems.join("; ")) }
+}
+
+/// A machine without a disk boots, says so, and `blockdev` fails with the reason.
+fn no_disk_check(kernel: &Image, verbose: bool) -> std::result::Result<(), String> {
+    let lines = vec!["uptime".to_string(), "blockdev".to_string()];
+    let (mut problems, log) = run_disk_script(kernel, crate::qemu::Disk::None, &lines, EXIT_FAILURE, verbose)?;
+    for text in ["[boot] disk: none (no unclaimed virtio-mmio Block device)", "spsh> uptime", "up ", "the machine has no disk"] {
+        if !log.iter().any(|line| line.contains(text)) {
+            problems.push(format!("output lacks {text:?}"));
+        }
+    }
+    if !problems.is_empty() && !verbose {
+        show_tail(&log);
+    }
+    if problems.is_empty() { Ok(()) } else { Err(problems.join("; ")) }
+}
+
 fn run_md5sum_test(kernel: &Image, verbose: bool, tally: &mut Tally) -> Result<()> {
     let outcome = md5sum_check(kernel, verbose);
     tally.record("md5::kernel-digest-equals-host-md5sum", &outcome);

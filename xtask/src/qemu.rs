@@ -272,11 +272,6 @@ impl Machine {
         self
     }
 
-    /// The machine's disk.
-    pub fn disk(&self) -> &Disk {
-        &self.disk
-    }
-
     /// Adds raw QEMU arguments.
     pub fn extra(&mut self, arguments: &[&str]) -> &mut Machine {
         self.extra.extend(arguments.iter().map(|argument| argument.to_string()));

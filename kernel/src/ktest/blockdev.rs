@@ -289,10 +289,13 @@ fn waiting_strand_is_blocked() -> TestResult {
     SAW_WAITER_BLOCKED.store(false, Ordering::SeqCst);
     let seed = seed();
     let before = virtio_blk::stats();
+    // The spinner outranks every other strand but the waiter, so it has the hart whenever
+    // the waiter has given it up, and only then. Both wait for the go (the spinner would
+    // otherwise starve this strand); the waiter stops the spinner when it is done.
     let waiter_cell: Arc<spin::Once<Arc<Strand>>> = Arc::new(spin::Once::new());
-    // Below the test's own priority and the waiter's: it runs only while both are blocked.
     let watched = waiter_cell.clone();
-    let spinner = sched::spawn("test-disk-spinner", Priority::new(2), move || {
+    let spinner = sched::spawn("test-disk-spinner", Priority::new(5), move || {
+        sched::block_current();
         while !STOP.load(Ordering::SeqCst) {
             PROGRESS.fetch_add(1, Ordering::SeqCst);
             if watched.get().is_some_and(|waiter| waiter.state() == StrandState::Blocked) {
@@ -302,11 +305,10 @@ fn waiting_strand_is_blocked() -> TestResult {
         }
     })
     .map_err(text)?;
-    // Above the spinner: the spinner can progress during the waiter's I/O only if the
-    // waiter has given up the hart.
     let during_io: Arc<spin::Mutex<Result<u64, String>>> = Arc::new(spin::Mutex::new(Ok(0)));
     let outcome = during_io.clone();
-    let waiter = sched::spawn("test-disk-waiter", Priority::new(5), move || {
+    let waiter = sched::spawn("test-disk-waiter", Priority::new(6), move || {
+        sched::block_current();
         let mut progress = 0;
         let result = (0..TRANSFERS).try_for_each(|index| {
             let sector = BLOCKED_BASE + index;
@@ -321,18 +323,21 @@ fn waiting_strand_is_blocked() -> TestResult {
             }
             Ok(())
         });
+        STOP.store(true, Ordering::SeqCst);
         without_interrupts(|| *outcome.lock() = result.map(|()| progress));
     })
     .map_err(text)?;
     waiter_cell.call_once(|| waiter.clone());
+    sched::unblock(&spinner);
+    sched::unblock(&waiter);
     waiter.join();
-    STOP.store(true, Ordering::SeqCst);
     spinner.join();
     let during_io = without_interrupts(|| during_io.lock().clone())?;
     let after = virtio_blk::stats();
-    ensure!(during_io > 0, "the spinner made no progress during {} transfers: the waiter held the hart", TRANSFERS * 2);
+    let blocked = after.blocked_waits - before.blocked_waits;
+    ensure!(during_io > 0, "the spinner made no progress during {} transfers ({blocked} waits blocked): the waiter held the hart", TRANSFERS * 2);
     ensure!(SAW_WAITER_BLOCKED.load(Ordering::SeqCst), "the spinner never saw the waiter blocked");
-    ensure!(after.blocked_waits > before.blocked_waits, "no wait blocked");
+    ensure!(blocked > 0, "no wait blocked");
     Ok(())
 }
 
