@@ -779,7 +779,51 @@ fn run_disk_tests(kernel: &Image, verbose: bool, tally: &mut Tally) -> Result<()
     tally.record("disk::data-written-by-one-boot-is-read-by-the-next", &outcome);
     let outcome = no_disk_check(kernel, verbose);
     tally.record("disk::kernel-boots-without-a-disk", &outcome);
+    let outcome = device_error_check(kernel, verbose);
+    tally.record("disk::device-io-error-is-reported", &outcome);
     Ok(())
+}
+
+/// A disk whose reads of one sector fail on the host (QEMU's `blkdebug` driver injects
+/// `EIO`, which virtio-blk answers with `VIRTIO_BLK_S_IOERR`): the sector before it reads,
+/// that one is reported as the device's I/O error.
+fn device_error_check(kernel: &Image, verbose: bool) -> std::result::Result<(), String> {
+    const FAILING_SECTOR: u64 = 4096;
+    let run = crate::kernel_build::workspace_root().join("target").join("spindle").join("run");
+    let image = run.join(format!("disk-faulty-{}.img", std::process::id()));
+    let config = run.join(format!("disk-faulty-{}.conf", std::process::id()));
+    let prepare = || -> std::io::Result<()> {
+        std::fs::create_dir_all(&run)?;
+        std::fs::File::create(&image)?.set_len(64 << 20)?;
+        std::fs::write(&config, format!("[inject-error]\nevent = \"read_aio\"\nerrno = \"5\"\nsector = \"{FAILING_SECTOR}\"\n"))
+    };
+    prepare().map_err(|error| format!("cannot prepare the faulty disk: {error}"))?;
+    let escape = crate::qemu::escape_option_value;
+    let drive = format!("file=blkdebug:{}:{},if=none,format=raw,id=disk", escape(&config), escape(&image));
+    let lines = vec![format!("blockdev read {}", FAILING_SECTOR - 1), format!("blockdev read {FAILING_SECTOR}")];
+    let mut machine = Machine::for_image(kernel);
+    machine.set_disk(crate::qemu::Disk::None);
+    machine.extra(ICOUNT);
+    machine.extra(&["-drive", &drive, "-device", "virtio-blk-device,drive=disk"]);
+    machine.append(&format!("spindle.script={}", crate::encode::encode_script(&lines)));
+    let result = machine.run_captured(SHORT_TIMEOUT, verbose);
+    let _ = std::fs::remove_file(&image);
+    let _ = std::fs::remove_file(&config);
+    let (exit, log) = result?;
+    let mut problems = Vec::new();
+    if exit != Exit::Status(EXIT_FAILURE) {
+        problems.push(format!("expected exit {EXIT_FAILURE} (the failing read), got {}", describe_exit(exit)));
+    }
+    let readable = format!("sector {}: \"\"", FAILING_SECTOR - 1);
+    for text in [readable.as_str(), "blockdev: the disk reported an I/O error"] {
+        if !log.iter().any(|line| line.contains(text)) {
+            problems.push(format!("output lacks {text:?}"));
+        }
+    }
+    if !problems.is_empty() && !verbose {
+        show_tail(&log);
+    }
+    if problems.is_empty() { Ok(()) } else { Err(problems.join("; ")) }
 }
 
 /// Three boots of one kept image file: the first (a fresh 64 MiB image) finds the sector

@@ -193,7 +193,7 @@ impl Disk {
 }
 
 /// QEMU's option syntax separates with commas; a comma inside a value is written twice.
-fn escape_option_value(value: &Path) -> String {
+pub fn escape_option_value(value: &Path) -> String {
     value.display().to_string().replace(',', ",,")
 }
 
