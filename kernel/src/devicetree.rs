@@ -159,3 +159,76 @@ pub fn initrd_range() -> Option<(usize, usize)> {
 pub fn isa() -> &'static str {
     get().cpus().next().and_then(|cpu| cpu.property("riscv,isa")).and_then(|property| property.as_str()).unwrap_or("")
 }
+
+/// The first interrupt number of the device node whose register window starts at
+/// `base` (its `interrupts` property, one cell: the PLIC's `#interrupt-cells`), if any.
+pub fn interrupt_of(base: usize) -> Option<u32> {
+    get().all_nodes().find_map(|node| {
+        let region = node.reg()?.next()?;
+        if region.starting_address as usize != base {
+            return None;
+        }
+        first_cell(node.property("interrupts")?.value)
+    })
+}
+
+fn first_cell(bytes: &[u8]) -> Option<u32> {
+    Some(u32::from_be_bytes(bytes.get(..4)?.try_into().ok()?))
+}
+
+/// Compatible strings of the platform-level interrupt controller.
+pub const PLIC_COMPATIBLE: &[&str] = &["riscv,plic0", "sifive,plic-1.0.0"];
+/// The local interrupt number of a supervisor external interrupt (`scause` code 9), as a
+/// PLIC context names the hart-local interrupt it drives in `interrupts-extended`.
+const SUPERVISOR_EXTERNAL_INTERRUPT: u32 = 9;
+
+/// The PLIC as the device tree describes it.
+#[derive(Clone, Debug)]
+pub struct PlicDescription {
+    /// Register window base.
+    pub base: usize,
+    /// Register window size.
+    pub size: usize,
+    /// Highest interrupt source number (`riscv,ndev`); sources are `1..=sources`.
+    pub sources: u32,
+    /// `(hart id, context number)` of every supervisor-mode context.
+    pub supervisor_contexts: alloc::vec::Vec<(usize, usize)>,
+}
+
+/// The PLIC, if the tree has one: its window, its number of sources and the context
+/// that delivers supervisor external interrupts to each hart. Context `i` is the `i`-th
+/// `(phandle, interrupt)` pair of its `interrupts-extended`; the phandle names a hart's
+/// `riscv,cpu-intc` node, and interrupt 9 means S-mode (OpenSBI marks the M-mode pairs
+/// with `0xffffffff`, which are skipped like every other value).
+pub fn plic() -> Option<PlicDescription> {
+    let tree = get();
+    let node = tree.find_compatible(PLIC_COMPATIBLE)?;
+    let region = node.reg()?.next()?;
+    let sources = node.property("riscv,ndev").and_then(|property| property.as_usize())? as u32;
+    let pairs = node.property("interrupts-extended")?.value;
+    let mut supervisor_contexts = alloc::vec::Vec::new();
+    for (context, pair) in pairs.chunks_exact(8).enumerate() {
+        let (Some(phandle), Some(interrupt)) = (first_cell(&pair[..4]), first_cell(&pair[4..])) else { continue };
+        if interrupt != SUPERVISOR_EXTERNAL_INTERRUPT {
+            continue;
+        }
+        if let Some(hart) = hart_of_interrupt_controller(phandle) {
+            supervisor_contexts.push((hart, context));
+        }
+    }
+    Some(PlicDescription { base: region.starting_address as usize, size: region.size.unwrap_or(0), sources, supervisor_contexts })
+}
+
+/// The hart id (`reg` of the `cpu@N` node) whose local interrupt controller has `phandle`.
+fn hart_of_interrupt_controller(phandle: u32) -> Option<usize> {
+    let cpus = get().find_node("/cpus")?;
+    cpus.children().filter(|cpu| cpu.name.starts_with("cpu@")).find_map(|cpu| {
+        let owns = cpu.children().any(|child| {
+            child.property("phandle").and_then(|property| first_cell(property.value)) == Some(phandle)
+        });
+        if !owns {
+            return None;
+        }
+        cpu.property("reg").and_then(|property| property.as_usize())
+    })
+}

@@ -2,9 +2,9 @@
 //!
 //! Boot order: `arch` entry code (stack, BSS, trap vector) → [`kernel_main`]: per-hart
 //! state, FPU, device tree, console, memory (heap, frames, W^X paging), timer tick,
-//! dispatcher, boot bundle, user mode (`proc`), then the mode chosen by the boot
-//! arguments: the user shell `spsh` (interactive, or fed a script of console lines), the
-//! kernel console (`spindle.shell=kernel`), or the in-kernel tests.
+//! interrupt controller and disk, dispatcher, boot bundle, user mode (`proc`), then the
+//! mode chosen by the boot arguments: the user shell `spsh` (interactive, or fed a script
+//! of console lines), the kernel console (`spindle.shell=kernel`), or the in-kernel tests.
 //! See `docs/` and DESIGN.md for the architecture.
 
 #![no_std]
@@ -91,6 +91,7 @@ pub extern "C" fn kernel_main(hart_id: usize, device_tree_address: usize) -> ! {
     arch::csr::enable_interrupts();
     println!("[boot] timer at {} Hz (timebase {} Hz, {}); clock {}: {}", param::TICKS_PER_SECOND, time::timebase_hz(),
         if time::uses_sstc() { "stimecmp" } else { "SBI set_timer" }, time::clock_mode().name(), time::clock_mode().budget_meaning());
+    drivers::init();
     events::init();
     // Built-in extensions call the kernel functions directly (installed before any runs).
     ext::glue::install_builtin();

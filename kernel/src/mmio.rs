@@ -43,6 +43,14 @@ impl MmioRegion {
         unsafe { (address as *mut u8).write_volatile(value) }
     }
 
+    /// Reads a 32-bit register.
+    pub fn read_u32(&self, offset: usize) -> u32 {
+        let address = self.checked_address(offset, 4);
+        // SAFETY: `new`'s contract makes the window valid device memory; the offset was
+        // bounds- and alignment-checked above.
+        unsafe { (address as *const u32).read_volatile() }
+    }
+
     /// Writes a 32-bit register.
     pub fn write_u32(&self, offset: usize, value: u32) {
         let address = self.checked_address(offset, 4);

@@ -83,6 +83,7 @@ pub static COMMANDS: &[Command] = &[
     Command { name: "probe", usage: "probe KEY VALUE", help: "raise bench.Probe and print the combined result", run: probe },
     Command { name: "reclaim", usage: "reclaim FRAME|hot SLOT FRAME|clear", help: "raise mm.Reclaim for FRAME (synthetic LRU queue), or set/clear the hot list", run: reclaim },
     Command { name: "strands", usage: "strands", help: "the running strand and the ready count", run: strands },
+    Command { name: "blockdev", usage: "blockdev [read SECTOR | write SECTOR TEXT…]", help: "the disk and its counters; read a sector (as text), or write TEXT into one (zero-padded)", run: blockdev },
     Command { name: "run", usage: "run NAME [ARGS…]", help: "run user program NAME from the boot bundle, wait, print its status", run: run_program },
     Command { name: "ps", usage: "ps", help: "processes and the user programs in the boot bundle", run: ps },
     Command { name: "echo", usage: "echo WORD…", help: "print the words", run: echo },
@@ -471,6 +472,49 @@ fn strands(_: &[&str]) -> Result<(), CommandError> {
     let current = crate::sched::current();
     crate::println!("running: #{} {} (priority {}), {} ready", current.id(), current.name(), current.priority().level(),
         crate::sched::ready_count());
+    Ok(())
+}
+
+fn blockdev(arguments: &[&str]) -> Result<(), CommandError> {
+    use crate::drivers::{plic, virtio_blk};
+    const USAGE: &str = "blockdev [read SECTOR | write SECTOR TEXT…]";
+    let Some(disk) = virtio_blk::info() else {
+        return Err(CommandError::Failed("blockdev: the machine has no disk".into()));
+    };
+    let sector = |word: &str| word.parse::<u64>().map_err(|_| CommandError::Usage(USAGE));
+    let failed = |error: virtio_blk::BlockError| CommandError::Failed(alloc::format!("blockdev: {error}"));
+    match arguments {
+        [] => {
+            let stats = virtio_blk::stats();
+            let interrupts = plic::stats();
+            crate::println!("disk virtio-blk at {:#x}, irq {}: {} sectors ({} MiB){}", disk.slot.base, disk.interrupt, disk.sectors,
+                (disk.sectors * virtio_blk::SECTOR_SIZE as u64) >> 20, if disk.read_only { ", read-only" } else { "" });
+            crate::println!("requests: {} submitted, {} completed ({} failed), {} delivered, {} in flight; {} refused ({} queue full)",
+                stats.submitted, stats.completed, stats.failed, stats.delivered, stats.in_flight, stats.refused, stats.queue_full);
+            crate::println!("interrupts: {} disk, PLIC {} claimed, {} completed, {} spurious", stats.interrupts, interrupts.claims,
+                interrupts.completions, interrupts.spurious);
+        }
+        ["read", at] => {
+            let at = sector(at)?;
+            let mut data = [0u8; virtio_blk::SECTOR_SIZE];
+            virtio_blk::read(at, &mut data).map_err(failed)?;
+            let text_end = data.iter().position(|&byte| byte == 0).unwrap_or(data.len());
+            let text = String::from_utf8_lossy(&data[..text_end]);
+            crate::println!("sector {at}: {text:?}{}", if data[text_end..].iter().any(|&byte| byte != 0) { " (and more bytes after a NUL)" } else { "" });
+        }
+        ["write", at, words @ ..] if !words.is_empty() => {
+            let at = sector(at)?;
+            let text = words.join(" ");
+            if text.len() > virtio_blk::SECTOR_SIZE {
+                return Err(CommandError::Failed(alloc::format!("blockdev: {} bytes do not fit one {}-byte sector", text.len(), virtio_blk::SECTOR_SIZE)));
+            }
+            let mut data = [0u8; virtio_blk::SECTOR_SIZE];
+            data[..text.len()].copy_from_slice(text.as_bytes());
+            virtio_blk::write(at, &data).map_err(failed)?;
+            crate::println!("sector {at}: wrote {} bytes", text.len());
+        }
+        _ => return Err(CommandError::Usage(USAGE)),
+    }
     Ok(())
 }
 

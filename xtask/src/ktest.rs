@@ -127,6 +127,8 @@ pub fn run_all(kernel: &Image, verbose: bool, tally: &mut Tally) -> Result<()> {
     run_host_clock_tests(kernel, verbose, tally)?;
     println!("== MD5 graft against the host's md5sum");
     run_md5sum_test(kernel, verbose, tally)?;
+    println!("== disk system tests (the disk image across boots, a machine without one)");
+    run_disk_tests(kernel, verbose, tally)?;
     println!("== hot-load system tests (`cargo xtask load` into a running kernel)");
     run_hotload_tests(kernel, verbose, tally)?;
     Ok(())
@@ -757,6 +759,128 @@ const MD5SUM_TIMEOUT: Duration = Duration::from_secs(90);
 /// reference, must equal the host's `md5sum` of the same bytes (generated here with the
 /// `md5` crate's workload generator and written to `target/spindle/md5-workload.bin`).
 /// Fails when `md5sum` is missing, when a digest differs, or when a technology prints none.
+/// Boots the test image with `disk` and a script of `lines` (exact guest time); returns
+/// the problems with its exit status (`expected_exit`) and its whole log.
+fn run_disk_script(kernel: &Image, disk: crate::qemu::Disk, lines: &[String], expected_exit: i32, verbose: bool) -> Result<(Vec<String>, Vec<String>)> {
+    let mut machine = Machine::for_image(kernel);
+    machine.set_disk(disk);
+    machine.extra(ICOUNT);
+    machine.append(&format!("spindle.script={}", crate::encode::encode_script(lines)));
+    let (exit, log) = machine.run_captured(SHORT_TIMEOUT, verbose)?;
+    let mut problems = Vec::new();
+    if exit != Exit::Status(expected_exit) {
+        problems.push(format!("{:?}: expected exit {expected_exit}, got {}", lines, describe_exit(exit)));
+    }
+    Ok((problems, log))
+}
+
+fn run_disk_tests(kernel: &Image, verbose: bool, tally: &mut Tally) -> Result<()> {
+    let outcome = disk_persistence_check(kernel, verbose);
+    tally.record("disk::data-written-by-one-boot-is-read-by-the-next", &outcome);
+    let outcome = no_disk_check(kernel, verbose);
+    tally.record("disk::kernel-boots-without-a-disk", &outcome);
+    let outcome = device_error_check(kernel, verbose);
+    tally.record("disk::device-io-error-is-reported", &outcome);
+    Ok(())
+}
+
+/// A disk whose reads of one sector fail on the host (QEMU's `blkdebug` driver injects
+/// `EIO`, which virtio-blk answers with `VIRTIO_BLK_S_IOERR`): the sector before it reads,
+/// that one is reported as the device's I/O error.
+fn device_error_check(kernel: &Image, verbose: bool) -> std::result::Result<(), String> {
+    const FAILING_SECTOR: u64 = 4096;
+    let run = crate::kernel_build::workspace_root().join("target").join("spindle").join("run");
+    let image = run.join(format!("disk-faulty-{}.img", std::process::id()));
+    let config = run.join(format!("disk-faulty-{}.conf", std::process::id()));
+    let prepare = || -> std::io::Result<()> {
+        std::fs::create_dir_all(&run)?;
+        std::fs::File::create(&image)?.set_len(64 << 20)?;
+        std::fs::write(&config, format!("[inject-error]\nevent = \"read_aio\"\nerrno = \"5\"\nsector = \"{FAILING_SECTOR}\"\n"))
+    };
+    prepare().map_err(|error| format!("cannot prepare the faulty disk: {error}"))?;
+    let escape = crate::qemu::escape_option_value;
+    let drive = format!("file=blkdebug:{}:{},if=none,format=raw,id=disk", escape(&config), escape(&image));
+    let lines = vec![format!("blockdev read {}", FAILING_SECTOR - 1), format!("blockdev read {FAILING_SECTOR}")];
+    let mut machine = Machine::for_image(kernel);
+    machine.set_disk(crate::qemu::Disk::None);
+    machine.extra(ICOUNT);
+    machine.extra(&["-drive", &drive, "-device", "virtio-blk-device,drive=disk"]);
+    machine.append(&format!("spindle.script={}", crate::encode::encode_script(&lines)));
+    let result = machine.run_captured(SHORT_TIMEOUT, verbose);
+    let _ = std::fs::remove_file(&image);
+    let _ = std::fs::remove_file(&config);
+    let (exit, log) = result?;
+    let mut problems = Vec::new();
+    if exit != Exit::Status(EXIT_FAILURE) {
+        problems.push(format!("expected exit {EXIT_FAILURE} (the failing read), got {}", describe_exit(exit)));
+    }
+    let readable = format!("sector {}: \"\"", FAILING_SECTOR - 1);
+    for text in [readable.as_str(), "blockdev: the disk reported an I/O error"] {
+        if !log.iter().any(|line| line.contains(text)) {
+            problems.push(format!("output lacks {text:?}"));
+        }
+    }
+    if !problems.is_empty() && !verbose {
+        show_tail(&log);
+    }
+    if problems.is_empty() { Ok(()) } else { Err(problems.join("; ")) }
+}
+
+/// Three boots of one kept image file: the first (a fresh 64 MiB image) finds the sector
+/// empty and writes a text only this run knows, the second reads it back, the third
+/// (fresh again, as `--fresh-disk`) finds it empty.
+fn disk_persistence_check(kernel: &Image, verbose: bool) -> std::result::Result<(), String> {
+    use crate::qemu::Disk;
+    const SECTOR: u64 = 4096;
+    const BYTES: u64 = 64 << 20;
+    let path = crate::kernel_build::workspace_root().join("target").join("spindle").join("run").join(format!("disk-persist-{}.img", std::process::id()));
+    let nonce = format!("persist-{}-{}", std::process::id(), std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |elapsed| elapsed.as_nanos()));
+    let empty = format!("sector {SECTOR}: \"\"");
+    let written = format!("sector {SECTOR}: \"{nonce}\"");
+    let boots: [(Disk, Vec<String>, Vec<String>); 3] = [
+        (
+            Disk::Kept { path: path.clone(), bytes: Some(BYTES), fresh: true },
+            vec![format!("blockdev read {SECTOR}"), format!("blockdev write {SECTOR} {nonce}"), "blockdev".into()],
+            vec![format!("[boot] disk virtio-blk: {} sectors (64 MiB)", BYTES / 512), empty.clone(), format!("sector {SECTOR}: wrote")],
+        ),
+        (Disk::Kept { path: path.clone(), bytes: None, fresh: false }, vec![format!("blockdev read {SECTOR}")], vec![written.clone()]),
+        (Disk::Kept { path: path.clone(), bytes: None, fresh: true }, vec![format!("blockdev read {SECTOR}")], vec![empty]),
+    ];
+    let mut problems = Vec::new();
+    for (boot, (disk, lines, wanted)) in boots.into_iter().enumerate() {
+        let (mut found, log) = run_disk_script(kernel, disk, &lines, 0, verbose)?;
+        for text in &wanted {
+            if !log.iter().any(|line| line.contains(text.as_str())) {
+                found.push(format!("boot {}: output lacks {text:?}", boot + 1));
+            }
+        }
+        if found.is_empty() && boot != 1 && log.iter().any(|line| line.contains(&written)) {
+            found.push(format!("boot {}: the text was there before it was written", boot + 1));
+        }
+        if !found.is_empty() && !verbose {
+            show_tail(&log);
+        }
+        problems.extend(found);
+    }
+    let _ = std::fs::remove_file(&path);
+    if problems.is_empty() { Ok(()) } else { Err(problems.join("; ")) }
+}
+
+/// A machine without a disk boots, says so, and `blockdev` fails with the reason.
+fn no_disk_check(kernel: &Image, verbose: bool) -> std::result::Result<(), String> {
+    let lines = vec!["uptime".to_string(), "blockdev".to_string()];
+    let (mut problems, log) = run_disk_script(kernel, crate::qemu::Disk::None, &lines, EXIT_FAILURE, verbose)?;
+    for text in ["[boot] disk: none (no unclaimed virtio-mmio Block device)", "spsh> uptime", "up ", "the machine has no disk"] {
+        if !log.iter().any(|line| line.contains(text)) {
+            problems.push(format!("output lacks {text:?}"));
+        }
+    }
+    if !problems.is_empty() && !verbose {
+        show_tail(&log);
+    }
+    if problems.is_empty() { Ok(()) } else { Err(problems.join("; ")) }
+}
+
 fn run_md5sum_test(kernel: &Image, verbose: bool, tally: &mut Tally) -> Result<()> {
     let outcome = md5sum_check(kernel, verbose);
     tally.record("md5::kernel-digest-equals-host-md5sum", &outcome);

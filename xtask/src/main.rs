@@ -118,6 +118,15 @@ struct QemuArgs {
     /// budgets mean exactly what the tests measure.
     #[arg(long)]
     host_clock: bool,
+    /// Size of the disk image (target/spindle/disk.img, a sparse file kept between runs):
+    /// bytes with an optional unit K, M, G or T, e.g. `256M`, `2G`. A new image gets 1 GiB
+    /// by default; an existing one keeps its size unless this is given (growing keeps its
+    /// data, shrinking cuts it off).
+    #[arg(long, value_name = "SIZE", value_parser = qemu::parse_disk_size)]
+    disk_size: Option<u64>,
+    /// Start with an empty disk image instead of the one the last run left.
+    #[arg(long)]
+    fresh_disk: bool,
     /// Boot the test image instead of the production one: the kernel with the in-kernel
     /// tests and benchmarks (their console commands `md5` and `logdisk`) and a boot
     /// bundle with the deliberately broken `test-*` extensions.
@@ -156,7 +165,7 @@ fn main() -> ExitCode {
 pub type Result<T, E = String> = std::result::Result<T, E>;
 
 fn run_qemu(arguments: QemuArgs) -> Result<ExitCode> {
-    let QemuArgs { smp, memory, timeout, hotload_socket, kernel_console, host_clock, test_image, lines } = arguments;
+    let QemuArgs { smp, memory, timeout, hotload_socket, kernel_console, host_clock, disk_size, fresh_disk, test_image, lines } = arguments;
     let clock = if host_clock { qemu::Clock::Host } else { qemu::Clock::ExactInteractive };
     let purpose = if test_image { kernel_build::Purpose::Test } else { kernel_build::Purpose::Run };
     let lines = lines.as_slice();
@@ -171,6 +180,7 @@ fn run_qemu(arguments: QemuArgs) -> Result<ExitCode> {
         eprintln!("xtask: another kernel is listening on {}; this one takes the socket over", hotload_socket.display());
     }
     machine.set_hotload_socket(&hotload_socket);
+    machine.set_disk(qemu::Disk::Kept { path: qemu::default_disk_image(), bytes: disk_size, fresh: fresh_disk });
     if kernel_console {
         machine.append(ktest::KERNEL_CONSOLE);
     }

@@ -6,6 +6,13 @@
 //! `cargo xtask load` talks to (kernel side: `kernel/src/hotload.rs`). `cargo xtask qemu`
 //! binds it to the well-known [`default_hotload_socket`]; every other machine (tests,
 //! benchmarks) gets a socket of its own, so parallel runs never take each other's.
+//!
+//! Every machine also gets a disk: a virtio-blk device (`virtio-blk-device`) on a raw
+//! image file under `target/spindle/`, created sparse (`set_len`, no data written).
+//! `cargo xtask qemu` keeps [`default_disk_image`] between runs (so what the kernel writes
+//! persists) unless told to start fresh; every other machine gets a scratch image of its
+//! own, removed when QEMU exits ([`Disk`]). The kernel finds the virtio console and the
+//! disk by device type, whichever virtio-mmio slots QEMU gives them.
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
@@ -69,8 +76,124 @@ fn unique_hotload_socket() -> PathBuf {
     socket_path(path, &format!("spindle-{name}"))
 }
 
+/// Size of a disk image unless told otherwise: 1 GiB (sparse, so it costs no host space
+/// until written).
+pub const DEFAULT_DISK_BYTES: u64 = 1 << 30;
+/// Disk sizes must be whole sectors (the virtio-blk unit).
+const DISK_SECTOR_BYTES: u64 = 512;
+
+/// The disk image `cargo xtask qemu` keeps between runs: `target/spindle/disk.img`.
+pub fn default_disk_image() -> PathBuf {
+    crate::kernel_build::workspace_root().join("target").join("spindle").join("disk.img")
+}
+
+/// A disk image path no other machine of any xtask process uses.
+fn unique_disk_image() -> PathBuf {
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    let name = format!("disk-{}-{}.img", std::process::id(), NEXT.fetch_add(1, Ordering::Relaxed));
+    crate::kernel_build::workspace_root().join("target").join("spindle").join("run").join(name)
+}
+
+/// Parses a disk size: a number of bytes with an optional binary suffix `K`, `M`, `G` or
+/// `T` (`KiB`…, `KB`… and lower case accepted too), e.g. `256M`, `2G`, `1048576`. The
+/// size must be a non-zero whole number of 512-byte sectors.
+pub fn parse_disk_size(text: &str) -> Result<u64> {
+    let trimmed = text.trim();
+    let digits_end = trimmed.find(|character: char| !character.is_ascii_digit()).unwrap_or(trimmed.len());
+    let (digits, suffix) = trimmed.split_at(digits_end);
+    let explain = |why: &str| format!("bad disk size {text:?}: {why} (e.g. 256M, 2G, 1048576)");
+    if digits.is_empty() {
+        return Err(explain("it must start with a number"));
+    }
+    let number: u64 = digits.parse().map_err(|_| explain("the number is too large"))?;
+    let shift = match suffix.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 0,
+        "k" | "kb" | "kib" => 10,
+        "m" | "mb" | "mib" => 20,
+        "g" | "gb" | "gib" => 30,
+        "t" | "tb" | "tib" => 40,
+        _ => return Err(explain("the unit must be K, M, G or T")),
+    };
+    let bytes = number.checked_mul(1 << shift).ok_or_else(|| explain("too large"))?;
+    if bytes == 0 {
+        return Err(explain("it must not be zero"));
+    }
+    if bytes % DISK_SECTOR_BYTES != 0 {
+        return Err(explain("it must be a multiple of 512 bytes"));
+    }
+    Ok(bytes)
+}
+
+/// The disk a machine gets.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Disk {
+    /// A fresh sparse image of this many bytes at a path of the machine's own, removed
+    /// when QEMU exits (tests, benchmarks).
+    Scratch {
+        /// The image file.
+        path: PathBuf,
+        /// Its size in bytes.
+        bytes: u64,
+    },
+    /// An image kept after QEMU exits (`cargo xtask qemu`, persistence tests): created
+    /// sparse when missing (or when `fresh`), resized to `bytes` when given.
+    Kept {
+        /// The image file.
+        path: PathBuf,
+        /// Its size in bytes; `None` keeps an existing image's size (new ones get
+        /// [`DEFAULT_DISK_BYTES`]).
+        bytes: Option<u64>,
+        /// Start from an empty image even if one exists.
+        fresh: bool,
+    },
+    /// No disk (to check that the kernel boots without one).
+    None,
+}
+
+impl Disk {
+    fn path(&self) -> Option<&Path> {
+        match self {
+            Disk::Scratch { path, .. } | Disk::Kept { path, .. } => Some(path),
+            Disk::None => None,
+        }
+    }
+
+    /// Creates or resizes the image before QEMU starts; returns a line to show the user
+    /// when an existing image changed size.
+    fn prepare(&self) -> Result<Option<String>> {
+        let Some(path) = self.path() else { return Ok(None) };
+        if let Some(directory) = path.parent() {
+            std::fs::create_dir_all(directory).map_err(|error| format!("cannot create {}: {error}", directory.display()))?;
+        }
+        let cannot = |error: std::io::Error| format!("cannot prepare the disk image {}: {error}", path.display());
+        match self {
+            Disk::Scratch { bytes, .. } => {
+                let file = std::fs::File::create(path).map_err(cannot)?;
+                file.set_len(*bytes).map_err(cannot)?;
+                Ok(None)
+            }
+            Disk::Kept { bytes, fresh, .. } => {
+                let existing = if *fresh { None } else { std::fs::metadata(path).ok().map(|metadata| metadata.len()) };
+                let wanted = bytes.or(existing).unwrap_or(DEFAULT_DISK_BYTES);
+                let file = std::fs::OpenOptions::new().create(true).write(true).truncate(*fresh).open(path).map_err(cannot)?;
+                file.set_len(wanted).map_err(cannot)?;
+                Ok(existing.filter(|&old| old != wanted).map(|old| {
+                    format!("disk image {} resized from {} to {} bytes", path.display(), old, wanted)
+                }))
+            }
+            Disk::None => Ok(None),
+        }
+    }
+
+    fn clean_up(&self) {
+        if let Disk::Scratch { path, .. } = self {
+            let _ = std::fs::remove_file(path);
+        }
+    }
+}
+
 /// QEMU's option syntax separates with commas; a comma inside a value is written twice.
-fn escape_option_value(value: &Path) -> String {
+pub fn escape_option_value(value: &Path) -> String {
     value.display().to_string().replace(',', ",,")
 }
 
@@ -94,6 +217,7 @@ pub struct Machine {
     extra: Vec<String>,
     initrd: Option<PathBuf>,
     hotload_socket: PathBuf,
+    disk: Disk,
 }
 
 impl Machine {
@@ -107,6 +231,7 @@ impl Machine {
             extra: Vec::new(),
             initrd: None,
             hotload_socket: unique_hotload_socket(),
+            disk: Disk::Scratch { path: unique_disk_image(), bytes: DEFAULT_DISK_BYTES },
         }
     }
 
@@ -141,6 +266,12 @@ impl Machine {
         &self.hotload_socket
     }
 
+    /// Gives the machine `disk` instead of its own scratch image.
+    pub fn set_disk(&mut self, disk: Disk) -> &mut Machine {
+        self.disk = disk;
+        self
+    }
+
     /// Adds raw QEMU arguments.
     pub fn extra(&mut self, arguments: &[&str]) -> &mut Machine {
         self.extra.extend(arguments.iter().map(|argument| argument.to_string()));
@@ -170,21 +301,30 @@ impl Machine {
         // needs no multiport negotiation), on a socket QEMU listens on without waiting.
         let chardev = format!("socket,id=hotload,path={},server=on,wait=off", escape_option_value(&self.hotload_socket));
         command.args(["-chardev", &chardev, "-device", "virtio-serial-device", "-device", "virtconsole,chardev=hotload"]);
+        // The disk: a raw image behind a virtio-blk device on the virtio-mmio bus.
+        if let Some(path) = self.disk.path() {
+            let drive = format!("file={},if=none,format=raw,id=disk", escape_option_value(path));
+            command.args(["-drive", &drive, "-device", "virtio-blk-device,drive=disk"]);
+        }
         command.args(&self.extra);
         command
     }
 
-    /// Makes the socket's directory before QEMU starts.
+    /// Makes the socket's directory and the disk image before QEMU starts.
     fn prepare(&self) -> Result<()> {
         if let Some(directory) = self.hotload_socket.parent() {
             std::fs::create_dir_all(directory).map_err(|error| format!("cannot create {}: {error}", directory.display()))?;
         }
+        if let Some(note) = self.disk.prepare()? {
+            eprintln!("xtask: {note}");
+        }
         Ok(())
     }
 
-    /// Removes the socket QEMU leaves behind when it exits.
+    /// Removes the socket QEMU leaves behind when it exits, and a scratch disk image.
     fn clean_up(&self) {
         let _ = std::fs::remove_file(&self.hotload_socket);
+        self.disk.clean_up();
     }
 
     /// Runs with the terminal attached (Ctrl-A X quits).
@@ -272,6 +412,29 @@ fn forward_lines(stream: impl std::io::Read, sender: mpsc::Sender<String>) {
         let text = String::from_utf8_lossy(&line).trim_end_matches('\r').to_string();
         if sender.send(text).is_err() {
             break;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_disk_size;
+
+    #[test]
+    fn parses_disk_sizes() {
+        assert_eq!(parse_disk_size("256M"), Ok(256 << 20));
+        assert_eq!(parse_disk_size("2G"), Ok(2 << 30));
+        assert_eq!(parse_disk_size("2GiB"), Ok(2 << 30));
+        assert_eq!(parse_disk_size("512k"), Ok(512 << 10));
+        assert_eq!(parse_disk_size("1048576"), Ok(1 << 20));
+        assert_eq!(parse_disk_size("1T"), Ok(1 << 40));
+    }
+
+    #[test]
+    fn refuses_bad_disk_sizes() {
+        for bad in ["", "M", "0", "0G", "12X", "1.5G", "-1G", "1000", "99999999999999999999G", "16777216T"] {
+            let error = parse_disk_size(bad).expect_err(bad);
+            assert!(error.contains("bad disk size"), "{bad}: {error}");
         }
     }
 }

@@ -13,7 +13,10 @@
 //! Buffers the crate shares with a device (heap, strand stacks) are translated through the
 //! kernel page table.
 //!
-//! Limitations: no interrupts (drivers poll); no bounce buffers — every kernel buffer is
+//! Interrupts are each driver's business: the slot's PLIC source is in the device tree
+//! (`devicetree::interrupt_of`), and `virtio_blk` registers it; the console polls.
+//!
+//! Limitations: no bounce buffers — every kernel buffer is
 //! physically contiguous (heap and frames are identity-mapped runs, each strand stack is
 //! one frame run), and sharing one that is not is a kernel bug, reported by a panic.
 

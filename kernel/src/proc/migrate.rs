@@ -93,7 +93,8 @@ fn run(
         match context.cause() {
             TrapCause::TimerInterrupt | TrapCause::SoftwareInterrupt | TrapCause::ExternalInterrupt => {
                 // Taken again at once in S-mode: the tick runs (no preemption: the caller
-                // disabled it) and an expired deadline aborts to `run_bounded`.
+                // disabled it) and an expired deadline aborts to `run_bounded`; a device
+                // interrupt (still pending at the PLIC) is claimed and handled by its driver.
                 csr::enable_interrupts();
                 csr::disable_interrupts();
             }

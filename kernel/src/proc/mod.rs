@@ -308,7 +308,11 @@ fn process_main(process: Arc<Process>, space: AddressSpace, entry: usize) {
                 }
                 process.set_mapped_bytes(space.mapped_bytes());
             }
-            TrapCause::SoftwareInterrupt | TrapCause::ExternalInterrupt => {
+            // A device interrupt (level-triggered at the PLIC, so still pending): taken
+            // again at once in S-mode by the kernel's trap handler, which claims it and runs
+            // the driver; `run` turns interrupts off again before entering U-mode.
+            TrapCause::ExternalInterrupt => csr::enable_interrupts(),
+            TrapCause::SoftwareInterrupt => {
                 crate::println!("[proc] pid {} ({}): spurious {}", process.pid, process.name, context.cause());
             }
             TrapCause::Exception(_) | TrapCause::Unknown(_) => {

@@ -299,6 +299,25 @@ pub fn on_tick() {
     }
 }
 
+/// Device-interrupt hook (interrupt context, after the interrupt controller has been
+/// told the interrupt is done): if the interrupt made a strand of higher priority than
+/// the running one ready, switches to it now instead of at the next tick. Like the
+/// tick's preemption it raises nothing, and it does nothing inside a [`no_preemption`]
+/// section.
+pub fn preempt_if_outranked() {
+    if preemption_disabled() {
+        return;
+    }
+    let hart_id = hart::id();
+    let Some(current) = CURRENT[hart_id].try_lock().and_then(|slot| slot.clone()) else { return };
+    let level = if is_idle(&current) { 0 } else { current.running_priority().level() };
+    let outranked = READY.try_lock().is_some_and(|ready| ready.has_at_least(level + 1));
+    drop(current);
+    if outranked {
+        switch_away(Leaving::Ready(0));
+    }
+}
+
 /// [`on_tick`] for a process's strand stopped in U-mode: the same bookkeeping, but the
 /// switch is left to the caller, which makes it in thread context with
 /// [`preempt_for_time_slice`] (so `sched.Checkpoint` is raised). Returns whether the

@@ -437,6 +437,16 @@ impl fmt::Display for FaultReport {
     }
 }
 
+/// The handler of supervisor external interrupts, installed by the interrupt controller's
+/// driver (`drivers::plic`): the machine layer names no driver.
+static EXTERNAL_INTERRUPT_HANDLER: spin::Once<fn()> = spin::Once::new();
+
+/// Makes `handler` the handler of supervisor external interrupts (interrupt context,
+/// interrupts off). The first installation wins; later calls change nothing.
+pub fn set_external_interrupt_handler(handler: fn()) {
+    EXTERNAL_INTERRUPT_HANDLER.call_once(|| handler);
+}
+
 /// Rust side of the trap vector. Interrupts are routed to the kernel's handlers;
 /// exceptions in S-mode go to an armed recovery point if there is one, otherwise they
 /// are fatal and reported with cause and address.
@@ -457,7 +467,11 @@ fn handle_trap(frame: &mut TrapFrame, local: &hart::HartLocal) {
             super::recovery::abort_overrun(frame, super::csr::time() as u64);
             crate::time::on_timer_interrupt();
         }
-        TrapCause::SoftwareInterrupt | TrapCause::ExternalInterrupt => {
+        TrapCause::ExternalInterrupt => match EXTERNAL_INTERRUPT_HANDLER.get() {
+            Some(handler) => handler(),
+            None => crate::println!("[trap] spurious {cause}"),
+        },
+        TrapCause::SoftwareInterrupt => {
             crate::println!("[trap] spurious {cause}");
         }
         TrapCause::Exception(_) | TrapCause::Unknown(_) => {
