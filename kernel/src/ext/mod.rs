@@ -524,15 +524,17 @@ fn uninstall_bindings(extension: &LoadedExtension) {
 /// Containment: kills `extension` after `fault` — bindings removed, reason kept.
 ///
 /// Runs with interrupts off: it is called from inside the (possibly already expired)
-/// budget of the raise that faulted, and must not be aborted halfway with a lock held.
+/// budget of the raise that faulted, and must not be aborted halfway with a lock held. Its
+/// time is not charged to an enclosing bounded call (the caller of that raise): see
+/// [`crate::arch::recovery::uncharged`].
 pub fn kill(extension: &LoadedExtension, fault: HandlerFault, handler: &str) {
-    crate::arch::csr::without_interrupts(|| kill_now(extension, fault, handler, None));
+    kill_with_detail(extension, fault, handler, None);
 }
 
 /// [`kill`] with a technology's own words for the fault appended to the reason (a Wasm
 /// trap's message, say).
 pub fn kill_with_detail(extension: &LoadedExtension, fault: HandlerFault, handler: &str, detail: Option<&str>) {
-    crate::arch::csr::without_interrupts(|| kill_now(extension, fault, handler, detail));
+    crate::arch::recovery::uncharged(|| kill_now(extension, fault, handler, detail));
 }
 
 fn kill_now(extension: &LoadedExtension, fault: HandlerFault, handler: &str, detail: Option<&str>) {

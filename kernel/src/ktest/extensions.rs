@@ -384,8 +384,7 @@ fn undeclared_domain_call_kills_with_its_name() -> TestResult {
         } else {
             "panicked: called spindle_mm_lru_length of domain `mm`, which the manifest does not name"
         };
-        // `check_contained` raises the key with value 7: the binding then calls domain `mm`.
-        let outcome = check_contained(faulty::KEY_UPTIME, reason);
+        let outcome = check_contained(faulty::KEY_UNDECLARED, reason);
         let server = ext::user::serving_pid("faulty");
         ext::unload("faulty").map_err(|error| alloc::format!("{error}"))?;
         if let Some(pid) = server {

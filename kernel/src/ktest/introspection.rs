@@ -91,7 +91,7 @@ fn show_reports_provenance_and_counters() -> TestResult {
         ] {
             ensure!(shown.contains(expected), "`ext show` lacks {expected:?}:\n{shown}");
         }
-        ensure!(report.bindings.len() == 8, "{} bindings reported", report.bindings.len());
+        ensure!(report.bindings.len() == 9, "{} bindings reported", report.bindings.len());
         ensure!(report.load.is_some_and(|load| load.counted > 0), "no load cost recorded: {:?}", report.load);
         let json = introspect::to_json(&report);
         ensure!(json.starts_with("{\"name\":\"faulty\"") && json.ends_with("]}"), "JSON: {json}");

@@ -227,6 +227,29 @@ pub fn run_bounded<F: FnOnce() -> R, R>(deadline: u64, f: F) -> Result<R, Abort>
     }
 }
 
+/// Runs `f` with interrupts off — kernel work done on behalf of a bounded call that has
+/// already ended, such as containing the extension whose handler overran — without
+/// charging its time to an enclosing bounded call: the hart's deadline, if one is armed,
+/// moves later by the time `f` took, before interrupts are on again (a deadline that
+/// passed meanwhile would otherwise abort the caller the moment they are). Without this,
+/// killing an extension nested in another's bounded call (its message printed, its
+/// bindings removed) could use up the caller's budget and abort the caller for the
+/// callee's fault.
+pub fn uncharged<R>(f: impl FnOnce() -> R) -> R {
+    super::csr::without_interrupts(|| {
+        let start = super::csr::time() as u64;
+        let result = f();
+        let local = hart::current();
+        let deadline = local.budget_deadline.load(Ordering::Relaxed);
+        if deadline != 0 {
+            let spent = (super::csr::time() as u64).saturating_sub(start);
+            local.budget_deadline.store(deadline.saturating_add(spent), Ordering::Relaxed);
+            crate::time::program_timer();
+        }
+        result
+    })
+}
+
 /// Called on a timer interrupt: if a bounded call on this hart is past its deadline and
 /// the interrupted code runs in S-mode, redirects `frame` to the call's recovery point.
 pub(super) fn abort_overrun(frame: &mut TrapFrame, now: u64) -> bool {
