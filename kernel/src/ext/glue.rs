@@ -11,14 +11,16 @@
 //! - **native**: an `extern "C"` export under the declared symbol, which the loader links a
 //!   native extension's import to ([`native_address`]); each byte range is checked against
 //!   the kernel page table (mapped, readable or writable as declared, at most
-//!   [`MAX_RANGE`] bytes, a written range overlapping no other) and lent to the
+//!   [`MAX_RANGE`] bytes, the ranges of one call not overlapping) and lent to the
 //!   implementation without copying;
 //! - **Wasm**: a `wasmi` host function ([`define_wasm`]); each range is an offset and length
-//!   in the module's linear memory, bounds-checked and staged through a kernel copy (written
-//!   back for `BytesMut`);
+//!   in the module's linear memory, bounds-checked, and lent without copying: the ranges of
+//!   one call are carved from the memory as disjoint sub-slices ([`carve`]), so overlapping
+//!   ranges are refused;
 //! - **user level**: the decoding of a `kernel_function` system call during an upcall
 //!   ([`call_user`]); each range is checked to be the extension's user memory and staged
-//!   the same way.
+//!   through a kernel copy (read in, and written back for `BytesMut`, so a range the
+//!   implementation writes only in part keeps the rest, as with the other technologies).
 //!
 //! A declared function the kernel does not implement is a missing trait item — a compile
 //! error — for every technology at once. A refused argument prints one line naming the
@@ -63,7 +65,7 @@ pub enum Refusal {
         /// Its length.
         length: usize,
     },
-    /// A written range overlaps another range of the same call.
+    /// Two ranges of the same call overlap, or a call has more than [`MAX_RANGES`].
     Overlapping,
     /// The call carries more words than the declaration needs, or fewer.
     BadWords,
@@ -76,7 +78,7 @@ impl fmt::Display for Refusal {
             Refusal::NotAccessible { address, length } => {
                 write!(formatter, "{length} bytes at {address:#x} are not the caller's memory with the access needed")
             }
-            Refusal::Overlapping => formatter.write_str("a written range overlaps another argument"),
+            Refusal::Overlapping => formatter.write_str("it overlaps another range of the call"),
             Refusal::BadWords => formatter.write_str("the system call's words do not match the declaration"),
         }
     }
@@ -87,25 +89,24 @@ fn refused(function: &str, argument: &str, refusal: Refusal) {
     crate::println!("[ext] spindle_{function} refused: argument `{argument}`: {refusal}");
 }
 
-/// The ranges of one native call, to refuse a written range that overlaps another.
+/// The ranges of one native call: the ranges of a call must not overlap (as a Wasm call's,
+/// which are carved from one memory: see [`carve`]).
 #[derive(Default)]
 pub struct Ranges {
-    entries: [(usize, usize, bool); 4],
+    entries: [(usize, usize); MAX_RANGES],
     count: usize,
 }
 
 impl Ranges {
-    /// Records `[start, start + length)`; refuses an overlap involving a written range,
-    /// or a fifth range.
-    fn add(&mut self, start: usize, length: usize, written: bool) -> Result<(), Refusal> {
+    /// Records `[start, start + length)`; refuses one overlapping a recorded range (an empty
+    /// range overlaps nothing), or more than [`MAX_RANGES`].
+    fn add(&mut self, start: usize, length: usize) -> Result<(), Refusal> {
         let end = start + length;
-        let overlaps = self.entries[..self.count].iter().any(|&(other_start, other_end, other_written)| {
-            (written || other_written) && start < other_end && other_start < end && length > 0
-        });
+        let overlaps = length > 0 && self.entries[..self.count].iter().any(|&(other_start, other_end)| start < other_end && other_start < end);
         if overlaps || self.count == self.entries.len() {
             return Err(Refusal::Overlapping);
         }
-        self.entries[self.count] = (start, end, written);
+        self.entries[self.count] = (start, end);
         self.count += 1;
         Ok(())
     }
@@ -128,7 +129,7 @@ fn check_native(start: usize, length: usize, written: bool, ranges: &mut Ranges)
     if length > 0 && (start == 0 || !mapped_with(start, length, access)) {
         return Err(Refusal::NotAccessible { address: start, length });
     }
-    ranges.add(start, length, written)
+    ranges.add(start, length)
 }
 
 /// How a native export turns an argument into what the implementation receives.
@@ -152,7 +153,7 @@ impl NativeArgument for Bytes {
         // The extension lent the range for this call (its safe wrapper passes a live shared
         // slice); the slice made here does not outlive the export's call ('call).
         // SAFETY: non-null, at most MAX_RANGE bytes, every page mapped readable in the kernel
-        // page table (check_native), lent for the call, no written range overlaps (Ranges).
+        // page table (check_native), lent for the call, no other range overlaps (Ranges).
         Ok(unsafe { core::slice::from_raw_parts(raw.pointer, raw.length) })
     }
 }
@@ -171,19 +172,83 @@ impl NativeArgument for BytesMut {
     }
 }
 
-/// How a Wasm host function and the user-level decoding stage an argument: a kernel copy
-/// of a range, taken before the call and written back after it when the range is written.
+/// How a Wasm host function lends an argument: a range becomes a sub-slice of linear
+/// memory, carved for the call by [`carve`].
+pub trait WasmArgument: Argument {
+    /// The range `raw` names in a linear memory of `memory_length` bytes; `None` for an
+    /// integer.
+    fn range(raw: Self::Wasm, memory_length: usize) -> Result<Option<core::ops::Range<usize>>, Refusal>;
+    /// What the implementation receives: `raw` itself, or the next carved slice.
+    fn lend<'m>(raw: Self::Wasm, slices: &mut core::slice::IterMut<'_, Option<&'m mut [u8]>>) -> Self::Safe<'m>;
+}
+
+impl WasmArgument for u64 {
+    fn range(_: u64, _: usize) -> Result<Option<core::ops::Range<usize>>, Refusal> {
+        Ok(None)
+    }
+    fn lend<'m>(raw: u64, _: &mut core::slice::IterMut<'_, Option<&'m mut [u8]>>) -> Self::Safe<'m> {
+        raw
+    }
+}
+
+impl WasmArgument for Bytes {
+    fn range(raw: u64, memory_length: usize) -> Result<Option<core::ops::Range<usize>>, Refusal> {
+        wasm_range(raw, memory_length).map(Some)
+    }
+    fn lend<'m>(_: u64, slices: &mut core::slice::IterMut<'_, Option<&'m mut [u8]>>) -> Self::Safe<'m> {
+        slices.next().and_then(Option::take).map_or(&[], |slice| &*slice)
+    }
+}
+
+impl WasmArgument for BytesMut {
+    fn range(raw: u64, memory_length: usize) -> Result<Option<core::ops::Range<usize>>, Refusal> {
+        wasm_range(raw, memory_length).map(Some)
+    }
+    fn lend<'m>(_: u64, slices: &mut core::slice::IterMut<'_, Option<&'m mut [u8]>>) -> Self::Safe<'m> {
+        slices.next().and_then(Option::take).unwrap_or(&mut [])
+    }
+}
+
+/// Most ranges one kernel function takes (the system call's words allow two).
+pub const MAX_RANGES: usize = 4;
+
+/// Carves the `ranges` of one call out of `memory` as disjoint sub-slices, returned in the
+/// order given. Errors: more than [`MAX_RANGES`], or two ranges that overlap (they cannot be
+/// lent at once; an empty range overlaps nothing).
+pub fn carve<'m>(memory: &'m mut [u8], ranges: &[core::ops::Range<usize>]) -> Result<[Option<&'m mut [u8]>; MAX_RANGES], Refusal> {
+    let mut slices: [Option<&'m mut [u8]>; MAX_RANGES] = Default::default();
+    if ranges.len() > MAX_RANGES {
+        return Err(Refusal::Overlapping);
+    }
+    let mut order: [usize; MAX_RANGES] = [0, 1, 2, 3];
+    let order = &mut order[..ranges.len()];
+    order.sort_unstable_by_key(|&index| (ranges[index].start, ranges[index].end));
+    let mut rest = memory;
+    let mut consumed = 0;
+    for &index in order.iter() {
+        let range = &ranges[index];
+        if range.start < consumed && !range.is_empty() {
+            return Err(Refusal::Overlapping);
+        }
+        let start = range.start.max(consumed);
+        let (_, tail) = core::mem::take(&mut rest).split_at_mut(start - consumed);
+        let (slice, tail) = tail.split_at_mut(range.end.max(start) - start);
+        slices[index] = Some(slice);
+        rest = tail;
+        consumed = range.end.max(start);
+    }
+    Ok(slices)
+}
+
+/// How the user-level decoding stages an argument: a kernel copy of a range, read in before
+/// the call and written back after it when the range is written.
 pub trait StagedArgument: Argument {
     /// The kernel-side value.
     type Staged;
-    /// Reads the Wasm form from linear memory `memory`.
-    fn stage_wasm(raw: Self::Wasm, memory: &[u8]) -> Result<Self::Staged, Refusal>;
     /// Reads the user-level form from `words` (advanced past it) in `space`.
     fn stage_user(words: &mut &[usize], space: &UserSpace) -> Result<Self::Staged, Refusal>;
     /// What the implementation receives.
     fn view(staged: &mut Self::Staged) -> Self::Safe<'_>;
-    /// Writes a written range back into linear memory.
-    fn commit_wasm(staged: Self::Staged, raw: Self::Wasm, memory: &mut [u8]);
     /// Writes a written range back into user memory.
     fn commit_user(staged: Self::Staged, space: &UserSpace) -> Result<(), Refusal>;
 }
@@ -213,16 +278,12 @@ pub struct StagedRange {
 
 impl StagedArgument for u64 {
     type Staged = u64;
-    fn stage_wasm(raw: u64, _: &[u8]) -> Result<u64, Refusal> {
-        Ok(raw)
-    }
     fn stage_user(words: &mut &[usize], _: &UserSpace) -> Result<u64, Refusal> {
         next_word(words).map(|word| word as u64)
     }
     fn view(staged: &mut u64) -> u64 {
         *staged
     }
-    fn commit_wasm(_: u64, _: u64, _: &mut [u8]) {}
     fn commit_user(_: u64, _: &UserSpace) -> Result<(), Refusal> {
         Ok(())
     }
@@ -230,10 +291,6 @@ impl StagedArgument for u64 {
 
 impl StagedArgument for Bytes {
     type Staged = StagedRange;
-    fn stage_wasm(raw: u64, memory: &[u8]) -> Result<StagedRange, Refusal> {
-        let range = wasm_range(raw, memory.len())?;
-        Ok(StagedRange { address: range.start, bytes: memory[range].to_vec() })
-    }
     fn stage_user(words: &mut &[usize], space: &UserSpace) -> Result<StagedRange, Refusal> {
         let (address, length) = (next_word(words)?, next_word(words)?);
         space.read(address, length)
@@ -241,7 +298,6 @@ impl StagedArgument for Bytes {
     fn view(staged: &mut StagedRange) -> &[u8] {
         &staged.bytes
     }
-    fn commit_wasm(_: StagedRange, _: u64, _: &mut [u8]) {}
     fn commit_user(_: StagedRange, _: &UserSpace) -> Result<(), Refusal> {
         Ok(())
     }
@@ -249,20 +305,11 @@ impl StagedArgument for Bytes {
 
 impl StagedArgument for BytesMut {
     type Staged = StagedRange;
-    fn stage_wasm(raw: u64, memory: &[u8]) -> Result<StagedRange, Refusal> {
-        Bytes::stage_wasm(raw, memory)
-    }
     fn stage_user(words: &mut &[usize], space: &UserSpace) -> Result<StagedRange, Refusal> {
         Bytes::stage_user(words, space)
     }
     fn view(staged: &mut StagedRange) -> &mut [u8] {
         &mut staged.bytes
-    }
-    fn commit_wasm(staged: StagedRange, _: u64, memory: &mut [u8]) {
-        // The range was checked when staged, and linear memory never shrinks.
-        if let Some(destination) = memory.get_mut(staged.address..staged.address + staged.bytes.len()) {
-            destination.copy_from_slice(&staged.bytes);
-        }
     }
     fn commit_user(staged: StagedRange, space: &UserSpace) -> Result<(), Refusal> {
         space.write(staged.address, &staged.bytes)
@@ -390,25 +437,40 @@ macro_rules! kernel_glue {
                         crate::mm::private_heap::on_kernel_heap(|| {
                             let memory = caller.get_export(spindle_abi::wasm::MEMORY_EXPORT).and_then(wasmi::Extern::into_memory);
                             let Some(memory) = memory else { return Default::default() };
-                            let raw = ($($argument,)*);
-                            #[allow(clippy::unused_unit)]
-                            let ($(mut $argument,)*) = {
-                                let data = memory.data(&caller);
-                                ($(match <$type as StagedArgument>::stage_wasm($argument, data) {
-                                    Ok(staged) => staged,
+                            let data = memory.data_mut(&mut caller);
+                            let mut ranges: [core::ops::Range<usize>; MAX_RANGES] = Default::default();
+                            #[allow(unused_mut)]
+                            let mut count = 0;
+                            $(
+                                match <$type as WasmArgument>::range($argument, data.len()) {
+                                    Ok(Some(range)) if count < MAX_RANGES => {
+                                        ranges[count] = range;
+                                        count += 1;
+                                    }
+                                    Ok(Some(_)) => {
+                                        refused(stringify!($name), stringify!($argument), Refusal::Overlapping);
+                                        return Default::default();
+                                    }
+                                    Ok(None) => {}
                                     Err(refusal) => {
                                         refused(stringify!($name), stringify!($argument), refusal);
                                         return Default::default();
                                     }
-                                },)*)
+                                }
+                            )*
+                            let mut slices = match carve(data, &ranges[..count]) {
+                                Ok(slices) => slices,
+                                Err(refusal) => {
+                                    refused(stringify!($name), "(ranges)", refusal);
+                                    return Default::default();
+                                }
                             };
-                            let result = <KernelFunctions as spindle_abi::host::domains::$trait>::$name(
+                            #[allow(unused_mut, unused_variables)]
+                            let mut slices = slices.iter_mut();
+                            <KernelFunctions as spindle_abi::host::domains::$trait>::$name(
                                 &KERNEL,
-                                $(<$type as StagedArgument>::view(&mut $argument)),*
-                            );
-                            let data = memory.data_mut(&mut caller);
-                            kernel_glue!(@commit_wasm data raw ($($argument: $type),*));
-                            result
+                                $(<$type as WasmArgument>::lend($argument, &mut slices)),*
+                            )
                         })
                     },
                 ),)*)*
@@ -458,14 +520,6 @@ macro_rules! kernel_glue {
             0 $(+ <$type as Argument>::WORDS)* <= KERNEL_FUNCTION_WORDS,
             concat!("spindle_", stringify!($name), " takes more words than a kernel_function system call carries")
         );)*)*
-    };
-    (@commit_wasm $data:ident $raw:ident ($($argument:ident: $type:ty),*)) => {
-        kernel_glue!(@commit_each $data $raw [0 1 2 3 4] ($($argument: $type),*));
-    };
-    (@commit_each $data:ident $raw:ident [$($index:tt)*] ()) => {};
-    (@commit_each $data:ident $raw:ident [$index:tt $($indices:tt)*] ($argument:ident: $type:ty $(, $rest:ident: $rest_type:ty)*)) => {
-        <$type as StagedArgument>::commit_wasm($argument, $raw.$index, $data);
-        kernel_glue!(@commit_each $data $raw [$($indices)*] ($($rest: $rest_type),*));
     };
 }
 

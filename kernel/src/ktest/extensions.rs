@@ -17,6 +17,7 @@ pub static TESTS: &[KernelTest] = &[
     KernelTest { name: "ext::builtin_load_raise_unload", run: builtin_load_raise_unload },
     KernelTest { name: "ext::declared_kernel_function_reaches_every_technology", run: declared_kernel_function_reaches_every_technology },
     KernelTest { name: "ext::undeclared_domain_call_kills_with_its_name", run: undeclared_domain_call_kills_with_its_name },
+    KernelTest { name: "ext::wasm_ranges_are_carved_disjoint", run: wasm_ranges_are_carved_disjoint },
     KernelTest { name: "ext::load_errors_are_specific", run: load_errors_are_specific },
     KernelTest { name: "ext::panic_kills_extension", run: || contained(faulty::KEY_PANIC, "panicked") },
     KernelTest { name: "ext::overrun_kills_extension", run: || contained(faulty::KEY_LOOP, "overran budget") },
@@ -392,6 +393,27 @@ fn undeclared_domain_call_kills_with_its_name() -> TestResult {
         }
         outcome.map_err(|error| alloc::format!("{technology}: {error}"))?;
     }
+    Ok(())
+}
+
+/// The generated Wasm definitions lend a call's ranges as disjoint sub-slices of linear
+/// memory, in argument order whatever their addresses; overlapping ranges are refused.
+fn wasm_ranges_are_carved_disjoint() -> TestResult {
+    use crate::ext::glue::{MAX_RANGES, Refusal, carve};
+    const _: () = assert!(MAX_RANGES == 4);
+    let mut memory: alloc::vec::Vec<u8> = (0..64u8).collect();
+    let slices = carve(&mut memory, &[40..48, 8..16, 20..20]).map_err(|error| alloc::format!("{error}"))?;
+    let lengths: alloc::vec::Vec<Option<usize>> = slices.iter().map(|slice| slice.as_ref().map(|slice| slice.len())).collect();
+    ensure!(lengths == [Some(8), Some(8), Some(0), None], "lengths {lengths:?}");
+    ensure!(slices[0].as_ref().is_some_and(|slice| slice[0] == 40) && slices[1].as_ref().is_some_and(|slice| slice[0] == 8), "slices out of order");
+    let [first, ..] = slices;
+    if let Some(slice) = first {
+        slice[0] = 0xaa;
+    }
+    ensure!(memory[40] == 0xaa, "a write through a carved slice did not reach memory");
+    ensure!(carve(&mut memory, &[8..16, 12..20]) == Err(Refusal::Overlapping), "overlapping ranges were lent");
+    ensure!(carve(&mut memory, &[0..0, 0..0, 0..0, 0..0, 0..0]) == Err(Refusal::Overlapping), "too many ranges were lent");
+    ensure!(carve(&mut memory, &[16..16, 8..24]).is_ok(), "an empty range was taken to overlap");
     Ok(())
 }
 
