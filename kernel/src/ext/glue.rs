@@ -426,7 +426,7 @@ macro_rules! kernel_glue {
         /// private heap.
         pub fn define_wasm<T: 'static>(linker: &mut wasmi::Linker<T>, name: &str) -> Option<Result<(), wasmi::Error>> {
             #[allow(unused_imports)]
-            use spindle_abi::host::{Argument, Bytes, BytesMut};
+            use spindle_abi::host::{Argument, ArgumentKind, Bytes, BytesMut};
             let module = spindle_abi::wasm::WASM_IMPORT_MODULE;
             let defined = match name {
                 $($(concat!("spindle_", stringify!($name)) => linker.func_wrap(
@@ -435,6 +435,16 @@ macro_rules! kernel_glue {
                     #[allow(unused_mut, unused_variables)]
                     |mut caller: wasmi::Caller<'_, T>, $($argument: <$type as Argument>::Wasm),*| $(-> $result)? {
                         crate::mm::private_heap::on_kernel_heap(|| {
+                            // A function of integers only needs no memory: skip looking it up.
+                            const RANGES: usize = 0 $(+ matches!(<$type as Argument>::KIND, ArgumentKind::Bytes | ArgumentKind::BytesMut) as usize)*;
+                            if RANGES == 0 {
+                                #[allow(unused_mut, unused_variables)]
+                                let mut slices = ([] as [Option<&mut [u8]>; 0]).iter_mut();
+                                return <KernelFunctions as spindle_abi::host::domains::$trait>::$name(
+                                    &KERNEL,
+                                    $(<$type as WasmArgument>::lend($argument, &mut slices)),*
+                                );
+                            }
                             let memory = caller.get_export(spindle_abi::wasm::MEMORY_EXPORT).and_then(wasmi::Extern::into_memory);
                             let Some(memory) = memory else { return Default::default() };
                             let data = memory.data_mut(&mut caller);
