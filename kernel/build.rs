@@ -43,8 +43,8 @@ fn main() {
 
 /// Generates `builtins.rs`: the built-in technology's list of extension crates, one per
 /// `image.toml` entry that has a Rust crate (not `wasm_only`), so the image description
-/// is the one place that names them. Each must be a dependency of the kernel; a missing
-/// one stops the build with the line to add.
+/// is the one place that names them. Each must be a dependency of the kernel (`cargo xtask`
+/// writes them into kernel/Cargo.toml from image.toml); a missing one stops the build.
 fn builtin_extensions(out: &std::path::Path, kernel: &std::path::Path) {
     let image = kernel.join("../image.toml");
     let cargo_toml = kernel.join("Cargo.toml");
@@ -74,7 +74,7 @@ fn builtin_extensions(out: &std::path::Path, kernel: &std::path::Path) {
         let declared = dependencies.lines().any(|line| line.trim_start().starts_with(&format!("{name} = ")));
         assert!(
             declared,
-            "extension `{name}` is listed in image.toml but is not a dependency of the kernel: add `{name} = {{ path = \"../extensions/{name}\" }}` to kernel/Cargo.toml"
+            "extension `{name}` is listed in image.toml but is not a dependency of the kernel: build with `cargo xtask`, which writes kernel/Cargo.toml's generated block from image.toml"
         );
         list.push_str(&format!("{}::spindle_extension, ", name.replace('-', "_")));
     }
