@@ -22,7 +22,7 @@ use alloc::sync::Arc;
 use core::fmt::Write;
 
 use spindle_abi::event::EventRecord;
-use spindle_dispatch::{AsyncExecutor, AsyncWork, AsyncWorker, BoundedExecutor, Dispatcher, EventTable, HandlerFault, Platform};
+use spindle_dispatch::{AsyncExecutor, BoundedExecutor, Dispatcher, EventTable, HandlerFault, Platform};
 use spin::Once;
 
 use crate::arch::hart::{self, MAX_HARTS};
@@ -65,63 +65,19 @@ pub fn run_with_budget<R>(budget: u64, body: impl FnOnce() -> R) -> Result<R, Ha
     }
 }
 
-/// Runs async bindings: one worker strand per binding (priority
-/// [`ASYNC_WORKER_PRIORITY`]), blocked while its queue is empty, woken by each raise that
-/// queues work, ended when the binding is freed.
-struct KernelAsyncExecutor;
-
-/// Priority of async workers: that of ordinary kernel strands, so queued work runs when
-/// the raiser gives up the hart or its time slice ends, never inside the raise.
-pub const ASYNC_WORKER_PRIORITY: crate::sched::Priority = crate::sched::Priority::NORMAL;
-
-/// One async binding's worker strand.
-struct KernelAsyncWorker {
-    strand: Arc<crate::sched::Strand>,
-    stop: Arc<core::sync::atomic::AtomicBool>,
-}
-
-impl AsyncWorker for KernelAsyncWorker {
-    /// An unblock: never blocks; inside a raise it never switches (preemption is off).
-    fn notify(&self) {
-        crate::sched::unblock(&self.strand);
-    }
-    fn stop(&self) {
-        self.stop.store(true, core::sync::atomic::Ordering::Release);
-        crate::sched::unblock(&self.strand);
-    }
-    fn id(&self) -> u64 {
-        self.strand.id()
-    }
-}
-
-impl AsyncExecutor for KernelAsyncExecutor {
-    fn start(&self, work: Arc<dyn AsyncWork>) -> Option<alloc::boxed::Box<dyn AsyncWorker>> {
-        let stop = Arc::new(core::sync::atomic::AtomicBool::new(false));
-        let stopping = stop.clone();
-        let name = work.name();
-        let strand = crate::sched::spawn(&name, ASYNC_WORKER_PRIORITY, move || {
-            use core::sync::atomic::Ordering;
-            while !stopping.load(Ordering::Acquire) {
-                work.run_pending();
-                if stopping.load(Ordering::Acquire) {
-                    break;
-                }
-                // A raise that queued after the last pop has unblocked us already: the
-                // block then returns at once (no lost wake-up).
-                crate::sched::block_current();
-            }
-        })
-        .ok()?;
-        Some(alloc::boxed::Box::new(KernelAsyncWorker { strand, stop }))
-    }
-}
+/// What runs async bindings (worker strands: the scheduler's, registered by [`init`], so
+/// that the dispatcher, below the scheduler, does not name it).
+static ASYNC_EXECUTOR: spin::Once<Arc<dyn AsyncExecutor>> = spin::Once::new();
 
 /// The kernel's platform hooks (also used by benchmarks that build their own dispatcher).
 pub fn platform() -> Platform {
-    Platform::new(instruction_counter, MAX_HARTS)
+    let platform = Platform::new(instruction_counter, MAX_HARTS)
         .with_counter_unit(crate::time::clock_mode().counter_unit())
-        .with_bounded_executor(Arc::new(KernelBoundedExecutor))
-        .with_async_executor(Arc::new(KernelAsyncExecutor))
+        .with_bounded_executor(Arc::new(KernelBoundedExecutor));
+    match ASYNC_EXECUTOR.get() {
+        Some(executor) => platform.with_async_executor(executor.clone()),
+        None => platform,
+    }
 }
 
 /// Creates a dispatcher with the kernel's hooks in which only the calling hart is online.
@@ -136,13 +92,14 @@ pub fn new_dispatcher() -> Dispatcher {
     dispatcher
 }
 
-/// Creates the kernel dispatcher and registers the core services' events.
-pub fn init() {
+/// Creates the kernel dispatcher, whose async bindings run on `async_executor`, and
+/// registers this layer's events (`console.Line`, `bench.Probe`). The services above
+/// register theirs after this.
+pub fn init(async_executor: Arc<dyn AsyncExecutor>) {
+    ASYNC_EXECUTOR.call_once(|| async_executor);
     DISPATCHER.call_once(new_dispatcher);
-    crate::time::clock::init();
     console::init();
     probe::init();
-    crate::sched::events::init();
 }
 
 /// The kernel dispatcher. Panics before [`init`] (a kernel bug).
@@ -171,7 +128,7 @@ pub fn listing(filter: Option<&str>) -> String {
 /// Raises an event through its table with preemption off on this hart.
 #[inline(always)]
 pub fn raise<A: EventRecord, R: EventRecord>(table: &EventTable<A, R>, args: &A) -> R {
-    let _no_preemption = crate::sched::no_preemption();
+    let _no_preemption = crate::arch::hart::no_preemption();
 
     table.raise(args)
 }

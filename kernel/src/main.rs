@@ -92,7 +92,10 @@ pub extern "C" fn kernel_main(hart_id: usize, device_tree_address: usize) -> ! {
     println!("[boot] timer at {} Hz (timebase {} Hz, {}); clock {}: {}", param::TICKS_PER_SECOND, time::timebase_hz(),
         if time::uses_sstc() { "stimecmp" } else { "SBI set_timer" }, time::clock_mode().name(), time::clock_mode().budget_meaning());
     drivers::init();
-    events::init();
+    events::init(sched::async_workers::executor());
+    // The clock's and the scheduler's events, raised by services above the dispatcher.
+    time::clock::init();
+    sched::events::init();
     // Built-in extensions call the kernel functions directly (installed before any runs).
     ext::glue::install_builtin();
     services::init();

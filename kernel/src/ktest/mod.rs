@@ -85,7 +85,9 @@ fn test_name(index: usize) -> &'static str {
 /// their status.
 pub fn run(from: usize, only: Option<&str>, watchdog_seconds: Option<u64>) -> ! {
     IN_TEST_MODE.store(true, Ordering::Relaxed);
-    crate::time::set_tick_hook(on_tick);
+    if let Err(error) = crate::time::add_tick_hook(on_tick) {
+        crate::println!("ktest: no watchdog: {error}");
+    }
     crate::fault::set_fatal_hook(note_fatal_event);
     WATCHDOG_SECONDS.store(watchdog_seconds.unwrap_or(crate::param::TEST_WATCHDOG_SECONDS), Ordering::Relaxed);
     let regular = all_tests().count();

@@ -293,7 +293,7 @@ fn process_main(process: Arc<Process>, space: AddressSpace, entry: usize) {
             TrapCause::TimerInterrupt => {
                 // The switch, if due, happens here in thread context, so policies see it
                 // as `sched.Checkpoint` (reason TIME_SLICE).
-                if crate::time::on_user_timer_interrupt() {
+                if crate::sched::on_user_timer_interrupt() {
                     csr::enable_interrupts();
                     sched::preempt_for_time_slice();
                 }

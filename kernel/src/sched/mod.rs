@@ -38,6 +38,7 @@
 
 /// The scheduler's events and its primary module for them.
 #[deny(unsafe_code)]
+pub mod async_workers;
 pub mod events;
 mod strand;
 
@@ -144,31 +145,7 @@ impl Leaving {
     }
 }
 
-/// A section in which this hart's strand is not preempted (see [`no_preemption`]).
-pub struct PreemptionGuard {
-    _not_send: core::marker::PhantomData<*const ()>,
-}
-
-/// Disables preemption on this hart until the guard is dropped. Event raises run like
-/// this: a strand is never switched out inside a raise, so a context switch (and the
-/// idle loop) is a quiescent state for the dispatcher's read-copy-update.
-/// Interrupts stay on, so budgets are still enforced.
-#[inline(always)]
-pub fn no_preemption() -> PreemptionGuard {
-    let counter = &hart::current().preempt_disabled;
-    // Only this hart writes its counter, and a plain load/store pair is atomic with
-    // respect to its own interrupts, so no read-modify-write atomic is needed.
-    counter.store(counter.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
-    PreemptionGuard { _not_send: core::marker::PhantomData }
-}
-
-impl Drop for PreemptionGuard {
-    #[inline(always)]
-    fn drop(&mut self) {
-        let counter = &hart::current().preempt_disabled;
-        counter.store(counter.load(Ordering::Relaxed) - 1, Ordering::Relaxed);
-    }
-}
+pub use crate::arch::hart::{PreemptionGuard, no_preemption};
 
 fn preemption_disabled() -> bool {
     hart::current().preempt_disabled.load(Ordering::Relaxed) != 0
@@ -291,7 +268,23 @@ pub fn exit_current() -> ! {
     unreachable!("an exited strand was resumed");
 }
 
-/// Timer-tick hook (interrupt context): preempts the current strand for a ready strand
+/// Called from the trap handler on each timer interrupt (tick or budget deadline): the
+/// clock's tick ([`crate::time::tick`]), then, on a periodic tick, [`on_tick`].
+pub fn on_timer_interrupt() {
+    if crate::time::tick() {
+        on_tick();
+    }
+}
+
+/// Called by a process's strand after a timer interrupt stopped its U-mode code: the same
+/// tick as [`on_timer_interrupt`], but the scheduler only says whether it wants the hart
+/// back, so that the strand gives it up in thread context — where `sched.Checkpoint` can
+/// be raised ([`preempt_for_time_slice`]).
+pub fn on_user_timer_interrupt() -> bool {
+    crate::time::tick() && on_tick_deferring_preemption()
+}
+
+/// Timer-tick work (interrupt context): preempts the current strand for a ready strand
 /// of higher priority at once, or of equal priority when its time slice is over.
 pub fn on_tick() {
     if tick_wants_the_hart() {

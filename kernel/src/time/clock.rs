@@ -43,6 +43,9 @@ static RAISED: AtomicU64 = AtomicU64::new(0);
 pub fn init() {
     let table = crate::events::dispatcher().register(&CLOCK_TICK, Arc::new(ClockService)).expect("clock.Tick registered twice");
     TABLE.call_once(|| table);
+    if let Err(error) = super::add_tick_hook(on_tick) {
+        crate::println!("[clock] clock.Tick will not be raised: {error}");
+    }
     RAISED.store(crate::time::ticks(), Ordering::Relaxed);
     match sched::spawn("clock", Priority::HIGHEST, clock_strand) {
         Ok(strand) => {
@@ -58,7 +61,7 @@ pub fn table() -> &'static Arc<EventTable<ClockTick, ()>> {
 }
 
 /// Timer-tick hook (interrupt context): wakes the clock strand.
-pub fn on_tick() {
+fn on_tick(_: u64) {
     if let Some(strand) = STRAND.get() {
         sched::unblock(strand);
     }

@@ -162,14 +162,24 @@ fn choose_clock_mode(timebase_hz: u64) {
     set_clock_mode(mode);
 }
 
-/// Called on every periodic tick in interrupt context (the test harness's watchdog). Set
-/// once; layers above register it, so this module calls nothing above itself.
-static TICK_HOOK: spin::Once<fn(u64)> = spin::Once::new();
+/// Most tick hooks that can be registered.
+pub const MAX_TICK_HOOKS: usize = 4;
 
-/// Registers the tick hook (first call wins). It runs in interrupt context: it must not
-/// block or allocate.
-pub fn set_tick_hook(hook: fn(u64)) {
-    TICK_HOOK.call_once(|| hook);
+/// Called on every periodic tick in interrupt context, in registration order (the clock
+/// service, the test harness's watchdog): layers above register them, so this module
+/// calls nothing above itself.
+static TICK_HOOKS: [spin::Once<fn(u64)>; MAX_TICK_HOOKS] = [const { spin::Once::new() }; MAX_TICK_HOOKS];
+/// Hooks registered so far.
+static TICK_HOOK_COUNT: AtomicU64 = AtomicU64::new(0);
+
+/// Adds a tick hook, called with the tick number on every tick. It runs in interrupt
+/// context: it must not block or allocate. Errors (a kernel bug): all
+/// [`MAX_TICK_HOOKS`] are taken.
+pub fn add_tick_hook(hook: fn(u64)) -> Result<(), &'static str> {
+    let slot = TICK_HOOK_COUNT.fetch_add(1, Ordering::Relaxed) as usize;
+    let Some(once) = TICK_HOOKS.get(slot) else { return Err("every tick hook is taken (time::MAX_TICK_HOOKS)") };
+    once.call_once(|| hook);
+    Ok(())
 }
 
 static SSTC: core::sync::atomic::AtomicBool = core::sync::atomic::AtomicBool::new(false);
@@ -213,23 +223,11 @@ pub fn program_timer() {
     sbi::set_timer(next);
 }
 
-/// Called from the trap handler on each timer interrupt (tick or budget deadline).
-pub fn on_timer_interrupt() {
-    if tick() {
-        crate::sched::on_tick();
-    }
-}
-
-/// Called by a process's strand after a timer interrupt stopped its U-mode code: the same
-/// tick as [`on_timer_interrupt`], but the scheduler only says whether it wants the hart
-/// back, so that the strand gives it up in thread context — where `sched.Checkpoint` can
-/// be raised ([`crate::sched::preempt_for_time_slice`]).
-pub fn on_user_timer_interrupt() -> bool {
-    tick() && crate::sched::on_tick_deferring_preemption()
-}
-
-/// The tick's own work; true if a periodic tick was due (false: a budget deadline only).
-fn tick() -> bool {
+/// The clock's part of a timer interrupt (tick or budget deadline): counts a periodic tick
+/// if one was due, runs the tick hooks, and programs the next interrupt. True if a periodic
+/// tick was due (false: a budget deadline only). The scheduler's timer-interrupt entry
+/// (`sched::on_timer_interrupt`) calls it, so this module names nothing above itself.
+pub fn tick() -> bool {
     let now = csr::time() as u64;
     let next_tick = NEXT_TICK.load(Ordering::Relaxed);
     if now >= next_tick {
@@ -238,10 +236,9 @@ fn tick() -> bool {
         let missed = (now - next_tick) / interval;
         NEXT_TICK.store(next_tick + (missed + 1) * interval, Ordering::Relaxed);
         let tick = TICKS.fetch_add(1, Ordering::Relaxed) + 1;
-        if let Some(hook) = TICK_HOOK.get() {
+        for hook in TICK_HOOKS.iter().map_while(spin::Once::get) {
             hook(tick);
         }
-        clock::on_tick();
         program_timer();
         return true;
     }

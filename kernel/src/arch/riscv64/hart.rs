@@ -136,3 +136,31 @@ pub fn init_current(hart_id: usize, stack_bottom: usize) {
 pub fn id() -> usize {
     current().hart_id.load(Ordering::Relaxed)
 }
+
+/// A section in which this hart's strand is not preempted (see [`no_preemption`]).
+pub struct PreemptionGuard {
+    _not_send: core::marker::PhantomData<*const ()>,
+}
+
+/// Disables preemption on this hart until the guard is dropped: the scheduler does not
+/// switch this hart's strand out while the count is non-zero. Event raises run like this
+/// (`events::raise`): a strand is never switched out inside a raise, so a context switch
+/// (and the idle loop) is a quiescent state for the dispatcher's read-copy-update.
+/// Interrupts stay on, so budgets are still enforced. A per-hart counter, below both the
+/// dispatcher and the scheduler, so that neither names the other for it.
+#[inline(always)]
+pub fn no_preemption() -> PreemptionGuard {
+    let counter = &current().preempt_disabled;
+    // Only this hart writes its counter, and a plain load/store pair is atomic with
+    // respect to its own interrupts, so no read-modify-write atomic is needed.
+    counter.store(counter.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+    PreemptionGuard { _not_send: core::marker::PhantomData }
+}
+
+impl Drop for PreemptionGuard {
+    #[inline(always)]
+    fn drop(&mut self) {
+        let counter = &current().preempt_disabled;
+        counter.store(counter.load(Ordering::Relaxed) - 1, Ordering::Relaxed);
+    }
+}

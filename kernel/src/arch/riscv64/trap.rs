@@ -465,7 +465,7 @@ fn handle_trap(frame: &mut TrapFrame, local: &hart::HartLocal) {
     match cause {
         TrapCause::TimerInterrupt => {
             super::recovery::abort_overrun(frame, super::csr::time() as u64);
-            crate::time::on_timer_interrupt();
+            crate::sched::on_timer_interrupt();
         }
         TrapCause::ExternalInterrupt => match EXTERNAL_INTERRUPT_HANDLER.get() {
             Some(handler) => handler(),
