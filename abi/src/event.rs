@@ -699,6 +699,30 @@ declare_records! {
         pub logical: u64,
     }
 
+    /// Arguments of `disk.Schedule`: the disk fell idle with requests queued; a scheduling
+    /// policy picks the one to serve next. The queue itself (each request's id, first
+    /// sector, cylinder and arrival) is read with the `disk` domain's
+    /// `spindle_disk_queue` ([`DiskQueueEntry`]).
+    pub struct DiskSchedule {
+        /// Requests queued (at least 1).
+        pub queued: u64,
+        /// The cylinder the arm is over (where the last request ended).
+        pub head_cylinder: u64,
+        /// Id of the oldest queued request.
+        pub oldest: u64,
+        /// Guest time, ns since boot.
+        pub now_ns: u64,
+    }
+
+    /// Result of `disk.Schedule`: the request to serve next.
+    pub struct ScheduleChoice {
+        /// Id of a queued request, or [`ScheduleChoice::NONE`] (0): the block service's
+        /// own order (FIFO). Any other value that is not queued is rejected (counted) and
+        /// the default used; the oldest request goes first anyway once it has waited the
+        /// service's maximum wait.
+        pub request: u64,
+    }
+
     /// Arguments of `block.Format`: the disk was (re)formatted; a logical disk forgets its
     /// map and starts its log at physical block 0.
     pub struct DiskFormat {
@@ -712,6 +736,55 @@ declare_records! {
 impl ReadBlock {
     /// Largest block a `block.ReadFilter` raise carries (4 KiB).
     pub const MAX_LENGTH: u64 = 4096;
+}
+
+impl ScheduleChoice {
+    /// No choice: the block service's own order.
+    pub const NONE: u64 = 0;
+}
+
+/// One queued disk request as `spindle_disk_queue` (domain `disk`) copies it out: four
+/// little-endian `u64`s.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DiskQueueEntry {
+    /// The request's id (what `disk.Schedule` answers).
+    pub id: u64,
+    /// Its first sector (512 bytes).
+    pub sector: u64,
+    /// The cylinder that sector lies on, in the disk model's geometry.
+    pub cylinder: u64,
+    /// When it was queued, guest ns since boot.
+    pub arrival_ns: u64,
+}
+
+impl DiskQueueEntry {
+    /// Bytes of one entry.
+    pub const SIZE: usize = 32;
+
+    /// The entry's bytes.
+    pub fn to_bytes(&self) -> [u8; Self::SIZE] {
+        let mut bytes = [0u8; Self::SIZE];
+        for (chunk, word) in bytes.chunks_exact_mut(8).zip([self.id, self.sector, self.cylinder, self.arrival_ns]) {
+            chunk.copy_from_slice(&word.to_le_bytes());
+        }
+        bytes
+    }
+
+    /// Reads an entry from the first [`Self::SIZE`] bytes; `None` if there are fewer.
+    pub fn from_bytes(bytes: &[u8]) -> Option<DiskQueueEntry> {
+        let bytes = bytes.get(..Self::SIZE)?;
+        let word = |index: usize| {
+            let mut word = [0u8; 8];
+            word.copy_from_slice(&bytes[index * 8..index * 8 + 8]);
+            u64::from_le_bytes(word)
+        };
+        Some(DiskQueueEntry { id: word(0), sector: word(1), cylinder: word(2), arrival_ns: word(3) })
+    }
+
+    /// The entries in `bytes` (whole entries only).
+    pub fn all(bytes: &[u8]) -> impl Iterator<Item = DiskQueueEntry> + '_ {
+        bytes.chunks_exact(Self::SIZE).filter_map(DiskQueueEntry::from_bytes)
+    }
 }
 
 impl Placement {
@@ -793,6 +866,10 @@ declare_events! {
     /// The disk was formatted: a logical disk resets its map and log; handlers return
     /// nothing.
     pub event BLOCK_FORMAT = 9, "block.Format", fn(DiskFormat) -> ();
+
+    /// The disk fell idle with requests queued: the answer names the request to serve
+    /// next (Seltzer '95's disk-scheduling graft). Default: the block service's FIFO.
+    pub event DISK_SCHEDULE = 10, "disk.Schedule", fn(DiskSchedule) -> ScheduleChoice;
 
     /// A strand is about to wait (SPIN's strand `Block`): raised by the global scheduler on
     /// the strand itself, before it gives up the hart. An announcement: handlers return
@@ -1047,7 +1124,7 @@ mod tests {
 
     #[test]
     fn kernel_events_are_declared() {
-        assert_eq!(KERNEL_EVENTS.len(), 13);
+        assert_eq!(KERNEL_EVENTS.len(), 14);
         assert_eq!(CLOCK_TICK.name(), "clock.Tick");
         assert_eq!(CONSOLE_LINE.id(), EventId(2));
         assert_eq!(MM_RECLAIM.descriptor().result.fields[0].name, "frame");

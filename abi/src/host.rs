@@ -265,6 +265,12 @@ macro_rules! for_each_kernel_function {
                 /// used) first; 0 past its end.
                 fn mm_lru_frame(position: u64) -> u64;
             }
+            domain disk: Disk {
+                /// Copies the disk's request queue, oldest first, into `destination` as
+                /// `spindle_abi::event::DiskQueueEntry` records (32 bytes each, as many as
+                /// fit); returns how many were copied.
+                fn disk_queue(destination: BytesMut) -> u64;
+            }
             domain block: Block {
                 /// Copies the bytes at `offset` of the active read request `request` into
                 /// `destination`; returns how many were copied — 0 when the request is not

@@ -83,6 +83,7 @@ pub static COMMANDS: &[Command] = &[
     Command { name: "probe", usage: "probe KEY VALUE", help: "raise bench.Probe and print the combined result", run: probe },
     Command { name: "reclaim", usage: "reclaim FRAME|hot SLOT FRAME|clear", help: "raise mm.Reclaim for FRAME (synthetic LRU queue), or set/clear the hot list", run: reclaim },
     Command { name: "strands", usage: "strands", help: "the running strand and the ready count", run: strands },
+    Command { name: "disk", usage: "disk", help: "the disk service: model, queue, counters (requests, modelled seek, busy time, response mean/p99)", run: disk },
     Command { name: "blockdev", usage: "blockdev [read SECTOR | write SECTOR TEXT…]", help: "the disk and its counters; read a sector (as text), or write TEXT into one (zero-padded)", run: blockdev },
     Command { name: "run", usage: "run NAME [ARGS…]", help: "run user program NAME from the boot bundle, wait, print its status", run: run_program },
     Command { name: "ps", usage: "ps", help: "processes and the user programs in the boot bundle", run: ps },
@@ -473,6 +474,19 @@ fn strands(_: &[&str]) -> Result<(), CommandError> {
     crate::println!("running: #{} {} (priority {}), {} ready", current.id(), current.name(), current.priority().level(),
         crate::sched::ready_count());
     Ok(())
+}
+
+fn disk(arguments: &[&str]) -> Result<(), CommandError> {
+    if !arguments.is_empty() {
+        return Err(CommandError::Usage("disk"));
+    }
+    match crate::services::disk::stats() {
+        Some(stats) => {
+            crate::println!("{stats}");
+            Ok(())
+        }
+        None => Err(CommandError::Failed("disk: no disk service (the machine has no disk)".into())),
+    }
 }
 
 fn blockdev(arguments: &[&str]) -> Result<(), CommandError> {

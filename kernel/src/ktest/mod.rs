@@ -18,6 +18,7 @@
 //! (tests that must fail) live in [`HARNESS_TESTS`] and run only when named.
 
 mod blockdev;
+mod disk;
 #[allow(unsafe_code)]
 mod events;
 #[allow(unsafe_code)]
@@ -63,7 +64,7 @@ macro_rules! ensure {
 }
 
 /// Every regular test, in run order.
-pub static TESTS: &[&[KernelTest]] = &[kernel_basics::TESTS, strands::TESTS, sched_events::TESTS, events::TESTS, extensions::TESTS, wasm::TESTS, hotload::TESTS, processes::TESTS, upcalls::TESTS, services::TESTS, blockdev::TESTS, introspection::TESTS, leaks::TESTS];
+pub static TESTS: &[&[KernelTest]] = &[kernel_basics::TESTS, strands::TESTS, sched_events::TESTS, events::TESTS, extensions::TESTS, wasm::TESTS, hotload::TESTS, processes::TESTS, upcalls::TESTS, services::TESTS, blockdev::TESTS, disk::TESTS, introspection::TESTS, leaks::TESTS];
 
 /// Tests of the harness itself; each must be reported as a failure.
 pub static HARNESS_TESTS: &[KernelTest] = harness::TESTS;

@@ -5,12 +5,15 @@
 //! |---|---|---|---|
 //! | [`frames`] (physical memory; a synthetic reclaim queue until virtual memory lands) | `spindle-service-frames` | `mm.Reclaim`, `mm.HotListSet` | domain `mm` |
 //! | [`blockpath`] (the block path; in memory until the storage service lands) | `spindle-service-blockpath` | `block.ReadFilter`, `block.ReadDone`, `block.Write`, `block.MapLookup`, `block.Format` | domain `block` |
+//! | [`disk`] (the disk: queue, timing model, scheduling) | `spindle-service-disk` | `disk.Schedule` | domain `disk` |
 
 pub mod blockpath;
+pub mod disk;
 pub mod frames;
 
 /// Registers every service's events with the kernel dispatcher.
 pub fn init() {
     frames::init();
     blockpath::init();
+    disk::init();
 }

@@ -215,12 +215,54 @@ pub fn init(timebase_hz: u64) {
     csr::enable_interrupt_sources(csr::SIE_STIE);
 }
 
-/// Programs the timer for the earlier of the next tick and this hart's budget deadline.
+/// Programs the timer for the earliest of the next tick, this hart's budget deadline and
+/// the alarm.
 pub fn program_timer() {
     let next_tick = NEXT_TICK.load(Ordering::Relaxed);
     let deadline = crate::arch::hart::current().budget_deadline.load(Ordering::Relaxed);
-    let next = if deadline != 0 { next_tick.min(deadline) } else { next_tick };
+    let alarm = ALARM_AT.load(Ordering::Relaxed);
+    let next = [deadline, alarm].into_iter().filter(|&at| at != 0).fold(next_tick, u64::min);
     sbi::set_timer(next);
+}
+
+/// When the alarm goes off (`time` CSR units; 0: not set).
+static ALARM_AT: AtomicU64 = AtomicU64::new(0);
+/// What runs when it does (interrupt context), registered by the layer above that owns
+/// the alarm (the block service, which delivers a disk completion at its modelled time).
+static ALARM_HOOK: spin::Once<fn()> = spin::Once::new();
+
+/// Registers the alarm's hook (first call wins). It runs in interrupt context: it must not
+/// block or allocate.
+pub fn set_alarm_hook(hook: fn()) {
+    ALARM_HOOK.call_once(|| hook);
+}
+
+/// Sets the one alarm to go off at guest time `at_ns` (nanoseconds since boot; at once if
+/// that has passed), replacing any earlier setting; the hook then runs from the timer
+/// interrupt. Without `-icount`'s sleep, an idle machine jumps straight to it.
+pub fn set_alarm(at_ns: u64) {
+    let hz = timebase_hz().max(1);
+    let at = ((at_ns as u128 * hz as u128).div_ceil(1_000_000_000) as u64).max(1);
+    ALARM_AT.store(at, Ordering::Relaxed);
+    crate::arch::csr::without_interrupts(program_timer);
+}
+
+/// Guest time since boot in nanoseconds (the `time` CSR scaled by the timebase).
+pub fn now_ns() -> u64 {
+    let hz = timebase_hz().max(1);
+    (csr::time() as u128 * 1_000_000_000 / hz as u128) as u64
+}
+
+/// Runs the alarm's hook if it is due (every timer interrupt checks).
+fn ring_alarm(now: u64) {
+    let at = ALARM_AT.load(Ordering::Relaxed);
+    if at != 0
+        && now >= at
+        && ALARM_AT.compare_exchange(at, 0, Ordering::Relaxed, Ordering::Relaxed).is_ok()
+        && let Some(hook) = ALARM_HOOK.get()
+    {
+        hook();
+    }
 }
 
 /// The clock's part of a timer interrupt (tick or budget deadline): counts a periodic tick
@@ -229,6 +271,7 @@ pub fn program_timer() {
 /// (`sched::on_timer_interrupt`) calls it, so this module names nothing above itself.
 pub fn tick() -> bool {
     let now = csr::time() as u64;
+    ring_alarm(now);
     let next_tick = NEXT_TICK.load(Ordering::Relaxed);
     if now >= next_tick {
         // Skip ticks that were missed (e.g. with interrupts off) instead of bursting.

@@ -1,0 +1,489 @@
+//! The block service's disk: a request queue in front of the virtio-blk device, a
+//! deterministic timing model, and request scheduling as an event (`disk.Schedule`).
+//!
+//! Kernel code reads and writes whole sectors with [`read`] and [`write`], which block the
+//! calling strand. Each request is queued ([`spindle_service_disk::queue::Scheduler`]); the
+//! service's strand serves one at a time:
+//!
+//! 1. when the disk is idle and requests are queued, it raises `disk.Schedule` (if anything
+//!    is bound) with the queue exported through the `disk` domain's `spindle_disk_queue`;
+//!    the primary module refuses an answer that names no queued request (counted per
+//!    binding) and the default is the service's FIFO; the queue imposes the maximum wait,
+//!    after which the oldest request goes first whatever the answer (counted);
+//! 2. the disk model ([`spindle_service_disk::model::DiskModel`]) says when the request
+//!    finishes: seek, rotation and transfer from where the arm and the platter are;
+//! 3. the request goes to the device; its completion is delivered to the waiting strand
+//!    when both the device has finished and guest time has reached the modelled finish
+//!    (an alarm, [`crate::time::set_alarm`]) — so under `-icount … sleep=off` every run
+//!    gives the same times, and the order and placement of requests change how long I/O
+//!    takes. With the model `none` (`spindle.disk.model=none`) there is no modelled delay.
+//!
+//! Counters ([`stats`]): requests, modelled seek distance, busy time, mean and p99 response
+//! time, answers refused and starvation overrides; `disk` at the console prints them.
+
+use alloc::collections::BTreeMap;
+use alloc::string::String;
+use alloc::sync::Arc;
+use alloc::vec::Vec;
+use core::fmt;
+
+use spindle_abi::event::{DISK_SCHEDULE, DiskQueueEntry, DiskSchedule, ScheduleChoice};
+use spindle_dispatch::{EventTable, PrimaryModule, ResultRejection};
+use spindle_service_disk::model::{DiskModel, Parameters};
+use spindle_service_disk::queue::{Decision, Policy, QueueCounters, Scheduler, SchedulerConfig, SubmitError};
+use spindle_service_disk::stats::Stats;
+
+use crate::arch::csr::without_interrupts;
+use crate::drivers::virtio_blk::{self, BlockError, Completion, Operation, SECTOR_SIZE};
+use crate::sched::{self, Priority, Strand};
+
+/// Requests the queue holds.
+pub const QUEUE_CAPACITY: usize = 256;
+/// The longest a request waits before it goes first whatever `disk.Schedule` answers.
+pub const DEFAULT_MAX_WAIT_NS: u64 = 2_000_000_000;
+/// Dispatches remembered for introspection and tests ([`recent_dispatches`]).
+const RECENT: usize = 64;
+
+/// Why a disk request failed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DiskError {
+    /// The machine has no disk, or the service is not running.
+    NoDisk,
+    /// The buffer is empty, not whole sectors, or longer than one request may be.
+    BadLength(usize),
+    /// The request reaches past the end of the disk (device or model, the smaller).
+    PastEnd {
+        /// First sector asked for.
+        sector: u64,
+        /// Sectors asked for.
+        sectors: u64,
+        /// Sectors the disk has.
+        capacity: u64,
+    },
+    /// The queue is full.
+    QueueFull,
+    /// The device reported an error.
+    Device(BlockError),
+}
+
+impl fmt::Display for DiskError {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            DiskError::NoDisk => formatter.write_str("no disk (the machine has none, or the disk service is not running)"),
+            DiskError::BadLength(length) => {
+                write!(formatter, "{length} bytes is not a whole number of {SECTOR_SIZE}-byte sectors between 1 and {}", virtio_blk::MAX_REQUEST_BYTES)
+            }
+            DiskError::PastEnd { sector, sectors, capacity } => {
+                write!(formatter, "sectors {sector}..{} are past the end of the disk ({capacity} sectors)", sector.saturating_add(sectors))
+            }
+            DiskError::QueueFull => write!(formatter, "the disk queue is full ({QUEUE_CAPACITY} requests)"),
+            DiskError::Device(error) => write!(formatter, "the device failed the request: {error}"),
+        }
+    }
+}
+
+/// One queued request's data and who waits for it.
+struct Pending {
+    operation: Operation,
+    buffer: Vec<u8>,
+    waiter: Arc<Strand>,
+}
+
+/// The request on the device.
+struct InFlight {
+    id: u64,
+    finish_ns: u64,
+    waiter: Arc<Strand>,
+    /// The device's completion, once it arrived.
+    done: Option<Completion>,
+}
+
+/// The service's state (behind [`STATE`]).
+struct Service {
+    scheduler: Scheduler,
+    model: DiskModel,
+    stats: Stats,
+    capacity: u64,
+    pending: BTreeMap<u64, Pending>,
+    in_flight: Option<InFlight>,
+    finished: BTreeMap<u64, Result<Vec<u8>, DiskError>>,
+    recent: Vec<(u64, Decision)>,
+    completed: u64,
+    refused_answers: u64,
+    device_errors: u64,
+}
+
+static STATE: spin::Mutex<Option<Service>> = spin::Mutex::new(None);
+/// The service's strand.
+static STRAND: spin::Once<Arc<Strand>> = spin::Once::new();
+/// `disk.Schedule`'s table.
+static TABLE: spin::Once<Arc<EventTable<DiskSchedule, ScheduleChoice>>> = spin::Once::new();
+/// The queue as `disk.Schedule`'s handlers see it (what `spindle_disk_queue` copies).
+static SNAPSHOT: spin::Mutex<Vec<DiskQueueEntry>> = spin::Mutex::new(Vec::new());
+
+/// `disk.Schedule`'s primary module: the default is the service's own order; an answer
+/// must name a queued request.
+struct ScheduleService;
+
+impl PrimaryModule<DiskSchedule, ScheduleChoice> for ScheduleService {
+    fn name(&self) -> &str {
+        "disk"
+    }
+
+    fn default_result(&self, _: &DiskSchedule) -> ScheduleChoice {
+        ScheduleChoice { request: ScheduleChoice::NONE }
+    }
+
+    fn validates_results(&self) -> bool {
+        true
+    }
+
+    fn validate_result(&self, _: &DiskSchedule, result: &ScheduleChoice) -> Result<(), ResultRejection> {
+        if result.request == ScheduleChoice::NONE || without_interrupts(|| SNAPSHOT.lock().iter().any(|entry| entry.id == result.request)) {
+            Ok(())
+        } else {
+            Err(ResultRejection { reason: "names no queued request" })
+        }
+    }
+}
+
+/// Registers `disk.Schedule` and, if the machine has a disk, starts the service with the
+/// model `spindle.disk.model=` names (default `hp97560`).
+pub fn init() {
+    let dispatcher = crate::events::dispatcher();
+    let table = dispatcher.register(&DISK_SCHEDULE, Arc::new(ScheduleService)).expect("disk.Schedule registered twice");
+    TABLE.call_once(|| table);
+    crate::time::set_alarm_hook(wake);
+    let Some(device_sectors) = virtio_blk::capacity() else { return };
+    let name = crate::bootargs::value(crate::devicetree::bootargs(), "spindle.disk.model").unwrap_or(spindle_service_disk::model::DEFAULT_MODEL);
+    let parameters = match Parameters::by_name(name) {
+        Ok(parameters) => parameters,
+        Err(error) => {
+            crate::println!("[disk] {error}; using {}", spindle_service_disk::model::DEFAULT_MODEL);
+            Parameters::default()
+        }
+    };
+    if let Err(error) = start(parameters, DEFAULT_MAX_WAIT_NS, device_sectors) {
+        crate::println!("[disk] not started: {error}");
+        return;
+    }
+    match sched::spawn("disk", Priority::HIGHEST, serve) {
+        Ok(strand) => {
+            STRAND.call_once(|| strand);
+        }
+        Err(error) => crate::println!("[disk] no service strand: {error:?}"),
+    }
+    crate::println!("[boot] disk service: model {name}, queue {QUEUE_CAPACITY}, maximum wait {} ms", DEFAULT_MAX_WAIT_NS / 1_000_000);
+}
+
+/// (Re)starts the service's state with `parameters` and `max_wait_ns`: refused while a
+/// request is queued or on the device.
+fn start(parameters: Parameters, max_wait_ns: u64, device_sectors: u64) -> Result<(), String> {
+    let geometry = *parameters.geometry();
+    let config = SchedulerConfig { capacity: QUEUE_CAPACITY, max_wait_ns: Some(max_wait_ns), reference: Policy::Fifo };
+    let scheduler = Scheduler::new(geometry, config).map_err(|error| alloc::format!("{error}"))?;
+    let capacity = device_sectors.min(geometry.capacity_blocks());
+    without_interrupts(|| {
+        let mut state = STATE.lock();
+        if state.as_ref().is_some_and(|service| !service.pending.is_empty() || service.in_flight.is_some()) {
+            return Err(String::from("the disk is busy"));
+        }
+        *state = Some(Service {
+            scheduler,
+            model: DiskModel::new(&parameters),
+            stats: Stats::new(),
+            capacity,
+            pending: BTreeMap::new(),
+            in_flight: None,
+            finished: BTreeMap::new(),
+            recent: Vec::new(),
+            completed: 0,
+            refused_answers: 0,
+            device_errors: 0,
+        });
+        Ok(())
+    })
+}
+
+/// Restarts the idle service with the model called `model` and a maximum wait (tests,
+/// benchmarks; counters start again). Errors: no disk, an unknown model, or the disk busy.
+pub fn configure(model: &str, max_wait_ns: u64) -> Result<(), String> {
+    let device_sectors = virtio_blk::capacity().ok_or_else(|| alloc::format!("{}", DiskError::NoDisk))?;
+    let parameters = Parameters::by_name(model).map_err(|error| alloc::format!("{error}"))?;
+    start(parameters, max_wait_ns, device_sectors)
+}
+
+/// Wakes the service's strand (alarm, device completion, a new request).
+fn wake() {
+    if let Some(strand) = STRAND.get() {
+        sched::unblock(strand);
+    }
+}
+
+/// The device finished the request on it (interrupt context): keep the completion and wake
+/// the service, which delivers it at the modelled finish.
+fn device_done(completion: Completion) {
+    without_interrupts(|| {
+        if let Some(in_flight) = STATE.lock().as_mut().and_then(|service| service.in_flight.as_mut()) {
+            in_flight.done = Some(completion);
+        }
+    });
+    wake();
+}
+
+/// The service's strand: delivers the request on the device when it is done, then starts
+/// the next one.
+fn serve() {
+    loop {
+        deliver_finished();
+        start_next();
+        sched::block_current();
+    }
+}
+
+/// Delivers the request on the device if the device has finished it and guest time has
+/// reached its modelled finish; otherwise sets the alarm for that time.
+fn deliver_finished() {
+    let now = crate::time::now_ns();
+    let delivered = without_interrupts(|| {
+        let mut state = STATE.lock();
+        let service = state.as_mut()?;
+        let in_flight = service.in_flight.as_ref()?;
+        in_flight.done.as_ref()?;
+        if now < in_flight.finish_ns {
+            crate::time::set_alarm(in_flight.finish_ns);
+            return None;
+        }
+        let in_flight = service.in_flight.take()?;
+        let completion = in_flight.done?;
+        let result = completion.result.map(|()| completion.buffer).map_err(DiskError::Device);
+        if result.is_err() {
+            service.device_errors += 1;
+        }
+        service.completed += 1;
+        service.finished.insert(in_flight.id, result);
+        Some(in_flight.waiter)
+    });
+    if let Some(waiter) = delivered {
+        sched::unblock(&waiter);
+    }
+}
+
+/// Starts the next request if the disk is idle and something is queued: asks
+/// `disk.Schedule`, then the queue (validation, starvation bound), then the model.
+fn start_next() {
+    let Some(args) = without_interrupts(|| {
+        let mut state = STATE.lock();
+        let service = state.as_mut()?;
+        if service.in_flight.is_some() || service.scheduler.is_empty() {
+            return None;
+        }
+        let geometry = *service.scheduler.geometry();
+        let entries: Vec<DiskQueueEntry> = service
+            .scheduler
+            .pending()
+            .iter()
+            .map(|request| DiskQueueEntry {
+                id: request.id,
+                sector: request.start_block,
+                cylinder: u64::from(geometry.cylinder_of_block(request.start_block)),
+                arrival_ns: request.arrival_ns,
+            })
+            .collect();
+        let oldest = entries.iter().min_by_key(|entry| (entry.arrival_ns, entry.id)).map_or(0, |entry| entry.id);
+        let args = DiskSchedule { queued: entries.len() as u64, head_cylinder: u64::from(service.model.head_cylinder()), oldest, now_ns: 0 };
+        *SNAPSHOT.lock() = entries;
+        Some(args)
+    }) else {
+        return;
+    };
+    let now = crate::time::now_ns();
+    let args = DiskSchedule { now_ns: now, ..args };
+    let table = TABLE.get().expect("disk::init registers disk.Schedule");
+    // Raised in thread context on the service's strand, outside the state's lock: a
+    // handler reads the queue through `spindle_disk_queue`.
+    let choice = if table.has_bindings() { crate::events::raise(table, &args) } else { ScheduleChoice { request: ScheduleChoice::NONE } };
+    let answer = (choice.request != ScheduleChoice::NONE).then_some(choice.request);
+    let submitted = without_interrupts(|| {
+        let mut state = STATE.lock();
+        let service = state.as_mut()?;
+        let head = service.model.head_cylinder();
+        let dispatch = service.scheduler.dispatch(now, answer, head)?;
+        if matches!(dispatch.decision, Decision::Reference { bad_answer: Some(_) }) {
+            service.refused_answers += 1;
+        }
+        if service.recent.len() == RECENT {
+            service.recent.remove(0);
+        }
+        service.recent.push((dispatch.request.id, dispatch.decision));
+        let request = dispatch.request;
+        let pending = service.pending.remove(&request.id)?;
+        let timing = match service.model.service(now, request.start_block, request.blocks, request.write) {
+            Ok(timing) => timing,
+            // Checked at submission against the same geometry; not reached.
+            Err(_) => {
+                service.finished.insert(request.id, Err(DiskError::PastEnd { sector: request.start_block, sectors: u64::from(request.blocks), capacity: service.capacity }));
+                return Some((pending.waiter, None));
+            }
+        };
+        service.stats.record(&request, &timing);
+        service.in_flight = Some(InFlight { id: request.id, finish_ns: timing.finish_ns, waiter: pending.waiter.clone(), done: None });
+        let device_request = virtio_blk::Request { operation: pending.operation, sector: request.start_block, buffer: pending.buffer, notify: virtio_blk::Notify::Call(device_done) };
+        Some((pending.waiter, Some((request.id, device_request))))
+    });
+    match submitted {
+        Some((waiter, None)) => sched::unblock(&waiter),
+        Some((_, Some((id, device_request)))) => {
+            if let Err(refused) = virtio_blk::submit(device_request) {
+                let waiter = without_interrupts(|| {
+                    let mut state = STATE.lock();
+                    let service = state.as_mut()?;
+                    let in_flight = service.in_flight.take()?;
+                    service.device_errors += 1;
+                    service.completed += 1;
+                    service.finished.insert(id, Err(DiskError::Device(refused.error)));
+                    Some(in_flight.waiter)
+                });
+                if let Some(waiter) = waiter {
+                    sched::unblock(&waiter);
+                }
+            }
+        }
+        None => {}
+    }
+}
+
+/// Queues a request and blocks until it is delivered.
+fn transfer(operation: Operation, sector: u64, buffer: Vec<u8>) -> Result<Vec<u8>, DiskError> {
+    let length = buffer.len();
+    if length == 0 || !length.is_multiple_of(SECTOR_SIZE) || length > virtio_blk::MAX_REQUEST_BYTES {
+        return Err(DiskError::BadLength(length));
+    }
+    let sectors = (length / SECTOR_SIZE) as u64;
+    let me = sched::current();
+    let now = crate::time::now_ns();
+    let id = without_interrupts(|| {
+        let mut state = STATE.lock();
+        let service = state.as_mut().ok_or(DiskError::NoDisk)?;
+        if sector.checked_add(sectors).is_none_or(|end| end > service.capacity) {
+            return Err(DiskError::PastEnd { sector, sectors, capacity: service.capacity });
+        }
+        let id = service.scheduler.submit(sector, sectors as u32, operation == Operation::Write, now, me.id()).map_err(|error| match error {
+            SubmitError::QueueFull { .. } => DiskError::QueueFull,
+            SubmitError::Request(_) => DiskError::PastEnd { sector, sectors, capacity: service.capacity },
+        })?;
+        service.pending.insert(id, Pending { operation, buffer, waiter: me.clone() });
+        Ok(id)
+    })?;
+    if STRAND.get().is_none() {
+        return Err(DiskError::NoDisk);
+    }
+    wake();
+    loop {
+        if let Some(result) = without_interrupts(|| STATE.lock().as_mut().and_then(|service| service.finished.remove(&id))) {
+            return result;
+        }
+        sched::block_current();
+    }
+}
+
+/// Reads `buffer.len()` bytes (whole sectors) from `sector` on through the queue, blocking
+/// the calling strand (thread context). Errors: [`DiskError`].
+pub fn read(sector: u64, buffer: &mut [u8]) -> Result<(), DiskError> {
+    let data = transfer(Operation::Read, sector, alloc::vec![0; buffer.len()])?;
+    buffer.copy_from_slice(&data);
+    Ok(())
+}
+
+/// Writes `data` (whole sectors) from `sector` on through the queue, blocking the calling
+/// strand until the device has it (thread context). Errors: [`DiskError`].
+pub fn write(sector: u64, data: &[u8]) -> Result<(), DiskError> {
+    transfer(Operation::Write, sector, data.to_vec()).map(drop)
+}
+
+/// What the service has done since it (re)started.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DiskStats {
+    /// The model's name.
+    pub model: &'static str,
+    /// The queue's counters (submitted, dispatched, refused, answers, starvation overrides).
+    pub queue: QueueCounters,
+    /// Requests delivered to their waiters.
+    pub completed: u64,
+    /// Requests queued now.
+    pub queued: u64,
+    /// `disk.Schedule` answers the queue refused (the primary module refuses first, so this
+    /// stays 0 unless an answer's request left the queue meanwhile).
+    pub refused_answers: u64,
+    /// Requests the device failed.
+    pub device_errors: u64,
+    /// Modelled seek distance, cylinders.
+    pub seek_cylinders: u64,
+    /// Modelled busy time, ns.
+    pub busy_ns: u64,
+    /// Mean response time (queueing + service), ns.
+    pub mean_response_ns: Option<u64>,
+    /// 99th-percentile response time, ns (at most 1/32 above the true value).
+    pub p99_response_ns: Option<u64>,
+}
+
+/// The service's counters; `None` without a disk.
+pub fn stats() -> Option<DiskStats> {
+    without_interrupts(|| {
+        let state = STATE.lock();
+        let service = state.as_ref()?;
+        Some(DiskStats {
+            model: service.model.parameters().name(),
+            queue: service.scheduler.counters(),
+            completed: service.completed,
+            queued: service.scheduler.len() as u64,
+            refused_answers: service.refused_answers,
+            device_errors: service.device_errors,
+            seek_cylinders: service.stats.seek_cylinders(),
+            busy_ns: service.stats.busy_ns(),
+            mean_response_ns: service.stats.mean_response_ns(),
+            p99_response_ns: service.stats.p99_response_ns(),
+        })
+    })
+}
+
+/// The last dispatches (oldest first): request id and why it was chosen.
+pub fn recent_dispatches() -> Vec<(u64, Decision)> {
+    without_interrupts(|| STATE.lock().as_ref().map(|service| service.recent.clone()).unwrap_or_default())
+}
+
+impl fmt::Display for DiskStats {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let millis = |ns: Option<u64>| ns.map_or(String::from("-"), |ns| alloc::format!("{}.{:03} ms", ns / 1_000_000, ns / 1_000 % 1_000));
+        writeln!(formatter, "disk: model {}, {} queued, {} completed, {} device errors", self.model, self.queued, self.completed, self.device_errors)?;
+        writeln!(
+            formatter,
+            "  queue: {} submitted, {} dispatched ({} answered by disk.Schedule, {} by FIFO), {} refused full, {} starvation overrides",
+            self.queue.submitted, self.queue.dispatched, self.queue.answered, self.queue.unanswered + self.queue.bad_answers, self.queue.refused_full, self.queue.starvation_overrides
+        )?;
+        write!(
+            formatter,
+            "  modelled: seek {} cylinders, busy {}, response mean {}, p99 {}",
+            self.seek_cylinders,
+            millis(Some(self.busy_ns)),
+            millis(self.mean_response_ns),
+            millis(self.p99_response_ns)
+        )
+    }
+}
+
+/// Domain `disk` of the kernel functions (`spindle_abi::host`).
+impl spindle_abi::host::domains::Disk for crate::ext::glue::KernelFunctions {
+    /// The queue `disk.Schedule` is being asked about, oldest first.
+    fn disk_queue(&self, destination: &mut [u8]) -> u64 {
+        without_interrupts(|| {
+            let snapshot = SNAPSHOT.lock();
+            let mut copied = 0;
+            for (chunk, entry) in destination.chunks_exact_mut(DiskQueueEntry::SIZE).zip(snapshot.iter()) {
+                chunk.copy_from_slice(&entry.to_bytes());
+                copied += 1;
+            }
+            copied
+        })
+    }
+}
