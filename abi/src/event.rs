@@ -782,7 +782,7 @@ impl DiskQueueEntry {
     }
 
     /// The entries in `bytes` (whole entries only).
-    pub fn all(bytes: &[u8]) -> impl Iterator<Item = DiskQueueEntry> + '_ {
+    pub fn all(bytes: &[u8]) -> impl Iterator<Item = DiskQueueEntry> + Clone + '_ {
         bytes.chunks_exact(Self::SIZE).filter_map(DiskQueueEntry::from_bytes)
     }
 }

@@ -8,13 +8,15 @@ use alloc::vec::Vec;
 
 use spindle_abi::event::{DISK_SCHEDULE, DiskQueueEntry, DiskSchedule, ScheduleChoice};
 use spindle_dispatch::{BindingSpec, handler_fn};
-use spindle_service_disk::queue::Decision;
+use spindle_service_disk::model::Parameters;
+use spindle_service_disk::queue::{Decision, Policy, QueuedRequest, choose};
 
 use super::{KernelTest, TestResult};
 use crate::arch::csr::without_interrupts;
 use crate::ensure;
+use crate::ext;
 use crate::sched::{self, Priority};
-use crate::services::disk::{self, DiskError};
+use crate::services::disk::{self, DiskError, Dispatched};
 
 /// The disk-service tests.
 pub const TESTS: &[KernelTest] = &[
@@ -25,6 +27,7 @@ pub const TESTS: &[KernelTest] = &[
     KernelTest { name: "disk::garbage_answers_fall_back_to_fifo", run: garbage_answers_fall_back_to_fifo },
     KernelTest { name: "disk::starvation_bound_overrides_the_answer", run: starvation_bound_overrides_the_answer },
     KernelTest { name: "disk::bad_requests_are_refused", run: bad_requests_are_refused },
+    KernelTest { name: "disk::policies_match_the_reference_in_every_technology", run: policies_match_the_reference_in_every_technology },
 ];
 
 fn text(error: impl core::fmt::Display) -> String {
@@ -79,7 +82,7 @@ fn modelled_time_depends_on_placement() -> TestResult {
 /// Reads `sectors` from as many strands at once (each one sector); returns the dispatch
 /// decisions of those requests in service order, and checks every read's data and that
 /// each was served exactly once.
-fn concurrent_reads(sectors: &[u64]) -> Result<Vec<(u64, Decision)>, String> {
+fn concurrent_reads(sectors: &[u64]) -> Result<Vec<Dispatched>, String> {
     let before = disk::stats().ok_or("no disk service")?;
     let failures: Arc<spin::Mutex<Vec<String>>> = Arc::new(spin::Mutex::new(Vec::new()));
     let mut strands = Vec::new();
@@ -116,11 +119,11 @@ fn spread(count: u64) -> Vec<u64> {
 fn fifo_by_default_every_request_once() -> TestResult {
     disk::configure("hp97560", disk::DEFAULT_MAX_WAIT_NS)?;
     let served = concurrent_reads(&spread(12))?;
-    let ids: Vec<u64> = served.iter().map(|(id, _)| *id).collect();
+    let ids: Vec<u64> = served.iter().map(|dispatched| dispatched.id).collect();
     let mut sorted = ids.clone();
     sorted.sort_unstable();
     ensure!(ids == sorted, "served out of arrival order without a policy: {ids:?}");
-    ensure!(served.iter().all(|(_, decision)| *decision == Decision::Reference { bad_answer: None }), "decisions {served:?}");
+    ensure!(served.iter().all(|dispatched| dispatched.decision == Decision::Reference { bad_answer: None }), "decisions {served:?}");
     Ok(())
 }
 
@@ -148,11 +151,11 @@ fn with_policy<T>(
 fn schedule_answers_are_used() -> TestResult {
     disk::configure("hp97560", disk::DEFAULT_MAX_WAIT_NS)?;
     let served = with_policy("test.newest", newest, || concurrent_reads(&spread(12)))?;
-    let answered = served.iter().filter(|(_, decision)| *decision == Decision::Answer).count();
+    let answered = served.iter().filter(|dispatched| dispatched.decision == Decision::Answer).count();
     // The first request is served as soon as it arrives (alone in the queue, it is the
     // newest too); while it is on the disk the others queue, and the newest goes first.
     ensure!(answered == served.len(), "{answered} of {} dispatches used the answer: {served:?}", served.len());
-    let ids: Vec<u64> = served.iter().map(|(id, _)| *id).collect();
+    let ids: Vec<u64> = served.iter().map(|dispatched| dispatched.id).collect();
     ensure!(ids.windows(2).skip(1).all(|pair| pair[0] > pair[1]), "not newest-first after the first: {ids:?}");
     Ok(())
 }
@@ -165,13 +168,13 @@ fn garbage_answers_fall_back_to_fifo() -> TestResult {
     disk::configure("hp97560", disk::DEFAULT_MAX_WAIT_NS)?;
     let rejected_before = rejections();
     let served = with_policy("test.garbage", garbage, || concurrent_reads(&spread(8)))?;
-    let ids: Vec<u64> = served.iter().map(|(id, _)| *id).collect();
+    let ids: Vec<u64> = served.iter().map(|dispatched| dispatched.id).collect();
     let mut sorted = ids.clone();
     sorted.sort_unstable();
     ensure!(ids == sorted, "garbage answers changed the order: {ids:?}");
     // Each refused answer is a fault of the binding (three in a row disable it).
     ensure!(rejections() > rejected_before, "no answer was refused");
-    ensure!(served.iter().all(|(_, decision)| *decision == Decision::Reference { bad_answer: None }), "decisions {served:?}");
+    ensure!(served.iter().all(|dispatched| dispatched.decision == Decision::Reference { bad_answer: None }), "decisions {served:?}");
     Ok(())
 }
 
@@ -191,7 +194,7 @@ fn starvation_bound_overrides_the_answer() -> TestResult {
     let served = with_policy("test.newest", newest, || concurrent_reads(&spread(12)));
     disk::configure("hp97560", disk::DEFAULT_MAX_WAIT_NS)?;
     let served = served?;
-    let overrides = served.iter().filter(|(_, decision)| matches!(decision, Decision::Starvation { .. })).count();
+    let overrides = served.iter().filter(|dispatched| matches!(dispatched.decision, Decision::Starvation { .. })).count();
     ensure!(overrides > 0, "no starvation override with a 1 ms bound: {served:?}");
     ensure!(disk::stats().map(|stats| stats.queue.starvation_overrides) == Some(0), "configure did not start the counters again");
     Ok(())
@@ -204,5 +207,54 @@ fn bad_requests_are_refused() -> TestResult {
     let mut odd = [0u8; 100];
     ensure!(disk::read(0, &mut odd) == Err(DiskError::BadLength(100)), "a partial sector was accepted");
     ensure!(disk::write(0, &[]) == Err(DiskError::BadLength(0)), "an empty write was accepted");
+    Ok(())
+}
+
+/// The block service's own policy `policy` as a built-in handler, on the exported queue.
+fn reference(policy: Policy) -> impl Fn(&DiskSchedule) -> Result<ScheduleChoice, spindle_dispatch::HandlerFault> + Send + Sync + 'static {
+    move |args: &DiskSchedule| {
+        let mut bytes = alloc::vec![0u8; 256 * DiskQueueEntry::SIZE];
+        let count = spindle_abi::host::disk_queue(&mut bytes) as usize;
+        let queue: Vec<QueuedRequest> = DiskQueueEntry::all(&bytes[..count * DiskQueueEntry::SIZE])
+            .map(|entry| QueuedRequest { id: entry.id, start_block: entry.sector, blocks: 1, write: false, arrival_ns: entry.arrival_ns, submitter: 0 })
+            .collect();
+        let geometry = *Parameters::hp97560().geometry();
+        let chosen = choose(policy, &queue, args.head_cylinder as u32, &geometry).map_or(ScheduleChoice::NONE, |index| queue[index].id);
+        Ok(ScheduleChoice { request: chosen })
+    }
+}
+
+/// Each policy extension, built in, native, Wasm and user-level, serves the same queue in
+/// the same order as the block service's reference policy, and every answer is used.
+fn policies_match_the_reference_in_every_technology() -> TestResult {
+    disk::configure("hp97560", disk::DEFAULT_MAX_WAIT_NS)?;
+    let sectors = spread(16);
+    let fifo: Vec<u64> = concurrent_reads(&sectors)?.iter().map(|dispatched| dispatched.sector).collect();
+    for (name, policy) in [("disksched_sstf", Policy::ShortestSeekFirst), ("disksched_clook", Policy::CircularLook)] {
+        let binding = crate::events::dispatcher()
+            .install(&DISK_SCHEDULE, BindingSpec::new("test", handler_fn("test.reference", reference(policy))))
+            .map_err(text)?;
+        let expected = concurrent_reads(&sectors);
+        let _ = crate::events::dispatcher().uninstall(binding);
+        let expected: Vec<u64> = expected?.iter().map(|dispatched| dispatched.sector).collect();
+        ensure!(expected != fifo, "{name}: the reference order equals FIFO's on this queue (a useless test)");
+        for preference in [ext::Preference::BuiltIn, ext::Preference::Default, ext::Preference::Wasm, ext::Preference::User] {
+            let extension = ext::load(name, preference).map_err(text)?;
+            let technology = extension.technology;
+            drop(extension);
+            let served = concurrent_reads(&sectors);
+            let state = ext::find(name).map(|extension| extension.state.lock().clone());
+            let server = ext::user::serving_pid(name);
+            ext::unload(name).map_err(text)?;
+            if let Some(pid) = server {
+                ensure!(crate::proc::wait_until_reaped(pid, 200), "serving process {pid} did not end after the unload");
+            }
+            let served = served?;
+            ensure!(state == Some(ext::ExtensionState::Running), "{name} {technology}: state {state:?}");
+            let order: Vec<u64> = served.iter().map(|dispatched| dispatched.sector).collect();
+            ensure!(order == expected, "{name} {technology}: served {order:?}, the reference {expected:?}");
+            ensure!(served.iter().all(|dispatched| dispatched.decision == Decision::Answer), "{name} {technology}: decisions {served:?}");
+        }
+    }
     Ok(())
 }

@@ -107,7 +107,7 @@ struct Service {
     pending: BTreeMap<u64, Pending>,
     in_flight: Option<InFlight>,
     finished: BTreeMap<u64, Result<Vec<u8>, DiskError>>,
-    recent: Vec<(u64, Decision)>,
+    recent: Vec<Dispatched>,
     completed: u64,
     refused_answers: u64,
     device_errors: u64,
@@ -315,7 +315,7 @@ fn start_next() {
         if service.recent.len() == RECENT {
             service.recent.remove(0);
         }
-        service.recent.push((dispatch.request.id, dispatch.decision));
+        service.recent.push(Dispatched { id: dispatch.request.id, sector: dispatch.request.start_block, decision: dispatch.decision });
         let request = dispatch.request;
         let pending = service.pending.remove(&request.id)?;
         let timing = match service.model.service(now, request.start_block, request.blocks, request.write) {
@@ -447,8 +447,19 @@ pub fn stats() -> Option<DiskStats> {
     })
 }
 
-/// The last dispatches (oldest first): request id and why it was chosen.
-pub fn recent_dispatches() -> Vec<(u64, Decision)> {
+/// One request the service took off its queue.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Dispatched {
+    /// The request's id.
+    pub id: u64,
+    /// Its first sector.
+    pub sector: u64,
+    /// Why it was chosen.
+    pub decision: Decision,
+}
+
+/// The last dispatches, oldest first.
+pub fn recent_dispatches() -> Vec<Dispatched> {
     without_interrupts(|| STATE.lock().as_ref().map(|service| service.recent.clone()).unwrap_or_default())
 }
 
