@@ -18,6 +18,7 @@
 
 #[allow(unsafe_code)]
 pub mod blackbox;
+mod disk;
 mod calls;
 mod dispatch;
 mod extensions;
@@ -104,6 +105,7 @@ pub fn run() -> ! {
     let mut grafts_clean = grafts::run();
     grafts_clean &= stream::run();
     grafts_clean &= blackbox::run();
+    grafts_clean &= disk::run();
     if !grafts_clean {
         // No `bench end`: xtask reports the run as failed.
         crate::println!("bench FAILED: a graft answered wrongly");

@@ -111,6 +111,8 @@ struct Service {
     completed: u64,
     refused_answers: u64,
     device_errors: u64,
+    decisions: u64,
+    decision_instructions: u64,
 }
 
 static STATE: spin::Mutex<Option<Service>> = spin::Mutex::new(None);
@@ -200,6 +202,8 @@ fn start(parameters: Parameters, max_wait_ns: u64, device_sectors: u64) -> Resul
             completed: 0,
             refused_answers: 0,
             device_errors: 0,
+            decisions: 0,
+            decision_instructions: 0,
         });
         Ok(())
     })
@@ -302,11 +306,21 @@ fn start_next() {
     let table = TABLE.get().expect("disk::init registers disk.Schedule");
     // Raised in thread context on the service's strand, outside the state's lock: a
     // handler reads the queue through `spindle_disk_queue`.
-    let choice = if table.has_bindings() { crate::events::raise(table, &args) } else { ScheduleChoice { request: ScheduleChoice::NONE } };
+    let (choice, instructions) = if table.has_bindings() {
+        let start = crate::arch::csr::instret();
+        let choice = crate::events::raise(table, &args);
+        (choice, Some((crate::arch::csr::instret() - start) as u64))
+    } else {
+        (ScheduleChoice { request: ScheduleChoice::NONE }, None)
+    };
     let answer = (choice.request != ScheduleChoice::NONE).then_some(choice.request);
     let submitted = without_interrupts(|| {
         let mut state = STATE.lock();
         let service = state.as_mut()?;
+        if let Some(instructions) = instructions {
+            service.decisions += 1;
+            service.decision_instructions += instructions;
+        }
         let head = service.model.head_cylinder();
         let dispatch = service.scheduler.dispatch(now, answer, head)?;
         if matches!(dispatch.decision, Decision::Reference { bad_answer: Some(_) }) {
@@ -417,6 +431,10 @@ pub struct DiskStats {
     pub refused_answers: u64,
     /// Requests the device failed.
     pub device_errors: u64,
+    /// `disk.Schedule` raises (only while something is bound).
+    pub decisions: u64,
+    /// Guest instructions those raises took (`rdinstret`; host ticks without `-icount`).
+    pub decision_instructions: u64,
     /// Modelled seek distance, cylinders.
     pub seek_cylinders: u64,
     /// Modelled busy time, ns.
@@ -439,6 +457,8 @@ pub fn stats() -> Option<DiskStats> {
             queued: service.scheduler.len() as u64,
             refused_answers: service.refused_answers,
             device_errors: service.device_errors,
+            decisions: service.decisions,
+            decision_instructions: service.decision_instructions,
             seek_cylinders: service.stats.seek_cylinders(),
             busy_ns: service.stats.busy_ns(),
             mean_response_ns: service.stats.mean_response_ns(),

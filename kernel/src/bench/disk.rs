@@ -1,0 +1,122 @@
+//! Disk scheduling (Seltzer '95: disk scheduling as a graft), group `disk`.
+//!
+//! Workload: [`STREAMS`] streams (strands), each reading [`READS_PER_STREAM`] random 4 KiB
+//! blocks (8 sectors, 4 KiB-aligned) spread over the whole disk, one read outstanding per
+//! stream — so up to [`STREAMS`] requests queue while one is on the disk. The addresses
+//! come from a fixed-seed generator per stream, so every run reads the same blocks. Time is
+//! the HP 97560 model's (`services::disk`): under `-icount … sleep=off` every run gives the
+//! same times. Runs: FIFO (nothing bound to `disk.Schedule`), then `disksched_sstf` and
+//! `disksched_clook` as each technology. Each run prints one line:
+//!
+//! `bench disk <policy> <technology> <streams> <requests> <elapsed_ns> <busy_ns>
+//! <mean_response_ns> <p99_response_ns> <seek_cylinders> <decisions> <decision_instructions>`
+//!
+//! (`cargo xtask bench` parses it; docs/benchmark-report.md). A run whose reads fail, or
+//! that does not serve every request exactly once, prints `bench FAILED disk …` and makes
+//! the benchmark fail.
+
+use alloc::sync::Arc;
+use alloc::vec::Vec;
+use core::sync::atomic::{AtomicU64, Ordering};
+
+use crate::ext::{self, Preference};
+use crate::sched::{self, Priority};
+use crate::services::disk;
+
+/// Concurrent streams.
+pub const STREAMS: u64 = 96;
+/// Reads each stream makes.
+pub const READS_PER_STREAM: u64 = 8;
+/// The maximum wait the benchmark runs with: longer than any run, so the starvation bound
+/// never overrides a policy here (the service's default, 2 s, would turn SSTF and C-LOOK
+/// back into FIFO for the far requests of this deep queue; `disk::*` tests cover the bound).
+pub const MAX_WAIT_NS: u64 = 600_000_000_000;
+/// Sectors per read (4 KiB).
+const SECTORS: u64 = 8;
+
+/// The sector of read `index` of stream `stream`: a 4 KiB-aligned block anywhere on a disk
+/// of `capacity` sectors (a 64-bit linear congruential generator per stream).
+fn sector_of(stream: u64, index: u64, capacity: u64) -> u64 {
+    let mut state = stream.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ 0x2545_f491_4f6c_dd1d;
+    for _ in 0..=index {
+        state = state.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+    }
+    ((state >> 20) % (capacity / SECTORS)) * SECTORS
+}
+
+/// Runs the workload once with whatever is bound to `disk.Schedule`; returns the line's
+/// numbers, or why the run failed.
+fn run_once(policy: &str, technology: &str, capacity: u64) -> Result<(), alloc::string::String> {
+    disk::configure("hp97560", MAX_WAIT_NS)?;
+    let failures = Arc::new(AtomicU64::new(0));
+    let started = crate::time::now_ns();
+    let mut strands = Vec::new();
+    for stream in 0..STREAMS {
+        let failures = failures.clone();
+        let body = move || {
+            let mut buffer = alloc::vec![0u8; (SECTORS * 512) as usize];
+            for index in 0..READS_PER_STREAM {
+                if disk::read(sector_of(stream, index, capacity), &mut buffer).is_err() {
+                    failures.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+        };
+        strands.push(sched::spawn("bench-disk", Priority::NORMAL, body).map_err(|error| alloc::format!("{error:?}"))?);
+    }
+    for strand in &strands {
+        strand.join();
+    }
+    let elapsed = crate::time::now_ns() - started;
+    let stats = disk::stats().ok_or("no disk service")?;
+    let requests = STREAMS * READS_PER_STREAM;
+    let failed = failures.load(Ordering::Relaxed);
+    if failed != 0 || stats.completed != requests || stats.queue.dispatched != requests || stats.queued != 0 {
+        return Err(alloc::format!("{failed} reads failed; {} completed, {} dispatched of {requests}", stats.completed, stats.queue.dispatched));
+    }
+    crate::println!(
+        "bench disk {policy} {technology} {STREAMS} {requests} {elapsed} {} {} {} {} {} {}",
+        stats.busy_ns,
+        stats.mean_response_ns.unwrap_or(0),
+        stats.p99_response_ns.unwrap_or(0),
+        stats.seek_cylinders,
+        stats.decisions,
+        stats.decision_instructions
+    );
+    Ok(())
+}
+
+/// Runs every configuration; false if one failed (the benchmark then fails).
+pub fn run() -> bool {
+    let Some(capacity) = crate::drivers::virtio_blk::capacity().filter(|_| disk::stats().is_some()) else {
+        crate::println!("bench: disk group skipped: the machine has no disk");
+        return true;
+    };
+    // The model's disk may be smaller than the image.
+    let capacity = capacity.min(spindle_service_disk::model::Parameters::hp97560().geometry().capacity_blocks());
+    let mut clean = true;
+    let mut outcome = |policy: &str, technology: &str, result: Result<(), alloc::string::String>| {
+        if let Err(error) = result {
+            crate::println!("bench FAILED disk {policy} {technology}: {error}");
+            clean = false;
+        }
+    };
+    outcome("fifo", "none", run_once("fifo", "none", capacity));
+    for policy in ["sstf", "clook"] {
+        let name = alloc::format!("disksched_{policy}");
+        for preference in [Preference::BuiltIn, Preference::Default, Preference::Wasm, Preference::User] {
+            let technology = crate::bench::Graft::Extension(preference).name();
+            let result = ext::load(&name, preference).map_err(|error| alloc::format!("{error}")).and_then(|_| {
+                let result = run_once(policy, technology, capacity);
+                let server = ext::user::serving_pid(&name);
+                ext::unload(&name).map_err(|error| alloc::format!("{error}"))?;
+                if let Some(pid) = server {
+                    crate::proc::wait_until_reaped(pid, 200);
+                }
+                result
+            });
+            outcome(policy, technology, result);
+        }
+    }
+    let _ = disk::configure("hp97560", disk::DEFAULT_MAX_WAIT_NS);
+    clean
+}
