@@ -7,12 +7,16 @@
 //! The kernel prints two kinds of lines (`kernel/src/bench/`): `bench row <group> <name>
 //! <iterations> <instructions ×1000>` and, for rows that trap or switch address space,
 //! `bench hw <group> <name> <traps ×1000> <satp writes ×1000> <sfence.vma ×1000>` (per
-//! operation; a row without one caused none). [`report`] turns them into the terminal
-//! tables, `target/bench/results.json`, `target/bench/report.md` and the SVG charts of
-//! [`charts`]; [`model`] holds the cycle and disk models with their sources, [`grafts`]
-//! the per-graft contract, [`paper`] Small & Seltzer's tables.
+//! operation; a row without one caused none), and, for the disk-scheduling group, `bench
+//! disk <policy> <technology> <streams> <requests> <elapsed_ns> <busy_ns>
+//! <mean_response_ns> <p99_response_ns> <seek_cylinders> <decisions>
+//! <decision_instructions>` ([`disk`]). [`report`] turns them into the terminal tables,
+//! `target/bench/results.json`, `target/bench/report.md` and the SVG charts of [`charts`];
+//! [`model`] holds the cycle and disk models with their sources, [`grafts`] the per-graft
+//! contract, [`paper`] Small & Seltzer's tables.
 
 pub mod charts;
+pub mod disk;
 pub mod grafts;
 pub mod model;
 pub mod numbers;
@@ -26,6 +30,7 @@ use serde::{Deserialize, Serialize};
 use crate::Result;
 use crate::kernel_build::Image;
 use crate::qemu::{Exit, Machine};
+use disk::DiskRun;
 use model::HardwareCounts;
 
 /// QEMU flags that make instruction counts exact: one instruction per virtual ns.
@@ -93,14 +98,55 @@ pub struct Measurements {
     pub rows: Vec<Row>,
     /// `bench hw` lines.
     pub hardware: Vec<HardwareLine>,
+    /// `bench disk` lines.
+    pub disk: Vec<DiskRun>,
+    /// Lines that start `bench disk` but do not parse (trimmed), in output order.
+    pub malformed: Vec<String>,
 }
 
-/// Collects the rows and hardware lines of a kernel's output.
+/// Collects the rows, hardware lines and disk runs of a kernel's output, and the `bench
+/// disk` lines that do not parse.
 pub fn parse_output<S: AsRef<str>>(lines: &[S]) -> Measurements {
+    let lines = || lines.iter().map(AsRef::as_ref);
     Measurements {
-        rows: lines.iter().filter_map(|line| parse_row(line.as_ref())).collect(),
-        hardware: lines.iter().filter_map(|line| parse_hardware(line.as_ref())).collect(),
+        rows: lines().filter_map(parse_row).collect(),
+        hardware: lines().filter_map(parse_hardware).collect(),
+        disk: lines().filter_map(disk::parse_line).collect(),
+        malformed: lines().filter(|line| disk::is_disk_line(line) && disk::parse_line(line).is_none()).map(|line| line.trim().to_string()).collect(),
     }
+}
+
+/// What differs between two runs' measurements, one line each: rows, hardware lines and
+/// disk runs compared in output order, and a different number of any of them (or of
+/// malformed disk lines). Empty when the runs match.
+pub fn differences(first: &Measurements, second: &Measurements) -> Vec<String> {
+    let mut found = Vec::new();
+    for (a, b) in first.rows.iter().zip(&second.rows) {
+        if a != b {
+            found.push(format!("{}/{}: {} vs {}", a.group, a.name, a.instructions, b.instructions));
+        }
+    }
+    for (a, b) in first.hardware.iter().zip(&second.hardware) {
+        if a != b {
+            found.push(format!("hw {}/{}: {:?} vs {:?}", a.group, a.name, a.counts, b.counts));
+        }
+    }
+    for (a, b) in first.disk.iter().zip(&second.disk) {
+        if a != b {
+            found.push(format!("disk {} at {} streams: {a:?} vs {b:?}", a.key(), a.streams));
+        }
+    }
+    for (what, a, b) in [
+        ("rows", first.rows.len(), second.rows.len()),
+        ("hw lines", first.hardware.len(), second.hardware.len()),
+        ("disk lines", first.disk.len(), second.disk.len()),
+        ("malformed disk lines", first.malformed.len(), second.malformed.len()),
+    ] {
+        if a != b {
+            found.push(format!("{what}: {a} vs {b}"));
+        }
+    }
+    found
 }
 
 fn run_once(kernel: &Image) -> Result<Measurements> {
@@ -113,7 +159,11 @@ fn run_once(kernel: &Image) -> Result<Measurements> {
         }
         return Err(format!("the benchmark kernel did not finish cleanly ({exit:?})"));
     }
-    Ok(parse_output(&lines))
+    let measured = parse_output(&lines);
+    for line in &measured.malformed {
+        println!("  ignored (not `bench disk <policy> <technology>` and nine unsigned integers): {line}");
+    }
+    Ok(measured)
 }
 
 /// Runs `kernel`'s benchmarks twice and checks that the counts match.
@@ -123,15 +173,8 @@ fn run_twice(kernel: &Image, label: &str) -> Result<Measurements> {
     println!("== benchmark run 2 of 2{label}");
     let second = run_once(kernel)?;
     if first != second {
-        for (a, b) in first.rows.iter().zip(&second.rows) {
-            if a != b {
-                println!("  differs: {}/{}: {} vs {}", a.group, a.name, a.instructions, b.instructions);
-            }
-        }
-        for (a, b) in first.hardware.iter().zip(&second.hardware) {
-            if a != b {
-                println!("  differs: hw {}/{}: {:?} vs {:?}", a.group, a.name, a.counts, b.counts);
-            }
+        for difference in differences(&first, &second) {
+            println!("  differs: {difference}");
         }
         return Err("instruction counts differ between two identical runs: the measurement is not deterministic".into());
     }
@@ -174,13 +217,16 @@ fn build_info(label: &str, rustflags: &str) -> BuildInfo {
 }
 
 /// Everything the report is made from: the rows and hardware lines of every build (the
-/// variant's [`VARIANT_GROUPS`] relabelled `GROUP [+label]`) and the builds.
+/// variant's [`VARIANT_GROUPS`] relabelled `GROUP [+label]`), the default build's disk
+/// runs, and the builds.
 #[derive(Clone, Debug, Default)]
 pub struct ResultsSet {
     /// Rows, in the order measured.
     pub rows: Vec<Row>,
     /// Hardware lines.
     pub hardware: Vec<HardwareLine>,
+    /// `bench disk` runs of the default build (empty: not measured).
+    pub disk: Vec<DiskRun>,
     /// The builds measured (default first).
     pub builds: Vec<BuildInfo>,
     /// The variant's label (without `+`), if one was measured.
@@ -188,7 +234,9 @@ pub struct ResultsSet {
 }
 
 impl ResultsSet {
-    /// Adds a variant build's measurements: its [`VARIANT_GROUPS`] rows, relabelled.
+    /// Adds a variant build's measurements: its [`VARIANT_GROUPS`] rows, relabelled. Its
+    /// disk runs are left out (the disk group is reported from the default build; the
+    /// variant's runs were still checked for determinism).
     pub fn add_variant(&mut self, label: &str, measured: Measurements) {
         let relabel = |group: &str| format!("{group} [+{label}]");
         self.rows.extend(
@@ -210,7 +258,7 @@ impl ResultsSet {
 /// labelled `GROUP [+label]`.
 pub fn run(kernel: &Image, variant: Option<(&str, &str, &Image)>) -> Result<bool> {
     let measured = run_twice(kernel, "")?;
-    let mut set = ResultsSet { rows: measured.rows, hardware: measured.hardware, builds: vec![build_info("default", "")], variant: None };
+    let mut set = ResultsSet { rows: measured.rows, hardware: measured.hardware, disk: measured.disk, builds: vec![build_info("default", "")], variant: None };
     if let Some((label, rustflags, image)) = variant {
         let rows = run_twice(image, &format!(" (kernel built with +{label})"))?;
         set.add_variant(label, rows);
@@ -274,6 +322,47 @@ mod tests {
         assert_eq!(set.rows.len(), 1, "only variant groups are kept");
         assert_eq!(set.rows[0].group, "graft-md5 [+unaligned-scalar-mem]");
         assert_eq!(set.hardware[0].group, "graft-md5 [+unaligned-scalar-mem]");
+    }
+
+    #[test]
+    fn parses_disk_lines_and_keeps_them_from_the_default_build_only() {
+        let lines = [
+            "bench begin",
+            "bench disk fifo none 32 2048 42000000000 41999000000 656250000 1402345678 1343488 2016 0",
+            "bench: disk service up",
+            "bench disk clook wasm 32 2048 x 26199000000 409375000 818750000 206848 2016 12337920",
+            "bench disk clook builtin 32 2048 26000000000 25990000000 406250000 812500000 206848 2016 624960",
+            "bench end",
+        ];
+        let measured = parse_output(&lines);
+        assert_eq!(measured.disk.iter().map(DiskRun::key).collect::<Vec<_>>(), vec!["fifo/none", "clook/builtin"]);
+        assert_eq!(measured.malformed, vec!["bench disk clook wasm 32 2048 x 26199000000 409375000 818750000 206848 2016 12337920".to_string()]);
+        assert!(measured.rows.is_empty() && measured.hardware.is_empty(), "disk lines are not rows");
+        let mut set = ResultsSet::default();
+        set.add_variant("unaligned-scalar-mem", measured);
+        assert!(set.disk.is_empty(), "the variant's disk runs are not reported");
+    }
+
+    #[test]
+    fn differences_name_what_moved() {
+        let lines = [
+            "bench row calls direct-call 10000 11000",
+            "bench disk clook builtin 32 2048 26000000000 25990000000 406250000 812500000 206848 2016 624960",
+            "bench disk clook wasm 32 2048 26200000000 26199000000 409375000 818750000 206848 2016 12337920",
+        ];
+        let first = parse_output(&lines);
+        assert!(differences(&first, &first.clone()).is_empty());
+        let mut second = first.clone();
+        second.disk[1].decision_instructions += 1;
+        assert_ne!(first, second, "a disk line that differs fails the determinism check");
+        let found = differences(&first, &second);
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert!(found[0].starts_with("disk clook/wasm at 32 streams: "), "{found:?}");
+        second.disk.pop();
+        assert!(differences(&first, &second).contains(&"disk lines: 2 vs 1".to_string()));
+        let mut third = first.clone();
+        third.malformed.push("bench disk ?".into());
+        assert_eq!(differences(&first, &third), vec!["malformed disk lines: 0 vs 1".to_string()]);
     }
 
     #[test]

@@ -69,6 +69,12 @@ pub fn grouped(value: f64) -> String {
     with_separators(value, 0)
 }
 
+/// `value` with exactly `decimals` decimal places and thousands separators (`1402.3457`, 3
+/// → `1,402.346`), for columns whose unit fixes the precision (milliseconds to the µs).
+pub fn fixed(value: f64, decimals: usize) -> String {
+    with_separators(value, decimals)
+}
+
 /// A count per operation (instructions, modelled cycles): from 100 up a grouped integer
 /// (`1,286`), below it one decimal if the count is fractional (`10.5`, `31`). The exact
 /// value is in results.json.
@@ -156,6 +162,16 @@ mod tests {
         assert_eq!(grouped(-1234.0), "-1,234");
         assert_eq!(grouped(-0.3), "0", "no negative zero");
         assert_eq!(grouped(4096.0), "4,096");
+    }
+
+    #[test]
+    fn fixed_decimals() {
+        assert_eq!(fixed(1402.345678, 3), "1,402.346");
+        assert_eq!(fixed(656.25, 3), "656.250");
+        assert_eq!(fixed(0.0004, 3), "0.000");
+        assert_eq!(fixed(-0.0004, 3), "0.000", "no negative zero");
+        assert_eq!(fixed(-1.5, 2), "-1.50");
+        assert_eq!(fixed(f64::NAN, 3), "n/a");
     }
 
     #[test]

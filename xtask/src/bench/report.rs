@@ -12,6 +12,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
+use super::disk::{self, DiskGoal, DiskRun, DiskTable};
 use super::grafts::{self, GraftTable};
 use super::model::{self, CYCLE_MODEL, CycleModel, DISK_MODEL, DiskModel, HardwareCounts};
 use super::numbers::{self, count, duration, grouped, optional, significant};
@@ -101,6 +102,10 @@ pub struct Analysis {
     pub goal_lines: Vec<String>,
     /// Hardware counts keyed `group/name`.
     pub hardware: BTreeMap<String, HardwareCounts>,
+    /// The disk group's tables, one per stream count (empty: not measured).
+    pub disk_tables: Vec<DiskTable>,
+    /// The disk group's goals (their lines are in `goal_lines` too).
+    pub disk_goals: Vec<DiskGoal>,
 }
 
 /// Derives tables, goals and ratios from `set` with the report's models.
@@ -140,12 +145,16 @@ fn analyse_with(set: &ResultsSet, cycles: &CycleModel, disk: &DiskModel) -> Anal
             }
         }
     }
-    Analysis { grafts: grafts::tables(&set.rows, &hardware, cycles, disk), goals: goal_results, reported, goal_lines, hardware }
+    let disk_tables = disk::tables(&set.disk);
+    let disk_goals = disk::goals(&disk_tables);
+    goal_lines.extend(disk_goals.iter().map(|goal| goal.line.clone()));
+    Analysis { grafts: grafts::tables(&set.rows, &hardware, cycles, disk), goals: goal_results, reported, goal_lines, hardware, disk_tables, disk_goals }
 }
 
 /// A goal's ratio and bound as printed: three significant digits, or more when those
-/// would print a ratio that misses its bound as equal to it (`1.1004×` vs `1.10×`).
-fn goal_ratios(ratio: f64, max_ratio: f64) -> (String, String) {
+/// would print a ratio that misses its bound as equal to it (`1.1004×` vs `1.10×`, and
+/// `1.4996×` vs `1.50×` for a minimum).
+pub(super) fn goal_ratios(ratio: f64, max_ratio: f64) -> (String, String) {
     let (shown, bound) = (numbers::ratio(ratio), numbers::ratio(max_ratio));
     if shown == bound && ratio != max_ratio { (format!("{ratio:.4}×"), format!("{max_ratio:.4}×")) } else { (shown, bound) }
 }
@@ -191,6 +200,7 @@ pub fn terminal(set: &ResultsSet, analysis: &Analysis) -> String {
     for table in analysis.grafts.iter().filter(|table| table.rows.is_empty()) {
         let _ = writeln!(text, "\n{} ({})\n  not measured yet: {}", table.group, table.unit, table.missing.join(", "));
     }
+    disk::terminal(&mut text, &analysis.disk_tables);
     let _ = writeln!(
         text,
         "\nmodelled cycles = instructions x {} + traps x {} + satp writes x {} + sfence.vma x {} (SiFive U54 figures and estimates; sources in report.md)",
@@ -199,7 +209,7 @@ pub fn terminal(set: &ResultsSet, analysis: &Analysis) -> String {
     for table in &analysis.grafts {
         let _ = writeln!(text, "break-even, {}: {}", table.group, table.break_even_definition);
     }
-    let _ = writeln!(text, "\ngoals (ratios of instruction counts within this run)");
+    let _ = writeln!(text, "\ngoals (ratios within this run: of instruction counts; for disk scheduling, of modelled throughput)");
     for line in &analysis.goal_lines {
         let _ = writeln!(text, "{line}");
     }
@@ -246,6 +256,14 @@ struct DiskModelOut {
     positioning_seconds: f64,
 }
 
+/// results.json's `disk`: the runs as printed, their tables and the goals.
+#[derive(Serialize)]
+struct DiskOut<'a> {
+    runs: &'a [DiskRun],
+    tables: &'a [DiskTable],
+    goals: &'a [DiskGoal],
+}
+
 #[derive(Serialize)]
 struct Results<'a> {
     method: &'static str,
@@ -259,6 +277,7 @@ struct Results<'a> {
     cycle_model: CycleModelOut,
     disk_model: DiskModelOut,
     grafts: &'a [GraftTable],
+    disk: DiskOut<'a>,
     charts: &'a [String],
 }
 
@@ -326,6 +345,7 @@ pub fn json(set: &ResultsSet, analysis: &Analysis, charts: &[String]) -> Result<
             positioning_seconds: DISK_MODEL.positioning_seconds(),
         },
         grafts: &analysis.grafts,
+        disk: DiskOut { runs: &set.disk, tables: &analysis.disk_tables, goals: &analysis.disk_goals },
         charts,
     };
     serde_json::to_string_pretty(&results).map_err(|error| error.to_string())
@@ -515,6 +535,7 @@ pub fn markdown(set: &ResultsSet, analysis: &Analysis, charts: &BTreeMap<String,
     for paper_table in paper::TABLES {
         markdown_paper(&mut text, paper_table, analysis.grafts.iter().find(|table| table.group == paper_table.group));
     }
+    disk::markdown(&mut text, &analysis.disk_tables);
     let _ = writeln!(text, "## Goals\n");
     for line in &analysis.goal_lines {
         let _ = writeln!(text, "- {line}");
@@ -563,14 +584,24 @@ struct Saved {
     rows: Vec<Row>,
     hardware: Vec<HardwareLine>,
     builds: Vec<BuildInfo>,
+    /// Absent from the results.json of a version without the disk group.
+    #[serde(default)]
+    disk: SavedDisk,
 }
 
-/// The measurements in a results.json written by [`json`]: rows, hardware lines and
-/// builds; the variant is the first build labelled `+label`. Errors name what is wrong.
+/// The measured part of results.json's `disk`.
+#[derive(Default, Deserialize)]
+struct SavedDisk {
+    runs: Vec<DiskRun>,
+}
+
+/// The measurements in a results.json written by [`json`]: rows, hardware lines, disk runs
+/// (none in an older file) and builds; the variant is the first build labelled `+label`.
+/// Errors name what is wrong.
 pub fn parse_results(text: &str) -> Result<ResultsSet> {
     let saved: Saved = serde_json::from_str(text).map_err(|error| format!("not a results.json of this version: {error}"))?;
     let variant = saved.builds.iter().find_map(|build| build.label.strip_prefix('+')).map(str::to_string);
-    Ok(ResultsSet { rows: saved.rows, hardware: saved.hardware, builds: saved.builds, variant })
+    Ok(ResultsSet { rows: saved.rows, hardware: saved.hardware, disk: saved.disk.runs, builds: saved.builds, variant })
 }
 
 /// Re-renders report.md and the charts in `directory` from its results.json, which is
@@ -593,7 +624,7 @@ mod tests {
 
     /// A results set shaped like a real run: the hot list complete (legacy direct-call
     /// name included), MD5 absent, the logical disk partial, a user-level row with a
-    /// hardware line, both builds.
+    /// hardware line, both builds; no disk-scheduling runs (an older kernel).
     fn fixture() -> ResultsSet {
         let variant = "graft-hotlist [+unaligned-scalar-mem]";
         ResultsSet {
@@ -618,6 +649,7 @@ mod tests {
                 HardwareLine { group: "graft-hotlist".into(), name: "reclaim-user".into(), counts: HardwareCounts { traps: 1.0, satp_writes: 2.0, sfences: 2.0 } },
                 HardwareLine { group: "graft-hotlist".into(), name: "page-fault-caught".into(), counts: HardwareCounts { traps: 1.0, ..Default::default() } },
             ],
+            disk: Vec::new(),
             builds: vec![
                 BuildInfo { label: "default".into(), target: "riscv64gc-unknown-none-elf".into(), rustflags: String::new(), target_features: vec!["a".into(), "c".into()] },
                 BuildInfo {
@@ -761,12 +793,72 @@ mod tests {
         let _ = std::fs::remove_dir_all(&directory);
     }
 
+    /// [`fixture`] with a complete disk-scheduling group.
+    fn fixture_with_disk() -> ResultsSet {
+        ResultsSet { disk: disk::tests::fixture(), ..fixture() }
+    }
+
+    #[test]
+    fn a_missing_disk_group_is_reported_as_not_measured() {
+        let set = fixture();
+        let analysis = analyse(&set);
+        assert!(analysis.disk_tables.is_empty());
+        let text = terminal(&set, &analysis);
+        assert!(text.contains("disk scheduling (Seltzer '95)\n  not measured (no `bench disk` lines"), "{text}");
+        assert!(text.contains("FALL SHORT C-LOOK >= 1.5x FIFO throughput: not measured"), "{text}");
+        assert!(text.contains("FALL SHORT every technology within 1% of built-in's modelled throughput: not measured"), "{text}");
+        let markdown = markdown(&set, &analysis, &BTreeMap::new());
+        assert!(markdown.contains("## Disk scheduling (Seltzer '95)\n"));
+        assert!(markdown.contains("Not measured: the kernel printed no `bench disk` lines"));
+        let json: serde_json::Value = serde_json::from_str(&json(&set, &analysis, &[]).expect("json")).expect("valid");
+        assert_eq!(json["disk"]["runs"].as_array().map(Vec::len), Some(0));
+        assert_eq!(json["disk"]["goals"][0]["pass"], false);
+        // A results.json written before the disk group existed still re-renders.
+        let mut old = json.clone();
+        old.as_object_mut().expect("object").remove("disk");
+        let back = parse_results(&old.to_string()).expect("an older results.json parses");
+        assert!(back.disk.is_empty());
+        assert_eq!(markdown_of(&back), markdown);
+    }
+
+    fn markdown_of(set: &ResultsSet) -> String {
+        markdown(set, &analyse(set), &BTreeMap::new())
+    }
+
+    #[test]
+    fn the_disk_group_in_every_output() {
+        let set = fixture_with_disk();
+        let analysis = analyse(&set);
+        assert_eq!(analysis.disk_tables.len(), 1);
+        assert!(analysis.disk_goals.iter().all(|goal| goal.pass));
+        let text = terminal(&set, &analysis);
+        assert!(text.contains("\ndisk scheduling (Seltzer '95): 32 streams of random 4 KiB reads over the whole disk, HP 97560 model\n"), "{text}");
+        assert!(text.contains("PASS C-LOOK >= 1.5x FIFO throughput: 1.62× at 32 streams (goal ≥ 1.50×)"), "{text}");
+        assert!(text.contains("PASS every technology within 1% of built-in's modelled throughput: worst clook/wasm -0.76% of built-in"), "{text}");
+        let markdown = markdown_of(&set);
+        let disk_section = markdown.find("## Disk scheduling").expect("disk section");
+        assert!(disk_section < markdown.find("## Goals").expect("goals") && disk_section > markdown.find("### Table 6:").expect("paper"), "after the paper's tables, before the goals");
+        assert!(markdown.contains("- PASS C-LOOK >= 1.5x FIFO throughput"));
+        assert!(markdown.contains("| C-LOOK | built-in | 2,048 | 78.8 | 1.62 | 406.250 | 812.500 | 101 | 310 | 1.00 |"), "{markdown}");
+        let json_text = json(&set, &analysis, &[]).expect("json");
+        let json: serde_json::Value = serde_json::from_str(&json_text).expect("valid");
+        assert_eq!(json["disk"]["runs"].as_array().map(Vec::len), Some(9));
+        let row = &json["disk"]["tables"][0]["rows"][0];
+        assert_eq!((row["policy"].as_str(), row["technology"].as_str(), row["elapsed_ns"].as_u64()), (Some("fifo"), Some("none"), Some(42_000_000_000)));
+        assert!((row["requests_per_second"].as_f64().expect("number") - 2048.0 / 42.0).abs() < 1e-9, "exact values in results.json");
+        assert_eq!(json["disk"]["goals"][1]["worst"], "clook/wasm");
+        let back = parse_results(&json_text).expect("parsed");
+        assert_eq!(back.disk, set.disk);
+        assert_eq!(markdown_of(&back), markdown, "the same report from results.json");
+    }
+
     #[test]
     fn goal_ratios_never_hide_a_miss() {
         assert_eq!(goal_ratios(1.1349, 1.10), ("1.13×".to_string(), "1.10×".to_string()));
         assert_eq!(goal_ratios(1.1004, 1.10), ("1.1004×".to_string(), "1.1000×".to_string()));
         assert_eq!(goal_ratios(1.10, 1.10), ("1.10×".to_string(), "1.10×".to_string()));
         assert_eq!(goal_ratios(0.366, 0.05), ("0.37×".to_string(), "0.050×".to_string()));
+        assert_eq!(goal_ratios(1.4996, 1.5), ("1.4996×".to_string(), "1.5000×".to_string()), "a minimum missed by a hair");
     }
 
     #[test]
