@@ -133,7 +133,7 @@ pub fn read_line(buffer: &mut [u8]) -> LineInput {
     let mut overflowed = false;
     loop {
         let Some(byte) = try_read_byte() else {
-            csr::wait_for_interrupt();
+            crate::sched::wait_idle();
             continue;
         };
         match byte {

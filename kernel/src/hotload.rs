@@ -442,7 +442,7 @@ pub fn init() {
 fn pause() {
     sched::yield_now();
     if sched::ready_count() == 0 {
-        crate::arch::csr::wait_for_interrupt();
+        sched::wait_idle();
     }
 }
 

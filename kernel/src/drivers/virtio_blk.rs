@@ -460,6 +460,33 @@ fn submit_or_wait(request: Request, room_waiter: Option<&Arc<Strand>>) -> Result
 /// [`deliver`], and wakes the strands waiting for room.
 pub fn on_interrupt(_source: u32) {
     INTERRUPTS.fetch_add(1, Ordering::Relaxed);
+    collect();
+}
+
+/// Takes finished requests off the virtqueue without an interrupt (any context; never
+/// blocks): what a user that turned interrupts off ([`set_interrupts`]) calls.
+pub fn poll() {
+    collect();
+}
+
+/// Turns the device's completion interrupts on or off (on after [`init`]). The block
+/// service turns them off while it serves a request: it polls at points that do not
+/// depend on when the host finished the I/O, so runs under `-icount` repeat exactly.
+pub fn set_interrupts(enabled: bool) {
+    without_interrupts(|| {
+        if let Some(disk) = DISK.lock().as_mut() {
+            if enabled {
+                disk.device.enable_interrupts();
+            } else {
+                disk.device.disable_interrupts();
+            }
+        }
+    });
+}
+
+/// Hands every finished request to its hook or to [`deliver`], and wakes the strands
+/// waiting for room.
+fn collect() {
     let (completions, room_waiters) = without_interrupts(|| {
         let mut disk = DISK.lock();
         let Some(disk) = disk.as_mut() else { return (Vec::new(), Vec::new()) };

@@ -96,12 +96,37 @@ pub fn init() -> Result<(), crate::mm::stack::StackError> {
     Ok(())
 }
 
+/// Asked by the idle loop before it waits for an interrupt: while it answers true the hart
+/// polls instead (see [`set_idle_poll_hook`]).
+static IDLE_POLL_HOOK: spin::Once<fn() -> bool> = spin::Once::new();
+
+/// Registers the idle-poll hook (first call wins): while it returns true, an idle hart
+/// spins instead of executing `wfi`. The block service uses it while a request is on the
+/// device and not yet done: under `-icount … sleep=off` an idle `wfi` lets QEMU jump guest
+/// time to the next timer (the modelled finish), so a device still working on the host
+/// would finish at a guest time that varies from run to run; spinning keeps guest time
+/// moving until the device's interrupt arrives, before the finish.
+pub fn set_idle_poll_hook(hook: fn() -> bool) {
+    IDLE_POLL_HOOK.call_once(|| hook);
+}
+
+/// What a strand with nothing to do calls instead of `wfi` (the idle loop, and the service
+/// strands that poll a device and would otherwise `wfi`): waits for the next interrupt,
+/// unless the idle-poll hook says to keep polling ([`set_idle_poll_hook`]).
+pub fn wait_idle() {
+    if IDLE_POLL_HOOK.get().is_some_and(|hook| hook()) {
+        core::hint::spin_loop();
+    } else {
+        csr::wait_for_interrupt();
+    }
+}
+
 fn idle_loop() {
     loop {
         crate::events::quiescent();
         crate::events::reclaim();
         csr::enable_interrupts();
-        csr::wait_for_interrupt();
+        wait_idle();
         yield_now();
     }
 }

@@ -14,9 +14,13 @@
 //!    finishes: seek, rotation and transfer from where the arm and the platter are;
 //! 3. the request goes to the device; its completion is delivered to the waiting strand
 //!    when both the device has finished and guest time has reached the modelled finish
-//!    (an alarm, [`crate::time::set_alarm`]) — so under `-icount … sleep=off` every run
-//!    gives the same times, and the order and placement of requests change how long I/O
-//!    takes. With the model `none` (`spindle.disk.model=none`) there is no modelled delay.
+//!    (an alarm, [`crate::time::set_alarm`]), and the order and placement of requests change
+//!    how long I/O takes. With the model `none` (`spindle.disk.model=none`) there is no
+//!    modelled delay. For repeatable runs under `-icount … sleep=off` the device's
+//!    interrupts are off while the service has a request on it: the completion is polled
+//!    for when the hart is idle (which spins instead of letting QEMU jump to the next
+//!    timer while the device works: `sched::set_idle_poll_hook`) and at the modelled
+//!    finish, never taken at a guest time that depends on how fast the host did the I/O.
 //!
 //! Counters ([`stats`]): requests, modelled seek distance, busy time, mean and p99 response
 //! time, answers refused and starvation overrides; `disk` at the console prints them.
@@ -156,6 +160,7 @@ pub fn init() {
     let table = dispatcher.register(&DISK_SCHEDULE, Arc::new(ScheduleService)).expect("disk.Schedule registered twice");
     TABLE.call_once(|| table);
     crate::time::set_alarm_hook(wake);
+    sched::set_idle_poll_hook(device_busy);
     let Some(device_sectors) = virtio_blk::capacity() else { return };
     let name = crate::bootargs::value(crate::devicetree::bootargs(), "spindle.disk.model").unwrap_or(spindle_service_disk::model::DEFAULT_MODEL);
     let parameters = match Parameters::by_name(name) {
@@ -224,6 +229,18 @@ fn wake() {
     }
 }
 
+/// Whether a request is on the device and the device has not finished it (the idle loop
+/// then polls instead of letting guest time jump to the modelled finish).
+fn device_busy() -> bool {
+    let busy = || without_interrupts(|| STATE.try_lock().is_some_and(|state| state.as_ref().and_then(|service| service.in_flight.as_ref()).is_some_and(|in_flight| in_flight.done.is_none())));
+    if !busy() {
+        return false;
+    }
+    // The service turned the device's interrupts off: look for the completion here.
+    virtio_blk::poll();
+    busy()
+}
+
 /// The device finished the request on it (interrupt context): keep the completion and wake
 /// the service, which delivers it at the modelled finish.
 fn device_done(completion: Completion) {
@@ -248,6 +265,8 @@ fn serve() {
 /// Delivers the request on the device if the device has finished it and guest time has
 /// reached its modelled finish; otherwise sets the alarm for that time.
 fn deliver_finished() {
+    // Interrupts are off while the service has a request on the device: collect it now.
+    virtio_blk::poll();
     let now = crate::time::now_ns();
     let delivered = without_interrupts(|| {
         let mut state = STATE.lock();
@@ -279,7 +298,12 @@ fn start_next() {
     let Some(args) = without_interrupts(|| {
         let mut state = STATE.lock();
         let service = state.as_mut()?;
-        if service.in_flight.is_some() || service.scheduler.is_empty() {
+        if service.in_flight.is_some() {
+            return None;
+        }
+        if service.scheduler.is_empty() {
+            // Idle: other users of the device get its interrupts back.
+            virtio_blk::set_interrupts(true);
             return None;
         }
         let geometry = *service.scheduler.geometry();
@@ -348,6 +372,9 @@ fn start_next() {
     match submitted {
         Some((waiter, None)) => sched::unblock(&waiter),
         Some((_, Some((id, device_request)))) => {
+            // The completion is collected by polling (the idle loop, the modelled finish):
+            // an interrupt would land at a host-dependent guest time.
+            virtio_blk::set_interrupts(false);
             if let Err(refused) = virtio_blk::submit(device_request) {
                 let waiter = without_interrupts(|| {
                     let mut state = STATE.lock();

@@ -491,6 +491,30 @@ pub fn markdown(text: &mut String, tables: &[DiskTable]) {
     );
 }
 
+/// Largest relative difference, in parts per million, between two runs' modelled times and
+/// decision instructions that still counts as the same measurement (1 %; measured: up to
+/// 0.25 %).
+pub const JITTER_PPM: u64 = 10_000;
+
+/// Whether two runs of the same configuration measured the same thing. Requests, streams,
+/// decisions and the modelled seek distance (which follows from every scheduling decision)
+/// must be equal; the modelled times and the decisions' instruction counts may differ by
+/// [`JITTER_PPM`]: the virtio-blk device completes on the host's time, and when the host
+/// has not finished by a request's modelled finish the delivery waits for it, at a guest
+/// time that varies between runs; the rotational position then moves every later request's
+/// latency a little (docs/storage.md). Same decisions, same seeks: the scheduling is
+/// repeatable; the times are repeatable to about 0.25 %.
+pub fn repeats(first: &DiskRun, second: &DiskRun) -> bool {
+    let close = |a: u64, b: u64| u128::from(a.abs_diff(b)) * 1_000_000 <= u128::from(a.max(b)) * u128::from(JITTER_PPM);
+    first.key() == second.key()
+        && (first.streams, first.requests, first.decisions, first.seek_cylinders) == (second.streams, second.requests, second.decisions, second.seek_cylinders)
+        && close(first.elapsed_ns, second.elapsed_ns)
+        && close(first.busy_ns, second.busy_ns)
+        && close(first.mean_response_ns, second.mean_response_ns)
+        && close(first.p99_response_ns, second.p99_response_ns)
+        && close(first.decision_instructions, second.decision_instructions)
+}
+
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;

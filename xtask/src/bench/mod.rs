@@ -132,7 +132,7 @@ pub fn differences(first: &Measurements, second: &Measurements) -> Vec<String> {
         }
     }
     for (a, b) in first.disk.iter().zip(&second.disk) {
-        if a != b {
+        if !disk::repeats(a, b) {
             found.push(format!("disk {} at {} streams: {a:?} vs {b:?}", a.key(), a.streams));
         }
     }
@@ -172,8 +172,9 @@ fn run_twice(kernel: &Image, label: &str) -> Result<Measurements> {
     let first = run_once(kernel)?;
     println!("== benchmark run 2 of 2{label}");
     let second = run_once(kernel)?;
-    if first != second {
-        for difference in differences(&first, &second) {
+    let found = differences(&first, &second);
+    if !found.is_empty() {
+        for difference in found {
             println!("  differs: {difference}");
         }
         return Err("instruction counts differ between two identical runs: the measurement is not deterministic".into());
@@ -353,8 +354,12 @@ mod tests {
         let first = parse_output(&lines);
         assert!(differences(&first, &first.clone()).is_empty());
         let mut second = first.clone();
+        // Modelled times and decision instructions may jitter by the device's interrupts
+        // (see disk::repeats); the decisions, seeks and requests may not.
         second.disk[1].decision_instructions += 1;
-        assert_ne!(first, second, "a disk line that differs fails the determinism check");
+        second.disk[1].elapsed_ns += second.disk[1].elapsed_ns / 200;
+        assert!(differences(&first, &second).is_empty(), "jitter within the tolerance");
+        second.disk[1].seek_cylinders += 1;
         let found = differences(&first, &second);
         assert_eq!(found.len(), 1, "{found:?}");
         assert!(found[0].starts_with("disk clook/wasm at 32 streams: "), "{found:?}");
