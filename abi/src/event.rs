@@ -781,6 +781,14 @@ impl DiskQueueEntry {
         Some(DiskQueueEntry { id: word(0), sector: word(1), cylinder: word(2), arrival_ns: word(3) })
     }
 
+    /// Reads the disk's queue into `buffer` with `spindle_disk_queue` (domain `disk`) and
+    /// returns its entries, oldest first (as many as fit).
+    pub fn read_queue(buffer: &mut [u8]) -> impl Iterator<Item = DiskQueueEntry> + Clone + '_ {
+        let count = crate::host::disk_queue(buffer) as usize;
+        let length = count.saturating_mul(Self::SIZE).min(buffer.len());
+        Self::all(&buffer[..length])
+    }
+
     /// The entries in `bytes` (whole entries only).
     pub fn all(bytes: &[u8]) -> impl Iterator<Item = DiskQueueEntry> + Clone + '_ {
         bytes.chunks_exact(Self::SIZE).filter_map(DiskQueueEntry::from_bytes)

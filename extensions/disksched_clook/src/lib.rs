@@ -36,8 +36,7 @@ pub fn choose(entries: impl Iterator<Item = DiskQueueEntry> + Clone, head_cylind
 /// `disk.Schedule`: the next request of the sweep, or no choice when the queue cannot be read.
 fn schedule(args: &DiskSchedule) -> ScheduleChoice {
     let mut bytes = [0u8; MAX_ENTRIES * DiskQueueEntry::SIZE];
-    let count = spindle_abi::host::disk_queue(&mut bytes) as usize;
-    let entries = DiskQueueEntry::all(&bytes[..count.min(MAX_ENTRIES) * DiskQueueEntry::SIZE]);
+    let entries = DiskQueueEntry::read_queue(&mut bytes);
     ScheduleChoice { request: choose(entries, args.head_cylinder).map_or(ScheduleChoice::NONE, |entry| entry.id) }
 }
 

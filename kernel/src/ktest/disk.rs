@@ -134,8 +134,7 @@ fn fifo_by_default_every_request_once() -> TestResult {
 /// domain, as an extension would).
 fn newest(_: &DiskSchedule) -> Result<ScheduleChoice, spindle_dispatch::HandlerFault> {
     let mut bytes = [0u8; 64 * DiskQueueEntry::SIZE];
-    let count = spindle_abi::host::disk_queue(&mut bytes) as usize;
-    let newest = DiskQueueEntry::all(&bytes[..count * DiskQueueEntry::SIZE]).map(|entry| entry.id).max().unwrap_or(0);
+    let newest = DiskQueueEntry::read_queue(&mut bytes).map(|entry| entry.id).max().unwrap_or(0);
     Ok(ScheduleChoice { request: newest })
 }
 
@@ -217,8 +216,7 @@ fn bad_requests_are_refused() -> TestResult {
 fn reference(policy: Policy) -> impl Fn(&DiskSchedule) -> Result<ScheduleChoice, spindle_dispatch::HandlerFault> + Send + Sync + 'static {
     move |args: &DiskSchedule| {
         let mut bytes = alloc::vec![0u8; 256 * DiskQueueEntry::SIZE];
-        let count = spindle_abi::host::disk_queue(&mut bytes) as usize;
-        let queue: Vec<QueuedRequest> = DiskQueueEntry::all(&bytes[..count * DiskQueueEntry::SIZE])
+        let queue: Vec<QueuedRequest> = DiskQueueEntry::read_queue(&mut bytes)
             .map(|entry| QueuedRequest { id: entry.id, start_block: entry.sector, blocks: 1, write: false, arrival_ns: entry.arrival_ns, submitter: 0 })
             .collect();
         let geometry = *Parameters::hp97560().geometry();
