@@ -18,6 +18,7 @@
 
 #[allow(unsafe_code)]
 pub mod blackbox;
+pub mod blockio;
 mod disk;
 mod calls;
 mod dispatch;
@@ -106,6 +107,7 @@ pub fn run() -> ! {
     grafts_clean &= stream::run();
     grafts_clean &= blackbox::run();
     grafts_clean &= disk::run();
+    grafts_clean &= blockio::run();
     if !grafts_clean {
         // No `bench end`: xtask reports the run as failed.
         crate::println!("bench FAILED: a graft answered wrongly");
@@ -155,7 +157,18 @@ impl Graft {
 
 /// The benchmarks' console commands.
 static COMMANDS: &[crate::shell::Command] = &[
-    crate::shell::Command { name: "md5", usage: "md5 [builtin|native|wasm|user|c]", help: "fingerprint the 1 MiB file through block.ReadFilter with the md5 graft (default native)", run: md5_graft },
+    crate::shell::Command {
+        name: "md5",
+        usage: "md5 [builtin|native|wasm|user|c] [disk]",
+        help: "fingerprint the 1 MiB file through block.ReadFilter with the md5 graft (default native); with disk: the 1 MiB at byte 256 MiB of the disk, read from the device",
+        run: md5_graft,
+    },
+    crate::shell::Command {
+        name: "blockio",
+        usage: "blockio [none|builtin|native|wasm|user] [WRITES]",
+        help: "write WRITES (default 4096) stamped 4 KiB blocks of the 80/20 workload to the disk in place (none) or through the logdisk graft, sync, read each back by content; prints the modelled disk time",
+        run: blockio_command,
+    },
     crate::shell::Command { name: "logdisk", usage: "logdisk [builtin|native|wasm|user|c] [WRITES]", help: "run WRITES writes (default 4096) of the 80/20 workload through the logdisk graft and check its map", run: logdisk_graft },
 ];
 
@@ -173,13 +186,17 @@ fn graft_named(word: Option<&&str>, usage: &'static str) -> Result<crate::bench:
 }
 
 fn md5_graft(arguments: &[&str]) -> Result<(), crate::shell::CommandError> {
-    const USAGE: &str = "md5 [builtin|native|wasm|user|c]";
+    const USAGE: &str = "md5 [builtin|native|wasm|user|c] [disk]";
+    let (arguments, from_disk) = match arguments {
+        [rest @ .., "disk"] => (rest, true),
+        _ => (arguments, false),
+    };
     if arguments.len() > 1 {
         return Err(crate::shell::CommandError::Usage(USAGE));
     }
     let graft = graft_named(arguments.first(), USAGE)?;
     let before = crate::services::blockpath::rejections();
-    let outcome = crate::bench::stream::read_with(graft).map_err(crate::shell::CommandError::Failed)?;
+    let outcome = if from_disk { crate::bench::stream::read_disk_with(graft) } else { crate::bench::stream::read_with(graft) }.map_err(crate::shell::CommandError::Failed)?;
     let rejected = crate::services::blockpath::rejections() - before;
     match outcome.digest {
         Some(digest) if rejected == 0 => {
@@ -188,6 +205,44 @@ fn md5_graft(arguments: &[&str]) -> Result<(), crate::shell::CommandError> {
         }
         _ => Err(crate::shell::CommandError::Failed(alloc::format!("no valid digest ({} bytes consumed of {}, {rejected} answers rejected)", outcome.consumed, outcome.bytes))),
     }
+}
+
+fn blockio_command(arguments: &[&str]) -> Result<(), crate::shell::CommandError> {
+    const USAGE: &str = "blockio [none|builtin|native|wasm|user] [WRITES]";
+    let (technology, count) = match arguments {
+        [] => ("native", 4096),
+        [word] => (*word, 4096),
+        [word, count] => (*word, crate::shell::parse_number(count).ok_or(crate::shell::CommandError::Usage(USAGE))?),
+        _ => return Err(crate::shell::CommandError::Usage(USAGE)),
+    };
+    let run = || -> Result<(blockio::WriteRun, u64), alloc::string::String> {
+        let run = blockio::write_workload(count, "hp97560", || {})?;
+        let checked = blockio::read_back(&run.versions, || {})?;
+        Ok((run, checked))
+    };
+    let result = match technology {
+        "none" => run(),
+        word => match Graft::parse(word) {
+            Some(Graft::Extension(preference)) => {
+                crate::ext::load("logdisk", preference).map_err(|error| crate::shell::CommandError::Failed(alloc::format!("{error}")))?;
+                let result = run();
+                let _ = crate::ext::unload("logdisk");
+                result
+            }
+            _ => return Err(crate::shell::CommandError::Usage(USAGE)),
+        },
+    };
+    crate::services::blockpath::format();
+    let (run, checked) = result.map_err(crate::shell::CommandError::Failed)?;
+    crate::println!(
+        "blockio ({technology}): {} writes as {} device writes, modelled disk time {} ms (seek {} cylinders), {} ms elapsed; {checked} blocks read back with their latest data",
+        run.writes,
+        run.device_writes,
+        run.busy_ns / 1_000_000,
+        run.seek_cylinders,
+        run.elapsed_ns / 1_000_000
+    );
+    Ok(())
 }
 
 fn logdisk_graft(arguments: &[&str]) -> Result<(), crate::shell::CommandError> {

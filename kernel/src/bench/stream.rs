@@ -172,6 +172,24 @@ pub fn read_with(graft: super::Graft) -> Result<block::ReadOutcome, String> {
     }
 }
 
+/// Fingerprints the 1 MiB on the disk at [`super::blockio::MD5_DISK_OFFSET`] through the
+/// event path (read from the device) with `graft` bound; errors say why it could not run.
+pub fn read_disk_with(graft: super::Graft) -> Result<block::ReadOutcome, String> {
+    let read = || block::read_disk_through_filters(super::blockio::MD5_DISK_OFFSET, super::blockio::MD5_BYTES).map_err(|error| format!("{error}"));
+    match graft {
+        super::Graft::Extension(preference) => {
+            ext::load(EXTENSION, preference).map_err(|error| format!("{error}"))?;
+            let outcome = read();
+            ext::unload(EXTENSION).map_err(|error| format!("{error}"))?;
+            outcome
+        }
+        #[cfg(not(spindle_no_c_reference))]
+        super::Graft::CReference => with_c_bindings(read).ok_or_else(|| String::from("the C bindings were refused"))?,
+        #[cfg(spindle_no_c_reference)]
+        super::Graft::CReference => Err(String::from("this kernel was built without clang: no C reference")),
+    }
+}
+
 /// The Rust graft's handlers called directly (no dispatcher): one fingerprint.
 fn direct_fingerprint() -> Digest {
     let length = WORKLOAD_BYTES as u64;

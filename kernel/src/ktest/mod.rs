@@ -18,6 +18,7 @@
 //! (tests that must fail) live in [`HARNESS_TESTS`] and run only when named.
 
 mod blockdev;
+mod blockio;
 mod disk;
 #[allow(unsafe_code)]
 mod events;
@@ -64,7 +65,7 @@ macro_rules! ensure {
 }
 
 /// Every regular test, in run order.
-pub static TESTS: &[&[KernelTest]] = &[kernel_basics::TESTS, strands::TESTS, sched_events::TESTS, events::TESTS, extensions::TESTS, wasm::TESTS, hotload::TESTS, processes::TESTS, upcalls::TESTS, services::TESTS, blockdev::TESTS, disk::TESTS, introspection::TESTS, leaks::TESTS];
+pub static TESTS: &[&[KernelTest]] = &[kernel_basics::TESTS, strands::TESTS, sched_events::TESTS, events::TESTS, extensions::TESTS, wasm::TESTS, hotload::TESTS, processes::TESTS, upcalls::TESTS, services::TESTS, blockdev::TESTS, disk::TESTS, blockio::TESTS, introspection::TESTS, leaks::TESTS];
 
 /// Tests of the harness itself; each must be reported as a failure.
 pub static HARNESS_TESTS: &[KernelTest] = harness::TESTS;
@@ -136,6 +137,13 @@ pub fn note_fatal_event(what: &str) {
     if IN_TEST_MODE.load(Ordering::Relaxed) && index != usize::MAX {
         crate::console::print_fmt_unlocked(format_args!("ktest fail {index} {}: {what}\n", test_name(index)));
     }
+}
+
+/// Tells the watchdog the running test is making progress: its time starts again. For
+/// tests whose work is long but measured in steps (the whole logical-disk workload on the
+/// device); each step must still finish within the watchdog's time.
+pub fn progress() {
+    CURRENT_START_TICK.store(crate::time::ticks(), Ordering::Relaxed);
 }
 
 /// Timer-tick hook: the watchdog that fails a test running too long.

@@ -236,9 +236,11 @@ fn device_busy() -> bool {
     if !busy() {
         return false;
     }
-    // The service turned the device's interrupts off: look for the completion here.
+    // The service turned the device's interrupts off: look for the completion here. If it
+    // arrived, the service strand was just woken: say "busy" once more so the idle loop
+    // yields to it instead of waiting for an interrupt (the next tick) first.
     virtio_blk::poll();
-    busy()
+    true
 }
 
 /// The device finished the request on it (interrupt context): keep the completion and wake

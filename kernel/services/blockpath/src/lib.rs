@@ -12,9 +12,11 @@
 //!   domain's `spindle_block_read` copies only inside it ([`ReadRequests::range`]).
 //! - [`check_filter`] and [`check_digest`]: the rules for `block.ReadFilter` and
 //!   `block.ReadDone` answers.
+//! - [`WriteRun`]: the write-behind run that gathers writes to consecutive physical
+//!   blocks into one device request (how a logical disk's segment reaches the disk whole).
 //!
-//! What is read comes from whoever starts the read (the benchmark's workload today, a
-//! device later): the service does not own data.
+//! What is read comes from whoever starts the read (a memory buffer or the disk); the
+//! service does not own data.
 
 #![no_std]
 #![forbid(unsafe_code)]
@@ -237,9 +239,88 @@ impl ReadRequests {
     }
 }
 
+/// Writes accepted but not yet on the disk: consecutive physical blocks, gathered so that
+/// they reach the device as one request (a logical disk's segment written whole, as de
+/// Jonge et al. and Small & Seltzer assume). At most `limit` blocks of `block_bytes` each.
+///
+/// [`WriteRun::push`] says which run must be written out first; a write that does not
+/// extend the run (not the next block, or the run is full) starts a new one.
+pub struct WriteRun {
+    start: u64,
+    blocks: u64,
+    limit: u64,
+    block_bytes: usize,
+    data: Vec<u8>,
+}
+
+/// A run of consecutive blocks to write: first block and the bytes of all of them.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Run {
+    /// First physical block.
+    pub start: u64,
+    /// The blocks' bytes, in order (a whole number of blocks).
+    pub data: Vec<u8>,
+}
+
+impl WriteRun {
+    /// An empty run of at most `limit` (at least 1) blocks of `block_bytes` bytes.
+    pub fn new(limit: u64, block_bytes: usize) -> WriteRun {
+        WriteRun { start: 0, blocks: 0, limit: limit.max(1), block_bytes, data: Vec::new() }
+    }
+
+    /// Blocks held.
+    pub fn len(&self) -> u64 {
+        self.blocks
+    }
+
+    /// Whether nothing is held.
+    pub fn is_empty(&self) -> bool {
+        self.blocks == 0
+    }
+
+    /// Adds the write of `data` (exactly one block) at `physical`. Returns the runs to
+    /// write out now, in order: the held run when `physical` does not extend it, and the
+    /// run itself once it is full. A block of the wrong length is refused (`Err`, nothing
+    /// changes).
+    pub fn push(&mut self, physical: u64, data: &[u8]) -> Result<Vec<Run>, usize> {
+        if data.len() != self.block_bytes {
+            return Err(data.len());
+        }
+        let mut out = Vec::new();
+        let extends = self.blocks > 0 && self.start.checked_add(self.blocks) == Some(physical) && self.blocks < self.limit;
+        if !extends {
+            out.extend(self.take());
+            self.start = physical;
+        }
+        self.data.extend_from_slice(data);
+        self.blocks += 1;
+        if self.blocks == self.limit {
+            out.extend(self.take());
+        }
+        Ok(out)
+    }
+
+    /// The held run (emptying it), if any: what a sync writes out.
+    pub fn take(&mut self) -> Option<Run> {
+        if self.blocks == 0 {
+            return None;
+        }
+        self.blocks = 0;
+        Some(Run { start: self.start, data: core::mem::take(&mut self.data) })
+    }
+
+    /// The held bytes of `physical`, if the run holds it (a read must see its latest write).
+    pub fn get(&self, physical: u64) -> Option<&[u8]> {
+        let index = physical.checked_sub(self.start).filter(|&index| index < self.blocks)?;
+        let offset = usize::try_from(index).ok()? * self.block_bytes;
+        self.data.get(offset..offset + self.block_bytes)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use alloc::vec;
 
     #[test]
     fn filters_and_digests_are_checked() {
@@ -297,5 +378,36 @@ mod tests {
         assert_eq!(requests.range(second, 0, 10), Some((990, 1000)));
         requests.end(second);
         assert_eq!(requests.range(second, 0, 1), None);
+    }
+    #[test]
+    fn write_runs_gather_consecutive_blocks() {
+        let mut run = WriteRun::new(4, 2);
+        assert_eq!(run.push(10, &[1, 1]), Ok(Vec::new()));
+        assert_eq!(run.push(11, &[2, 2]), Ok(Vec::new()));
+        assert_eq!(run.get(11), Some(&[2u8, 2][..]));
+        assert_eq!(run.get(12), None);
+        assert_eq!(run.get(9), None);
+        // Not the next block: the held run goes out first.
+        assert_eq!(run.push(20, &[3, 3]), Ok(vec![Run { start: 10, data: vec![1, 1, 2, 2] }]));
+        assert_eq!(run.len(), 1);
+        // The same block again is not an extension either (the older write must land first).
+        assert_eq!(run.push(20, &[4, 4]), Ok(vec![Run { start: 20, data: vec![3, 3] }]));
+        assert_eq!(run.push(21, &[5, 5]), Ok(Vec::new()));
+        assert_eq!(run.push(22, &[6, 6]), Ok(Vec::new()));
+        // The fourth block fills it: written out at once.
+        assert_eq!(run.push(23, &[7, 7]), Ok(vec![Run { start: 20, data: vec![4, 4, 5, 5, 6, 6, 7, 7] }]));
+        assert!(run.is_empty());
+        assert_eq!(run.push(24, &[8]), Err(1), "a short block is refused");
+        assert!(run.is_empty());
+        assert_eq!(run.push(24, &[8, 8]), Ok(Vec::new()));
+        assert_eq!(run.take(), Some(Run { start: 24, data: vec![8, 8] }));
+        assert_eq!(run.take(), None);
+    }
+
+    #[test]
+    fn a_write_run_of_one_block_writes_every_block_at_once() {
+        let mut run = WriteRun::new(0, 1);
+        assert_eq!(run.push(5, &[9]), Ok(vec![Run { start: 5, data: vec![9] }]));
+        assert_eq!(run.push(6, &[8]), Ok(vec![Run { start: 6, data: vec![8] }]));
     }
 }
