@@ -40,6 +40,9 @@ pub const TESTS: &[KernelTest] = &[
     KernelTest { name: "disk::full_queue_refuses_and_counts", run: || exactly_once(full_queue_refuses_and_counts) },
     KernelTest { name: "disk::panicking_policy_is_killed_fifo_serves_in_every_technology", run: || exactly_once(|| broken_policy_is_contained(PANIC_SECTOR)) },
     KernelTest { name: "disk::looping_policy_is_killed_fifo_serves_in_every_technology", run: || exactly_once(|| broken_policy_is_contained(LOOP_SECTOR)) },
+    KernelTest { name: "disk::exported_state_matches_the_service", run: || exactly_once(exported_state_matches_the_service) },
+    KernelTest { name: "disk::user_program_sees_the_state_change", run: || exactly_once(user_program_sees_the_state_change) },
+    KernelTest { name: "disk::user_program_without_a_disk_gets_no_device", run: || exactly_once(user_program_without_a_disk_gets_no_device) },
 ];
 
 /// Runs `test`, then checks that every request submitted since the service last
@@ -490,5 +493,104 @@ fn broken_policy_is_contained(trigger: u64) -> TestResult {
         ensure!(after.windows(2).all(|pair| pair[0].id < pair[1].id), "{technology} {label}: not FIFO after the kill: {after:?}");
         ensure!(served.iter().any(|dispatched| dispatched.sector == trigger), "{technology} {label}: the trigger read was not served");
     }
+    Ok(())
+}
+
+/// What `disk_state` copies agrees with the service's counters, and lists the queued
+/// requests while strands wait (read from a strand polling while they queue).
+fn exported_state_matches_the_service() -> TestResult {
+    use spindle_abi::syscall::DiskState;
+    configure("hp97560", disk::DEFAULT_MAX_WAIT_NS)?;
+    let empty = disk::exported_state(crate::time::now_ns()).ok_or("no disk service")?;
+    let header = DiskState::from_bytes(&empty).ok_or("no valid header")?;
+    ensure!(header.queued == 0 && header.submitted == 0 && header.mean_response_ns == DiskState::NO_VALUE, "fresh state {header:?}");
+    ensure!(empty.len() == DiskState::SIZE && header.queue_capacity == disk::QUEUE_CAPACITY as u64, "fresh state {header:?}, {} bytes", empty.len());
+    // A strand copying the state while 12 reads queue: the largest queue it saw.
+    let largest: Arc<spin::Mutex<Option<(DiskState, Vec<DiskQueueEntry>)>>> = Arc::new(spin::Mutex::new(None));
+    let watching = Arc::new(core::sync::atomic::AtomicBool::new(true));
+    let watcher = {
+        let (largest, watching) = (largest.clone(), watching.clone());
+        sched::spawn("test-disk-watch", Priority::NORMAL, move || {
+            while watching.load(core::sync::atomic::Ordering::Relaxed) {
+                if let Some(bytes) = disk::exported_state(crate::time::now_ns())
+                    && let Some(state) = DiskState::from_bytes(&bytes)
+                {
+                    let entries: Vec<DiskQueueEntry> = state.entries(&bytes).collect();
+                    without_interrupts(|| {
+                        let mut largest = largest.lock();
+                        if largest.as_ref().is_none_or(|(seen, _)| seen.queued < state.queued) {
+                            *largest = Some((state, entries));
+                        }
+                    });
+                }
+                sched::yield_now();
+            }
+        })
+        .map_err(text)?
+    };
+    let sectors = spread(12);
+    let reads = concurrent_reads(&sectors);
+    watching.store(false, core::sync::atomic::Ordering::Relaxed);
+    watcher.join();
+    reads?;
+    let (seen, entries) = without_interrupts(|| largest.lock().clone()).ok_or("the watcher copied no state")?;
+    ensure!(seen.queued >= 2 && entries.len() as u64 == seen.queued, "largest queue seen {seen:?} with {} entries", entries.len());
+    let geometry = *Parameters::hp97560().geometry();
+    for entry in &entries {
+        ensure!(sectors.contains(&entry.sector), "queued sector {} was never read", entry.sector);
+        ensure!(entry.cylinder == u64::from(geometry.cylinder_of_block(entry.sector)), "entry {entry:?}: wrong cylinder");
+        ensure!(entry.arrival_ns <= seen.now_ns, "entry {entry:?} arrived after the copy at {}", seen.now_ns);
+    }
+    ensure!(entries.windows(2).all(|pair| pair[0].id < pair[1].id), "queue not oldest first: {entries:?}");
+    ensure!(seen.submitted == seen.completed + seen.queued + seen.on_device, "counts do not add up: {seen:?}");
+    let after = DiskState::from_bytes(&disk::exported_state(crate::time::now_ns()).ok_or("no disk service")?).ok_or("no valid header")?;
+    let stats = disk::stats().ok_or("no disk service")?;
+    ensure!(
+        after.completed == stats.completed && after.submitted == 12 && after.seek_cylinders == stats.seek_cylinders && after.busy_ns == stats.busy_ns,
+        "exported {after:?} but the service counts {stats:?}"
+    );
+    ensure!(Some(after.mean_response_ns) == stats.mean_response_ns && Some(after.p99_response_ns) == stats.p99_response_ns, "response times {after:?} vs {stats:?}");
+    ensure!(u64::from(Parameters::hp97560().geometry().cylinders()) == after.cylinders && after.head_cylinder < after.cylinders, "arm {after:?}");
+    Ok(())
+}
+
+/// A user program (`diskstat wait`) reading `disk_state` in a loop sees the counters grow
+/// while the kernel reads 12 sectors, a queue of waiting requests, and every copy consistent.
+fn user_program_sees_the_state_change() -> TestResult {
+    use crate::proc::{self, Grants, Parent};
+    use spindle_abi::syscall::ExitStatus;
+    configure("hp97560", disk::DEFAULT_MAX_WAIT_NS)?;
+    let before = disk::stats().ok_or("no disk service")?;
+    let command = alloc::format!("diskstat wait {} queue", before.completed + 12);
+    let process = proc::spawn(&command, Parent::Kernel, Grants::NONE).map_err(|error| alloc::format!("spawn {command:?}: {error}"))?;
+    let reads = concurrent_reads(&spread(12));
+    let status = proc::wait(process.pid(), Parent::Kernel, &|| false).map_err(|error| alloc::format!("wait for {command:?}: {error:?}"))?;
+    reads?;
+    ensure!(status == ExitStatus::Exited(0), "{command:?} ended {status} (2 timed out, 3 inconsistent, 4 no queue seen; its output is above)");
+    ensure!(process.system_calls() > 3, "{command:?} made only {} system calls", process.system_calls());
+    Ok(())
+}
+
+/// Without a disk service `disk_state` answers `NoDevice` (`diskstat` exits 100 + its code)
+/// and the kernel's requests `NoDisk`; with it back, `diskstat` reads the state.
+fn user_program_without_a_disk_gets_no_device() -> TestResult {
+    use crate::proc::{self, Grants, Parent};
+    use spindle_abi::syscall::{Error, ExitStatus};
+    configure("hp97560", disk::DEFAULT_MAX_WAIT_NS)?;
+    let run = || -> Result<ExitStatus, String> {
+        let process = proc::spawn("diskstat", Parent::Kernel, Grants::NONE).map_err(|error| alloc::format!("spawn diskstat: {error}"))?;
+        proc::wait(process.pid(), Parent::Kernel, &|| false).map_err(|error| alloc::format!("wait for diskstat: {error:?}"))
+    };
+    let (status, exported, read) = disk::without_service(|| {
+        let mut buffer = [0u8; 512];
+        (run(), disk::exported_state(0).is_none(), disk::read(BASE, &mut buffer))
+    })?;
+    let status = status?;
+    let expected = ExitStatus::Exited(100 + Error::NoDevice.code() as i32);
+    ensure!(status == expected, "diskstat without a disk ended {status}, expected {expected}");
+    ensure!(exported, "the state was exported without a disk service");
+    ensure!(read == Err(DiskError::NoDisk), "a read without the service gave {read:?}");
+    let status = run()?;
+    ensure!(status == ExitStatus::Exited(0), "diskstat with the disk back ended {status}");
     Ok(())
 }

@@ -680,6 +680,71 @@ pub fn accounting() -> Option<Accounting> {
     })
 }
 
+/// The state user programs read with the system call `disk_state` (Infokernel-style
+/// exported state): a [`spindle_abi::syscall::DiskState`] header — the arm's cylinder and
+/// the counters — then every queued request's [`DiskQueueEntry`], oldest first, all taken
+/// under one lock at guest time `now_ns`. `None` without a disk.
+pub fn exported_state(now_ns: u64) -> Option<Vec<u8>> {
+    use spindle_abi::syscall::DiskState;
+    without_interrupts(|| {
+        let state = STATE.lock();
+        let service = state.as_ref()?;
+        let geometry = *service.scheduler.geometry();
+        let counters = service.scheduler.counters();
+        let header = DiskState {
+            header_bytes: DiskState::SIZE as u64,
+            now_ns,
+            head_cylinder: u64::from(service.model.head_cylinder()),
+            cylinders: u64::from(geometry.cylinders()),
+            capacity_sectors: service.capacity,
+            queue_capacity: service.scheduler.config().capacity as u64,
+            queued: service.scheduler.len() as u64,
+            on_device: u64::from(service.in_flight.is_some()),
+            submitted: counters.submitted,
+            completed: service.completed,
+            dispatched: counters.dispatched,
+            refused_full: counters.refused_full,
+            device_errors: service.device_errors,
+            answered: counters.answered,
+            starvation_overrides: counters.starvation_overrides,
+            seek_cylinders: service.stats.seek_cylinders(),
+            busy_ns: service.stats.busy_ns(),
+            mean_response_ns: service.stats.mean_response_ns().unwrap_or(DiskState::NO_VALUE),
+            p99_response_ns: service.stats.p99_response_ns().unwrap_or(DiskState::NO_VALUE),
+        };
+        let mut bytes = Vec::with_capacity(header.total_bytes() as usize);
+        bytes.extend_from_slice(&header.to_bytes());
+        for request in service.scheduler.pending() {
+            let entry = DiskQueueEntry {
+                id: request.id,
+                sector: request.start_block,
+                cylinder: u64::from(geometry.cylinder_of_block(request.start_block)),
+                arrival_ns: request.arrival_ns,
+            };
+            bytes.extend_from_slice(&entry.to_bytes());
+        }
+        Some(bytes)
+    })
+}
+
+/// Test hook: runs `body` as if the machine had no disk (the service's state set aside:
+/// requests get [`DiskError::NoDisk`], [`stats`] and [`exported_state`] answer `None`),
+/// then puts the state back. Errors: no disk, or the disk is busy (a request queued, on
+/// the device or not yet taken by its strand).
+pub fn without_service<T>(body: impl FnOnce() -> T) -> Result<T, String> {
+    let service = without_interrupts(|| {
+        let mut state = STATE.lock();
+        let service = state.as_ref().ok_or_else(|| alloc::format!("{}", DiskError::NoDisk))?;
+        if !service.pending.is_empty() || service.in_flight.is_some() || !service.finished.is_empty() {
+            return Err(String::from("the disk is busy"));
+        }
+        Ok(state.take())
+    })?;
+    let outcome = body();
+    without_interrupts(|| *STATE.lock() = service);
+    Ok(outcome)
+}
+
 /// One request the service took off its queue.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Dispatched {
