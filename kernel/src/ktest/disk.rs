@@ -314,6 +314,9 @@ fn read_expecting(sector: u64, salt: u8) -> TestResult {
     Ok(())
 }
 
+/// What the strands of a test record, shared with it.
+type Shared<T> = Arc<spin::Mutex<Vec<T>>>;
+
 /// The error an injected fault delivers.
 const INJECTED: DiskError = DiskError::Device(BlockError::DeviceIo);
 
@@ -372,7 +375,7 @@ fn next_requests_fail_then_requests_work() -> TestResult {
         disk::write(sector, &pattern(sector, 9)).map_err(text)?;
     }
     disk::inject_device_error(FaultTarget::Any, 3)?;
-    let outcomes: Arc<spin::Mutex<Vec<(u64, Result<bool, DiskError>)>>> = Arc::new(spin::Mutex::new(Vec::new()));
+    let outcomes: Shared<(u64, Result<bool, DiskError>)> = Arc::new(spin::Mutex::new(Vec::new()));
     let mut strands = Vec::new();
     for &sector in &sectors {
         let outcomes = outcomes.clone();
@@ -416,7 +419,7 @@ fn full_queue_refuses_and_counts() -> TestResult {
     }
     disk::configure_queue("hp97560", disk::DEFAULT_MAX_WAIT_NS, CAPACITY)?;
     let outcome = (|| -> TestResult {
-        let outcomes: Arc<spin::Mutex<Vec<Result<bool, DiskError>>>> = Arc::new(spin::Mutex::new(Vec::new()));
+        let outcomes: Shared<Result<bool, DiskError>> = Arc::new(spin::Mutex::new(Vec::new()));
         let mut strands = Vec::new();
         for &sector in &sectors {
             let outcomes = outcomes.clone();
@@ -506,7 +509,8 @@ fn exported_state_matches_the_service() -> TestResult {
     ensure!(header.queued == 0 && header.submitted == 0 && header.mean_response_ns == DiskState::NO_VALUE, "fresh state {header:?}");
     ensure!(empty.len() == DiskState::SIZE && header.queue_capacity == disk::QUEUE_CAPACITY as u64, "fresh state {header:?}, {} bytes", empty.len());
     // A strand copying the state while 12 reads queue: the largest queue it saw.
-    let largest: Arc<spin::Mutex<Option<(DiskState, Vec<DiskQueueEntry>)>>> = Arc::new(spin::Mutex::new(None));
+    type Seen = Option<(DiskState, Vec<DiskQueueEntry>)>;
+    let largest: Arc<spin::Mutex<Seen>> = Arc::new(spin::Mutex::new(None));
     let watching = Arc::new(core::sync::atomic::AtomicBool::new(true));
     let watcher = {
         let (largest, watching) = (largest.clone(), watching.clone());
