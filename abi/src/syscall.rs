@@ -206,6 +206,9 @@ pub enum Error {
     /// The call is valid only in another state of the caller (an upcall return outside an
     /// upcall, a second registration).
     WrongState = 15,
+    /// The machine has no device of the kind the call is about (no disk), or the service
+    /// that runs it is not running.
+    NoDevice = 16,
 }
 
 impl Error {
@@ -226,6 +229,7 @@ impl Error {
         Error::NotFound,
         Error::Contained,
         Error::WrongState,
+        Error::NoDevice,
     ];
 
     /// The code returned in `a0`.
@@ -256,6 +260,7 @@ impl Error {
             Error::NotFound => "not found",
             Error::Contained => "extension contained",
             Error::WrongState => "wrong state for this call",
+            Error::NoDevice => "no such device",
         }
     }
 }
@@ -532,6 +537,154 @@ declare_syscalls! {
     /// memory, bindings with guards and counters — what `ext show` prints); copy
     /// semantics as [`Syscall::ExtList`]. Errors: `BadLength`, `BadAddress`.
     ExtStats = 27, "ext_stats", (pointer, length) -> "length of the document";
+    /// `disk_state(pointer, length) -> total`: the disk's exported state (Infokernel-style):
+    /// a [`DiskState`] header (the arm's cylinder, the counters — requests, seek distance,
+    /// busy time, mean and p99 response) followed by one `event::DiskQueueEntry` per queued
+    /// request (id, sector, cylinder, arrival), oldest first, all taken at one instant;
+    /// copied up to `length` bytes, returns the full length (copy semantics as
+    /// [`Syscall::ExtList`]). Errors: `NoDevice` (the machine has no disk, or the disk
+    /// service is not running), `BadLength` (wrapping), `BadAddress` (the bytes to be copied
+    /// are not writable user memory).
+    DiskState = 28, "disk_state", (pointer, length) -> "length of the state";
+}
+
+/// The header [`Syscall::DiskState`] copies: [`DiskState::WORDS`] little-endian `u64`s in
+/// field order, then `queued` queue entries (`event::DiskQueueEntry`, 32 bytes each).
+/// Times are guest nanoseconds; distances are cylinders of the disk model. The first word
+/// is the header's size, so fields can be added at the end without breaking readers.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DiskState {
+    /// Bytes of this header ([`DiskState::SIZE`]; the queue entries start there).
+    pub header_bytes: u64,
+    /// Guest time when the state was taken, ns since boot.
+    pub now_ns: u64,
+    /// The cylinder the arm is over.
+    pub head_cylinder: u64,
+    /// Cylinders of the modelled disk.
+    pub cylinders: u64,
+    /// Sectors (512 bytes) the disk has.
+    pub capacity_sectors: u64,
+    /// Most requests the queue holds.
+    pub queue_capacity: u64,
+    /// Requests queued (the entries that follow).
+    pub queued: u64,
+    /// Requests on the device (0 or 1).
+    pub on_device: u64,
+    /// Requests accepted since the service (re)started.
+    pub submitted: u64,
+    /// Requests completed (successfully or not).
+    pub completed: u64,
+    /// Requests taken off the queue.
+    pub dispatched: u64,
+    /// Submissions refused because the queue was full.
+    pub refused_full: u64,
+    /// Requests the device failed.
+    pub device_errors: u64,
+    /// Dispatches decided by a `disk.Schedule` answer.
+    pub answered: u64,
+    /// Dispatches where the maximum wait overrode the choice.
+    pub starvation_overrides: u64,
+    /// Modelled seek distance so far, cylinders.
+    pub seek_cylinders: u64,
+    /// Modelled busy time so far, ns.
+    pub busy_ns: u64,
+    /// Mean response time (queueing + service), ns; [`DiskState::NO_VALUE`] before the
+    /// first request.
+    pub mean_response_ns: u64,
+    /// 99th-percentile response time, ns; [`DiskState::NO_VALUE`] before the first request.
+    pub p99_response_ns: u64,
+}
+
+impl DiskState {
+    /// Words of the header.
+    pub const WORDS: usize = 19;
+    /// Bytes of the header.
+    pub const SIZE: usize = Self::WORDS * 8;
+    /// A time that has no value yet.
+    pub const NO_VALUE: u64 = u64::MAX;
+
+    fn words(&self) -> [u64; Self::WORDS] {
+        [
+            self.header_bytes,
+            self.now_ns,
+            self.head_cylinder,
+            self.cylinders,
+            self.capacity_sectors,
+            self.queue_capacity,
+            self.queued,
+            self.on_device,
+            self.submitted,
+            self.completed,
+            self.dispatched,
+            self.refused_full,
+            self.device_errors,
+            self.answered,
+            self.starvation_overrides,
+            self.seek_cylinders,
+            self.busy_ns,
+            self.mean_response_ns,
+            self.p99_response_ns,
+        ]
+    }
+
+    /// The header's bytes.
+    pub fn to_bytes(&self) -> [u8; Self::SIZE] {
+        let mut bytes = [0u8; Self::SIZE];
+        for (chunk, word) in bytes.chunks_exact_mut(8).zip(self.words()) {
+            chunk.copy_from_slice(&word.to_le_bytes());
+        }
+        bytes
+    }
+
+    /// Reads a header from the start of `bytes`; `None` if they are shorter than
+    /// [`Self::SIZE`] or the first word says a shorter header.
+    pub fn from_bytes(bytes: &[u8]) -> Option<DiskState> {
+        let bytes = bytes.get(..Self::SIZE)?;
+        let mut words = [0u64; Self::WORDS];
+        for (word, chunk) in words.iter_mut().zip(bytes.chunks_exact(8)) {
+            let mut value = [0u8; 8];
+            value.copy_from_slice(chunk);
+            *word = u64::from_le_bytes(value);
+        }
+        if words[0] < Self::SIZE as u64 {
+            return None;
+        }
+        let [header_bytes, now_ns, head_cylinder, cylinders, capacity_sectors, queue_capacity, queued, on_device, submitted, completed, dispatched, refused_full, device_errors, answered, starvation_overrides, seek_cylinders, busy_ns, mean_response_ns, p99_response_ns] =
+            words;
+        Some(DiskState {
+            header_bytes,
+            now_ns,
+            head_cylinder,
+            cylinders,
+            capacity_sectors,
+            queue_capacity,
+            queued,
+            on_device,
+            submitted,
+            completed,
+            dispatched,
+            refused_full,
+            device_errors,
+            answered,
+            starvation_overrides,
+            seek_cylinders,
+            busy_ns,
+            mean_response_ns,
+            p99_response_ns,
+        })
+    }
+
+    /// The queue entries in `bytes` (a whole [`Syscall::DiskState`] copy: header first):
+    /// at most `queued`, as many whole entries as `bytes` holds.
+    pub fn entries<'bytes>(&self, bytes: &'bytes [u8]) -> impl Iterator<Item = crate::event::DiskQueueEntry> + Clone + 'bytes {
+        let start = (self.header_bytes as usize).min(bytes.len());
+        crate::event::DiskQueueEntry::all(&bytes[start..]).take(self.queued as usize)
+    }
+
+    /// The full length of a copy with `queued` entries.
+    pub fn total_bytes(&self) -> u64 {
+        self.header_bytes.saturating_add(self.queued.saturating_mul(crate::event::DiskQueueEntry::SIZE as u64))
+    }
 }
 
 impl fmt::Display for Syscall {
@@ -582,6 +735,54 @@ mod tests {
             assert_eq!(Error::from_code(error.code()), Some(*error));
         }
         assert_eq!(Error::from_code(Error::ALL.len() + 1), None);
+    }
+
+    #[test]
+    fn disk_state_round_trips_with_its_entries() {
+        use crate::event::DiskQueueEntry;
+        let state = DiskState {
+            header_bytes: DiskState::SIZE as u64,
+            now_ns: 1,
+            head_cylinder: 2,
+            cylinders: 1962,
+            capacity_sectors: 4,
+            queue_capacity: 256,
+            queued: 2,
+            on_device: 1,
+            submitted: 9,
+            completed: 6,
+            dispatched: 7,
+            refused_full: 10,
+            device_errors: 11,
+            answered: 12,
+            starvation_overrides: 13,
+            seek_cylinders: 14,
+            busy_ns: 15,
+            mean_response_ns: DiskState::NO_VALUE,
+            p99_response_ns: 17,
+        };
+        let entries = [DiskQueueEntry { id: 8, sector: 100, cylinder: 3, arrival_ns: 50 }, DiskQueueEntry { id: 9, sector: 7, cylinder: 0, arrival_ns: 60 }];
+        let mut bytes = std::vec::Vec::from(state.to_bytes());
+        for entry in &entries {
+            bytes.extend_from_slice(&entry.to_bytes());
+        }
+        assert_eq!(bytes.len() as u64, state.total_bytes());
+        let read = DiskState::from_bytes(&bytes).unwrap();
+        assert_eq!(read, state);
+        assert_eq!(read.entries(&bytes).collect::<std::vec::Vec<_>>(), entries);
+        // A copy cut short holds the whole entries only; a short header is none.
+        assert_eq!(read.entries(&bytes[..DiskState::SIZE + 40]).count(), 1);
+        assert_eq!(DiskState::from_bytes(&bytes[..DiskState::SIZE - 1]), None);
+        let mut lying = bytes.clone();
+        lying[0] = 8;
+        assert_eq!(DiskState::from_bytes(&lying), None, "a header claiming 8 bytes");
+        // A longer header (a later ABI): the entries start where it says.
+        let mut longer = state;
+        longer.header_bytes += 8;
+        let mut bytes = std::vec::Vec::from(longer.to_bytes());
+        bytes.extend_from_slice(&[0xff; 8]);
+        bytes.extend_from_slice(&entries[0].to_bytes());
+        assert_eq!(DiskState::from_bytes(&bytes).unwrap().entries(&bytes).next(), Some(entries[0]));
     }
 
     #[test]

@@ -147,7 +147,7 @@ pub fn arguments(buffer: &mut [u8]) -> Result<usize, Error> {
 fn buffer_call(syscall: Syscall, first: Option<usize>, buffer: &mut [u8]) -> Result<usize, Error> {
     debug_assert!(matches!(
         syscall,
-        Syscall::Read | Syscall::ExtList | Syscall::Events | Syscall::Processes | Syscall::LastError | Syscall::ExtStats
+        Syscall::Read | Syscall::ExtList | Syscall::Events | Syscall::Processes | Syscall::LastError | Syscall::ExtStats | Syscall::DiskState
     ));
     let (address, length) = (buffer.as_mut_ptr() as usize, buffer.len());
     let arguments = match first {
@@ -198,6 +198,13 @@ pub fn ext_list(buffer: &mut [u8]) -> Result<usize, Error> {
 /// length. Errors as for [`Syscall::ExtStats`].
 pub fn ext_stats(buffer: &mut [u8]) -> Result<usize, Error> {
     buffer_call(Syscall::ExtStats, None, buffer)
+}
+
+/// Copies the disk's exported state (a `spindle_abi::syscall::DiskState` header, then the
+/// queue's entries) into `buffer`; returns its full length. Errors as for
+/// [`Syscall::DiskState`].
+pub fn disk_state(buffer: &mut [u8]) -> Result<usize, Error> {
+    buffer_call(Syscall::DiskState, None, buffer)
 }
 
 /// Copies the dispatcher's event listing into `buffer`; returns its full length.

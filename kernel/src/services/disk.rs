@@ -24,6 +24,16 @@
 //!
 //! Counters ([`stats`]): requests, modelled seek distance, busy time, mean and p99 response
 //! time, answers refused and starvation overrides; `disk` at the console prints them.
+//!
+//! Every submitted request completes exactly once: [`accounting`] counts them where they
+//! are (queued, on the device, completed and waiting for its strand, delivered) and
+//! [`Accounting::check`] says whether they add up, with no request completed twice.
+//!
+//! Test hooks: [`inject_device_error`] arms the model's fault plan
+//! ([`spindle_service_disk::faults::FaultPlan`]): the next requests it names fail with the
+//! device's I/O error without reaching the device (their data is never touched), at the
+//! time the model says they would have finished; [`configure_queue`] restarts the service
+//! with a smaller queue.
 
 use alloc::collections::BTreeMap;
 use alloc::string::String;
@@ -33,6 +43,7 @@ use core::fmt;
 
 use spindle_abi::event::{DISK_SCHEDULE, DiskQueueEntry, DiskSchedule, ScheduleChoice};
 use spindle_dispatch::{EventTable, PrimaryModule, ResultRejection};
+use spindle_service_disk::faults::{FaultPlan, FaultTarget};
 use spindle_service_disk::model::{DiskModel, Parameters};
 use spindle_service_disk::queue::{Decision, Policy, QueueCounters, Scheduler, SchedulerConfig, SubmitError};
 use spindle_service_disk::stats::Stats;
@@ -64,7 +75,8 @@ pub enum DiskError {
         /// Sectors the disk has.
         capacity: u64,
     },
-    /// The queue is full.
+    /// The queue is full (it holds [`QUEUE_CAPACITY`] requests unless a test configured
+    /// fewer with [`configure_queue`]); nothing was queued.
     QueueFull,
     /// The device reported an error.
     Device(BlockError),
@@ -80,7 +92,7 @@ impl fmt::Display for DiskError {
             DiskError::PastEnd { sector, sectors, capacity } => {
                 write!(formatter, "sectors {sector}..{} are past the end of the disk ({capacity} sectors)", sector.saturating_add(sectors))
             }
-            DiskError::QueueFull => write!(formatter, "the disk queue is full ({QUEUE_CAPACITY} requests)"),
+            DiskError::QueueFull => formatter.write_str("the disk queue is full; nothing was queued (try again after a request completes)"),
             DiskError::Device(error) => write!(formatter, "the device failed the request: {error}"),
         }
     }
@@ -98,8 +110,9 @@ struct InFlight {
     id: u64,
     finish_ns: u64,
     waiter: Arc<Strand>,
-    /// The device's completion, once it arrived.
-    done: Option<Completion>,
+    /// The device's answer (a read's data, or why it failed), once it arrived; an injected
+    /// fault has it from the start (the device never sees the request).
+    done: Option<Result<Vec<u8>, DiskError>>,
 }
 
 /// The service's state (behind [`STATE`]).
@@ -112,7 +125,10 @@ struct Service {
     in_flight: Option<InFlight>,
     finished: BTreeMap<u64, Result<Vec<u8>, DiskError>>,
     recent: Vec<Dispatched>,
+    faults: FaultPlan,
     completed: u64,
+    delivered: u64,
+    duplicate_completions: u64,
     refused_answers: u64,
     device_errors: u64,
     decisions: u64,
@@ -170,7 +186,7 @@ pub fn init() {
             Parameters::default()
         }
     };
-    if let Err(error) = start(parameters, DEFAULT_MAX_WAIT_NS, device_sectors) {
+    if let Err(error) = start(parameters, DEFAULT_MAX_WAIT_NS, QUEUE_CAPACITY, device_sectors) {
         crate::println!("[disk] not started: {error}");
         return;
     }
@@ -183,16 +199,16 @@ pub fn init() {
     crate::println!("[boot] disk service: model {name}, queue {QUEUE_CAPACITY}, maximum wait {} ms", DEFAULT_MAX_WAIT_NS / 1_000_000);
 }
 
-/// (Re)starts the service's state with `parameters` and `max_wait_ns`: refused while a
-/// request is queued or on the device.
-fn start(parameters: Parameters, max_wait_ns: u64, device_sectors: u64) -> Result<(), String> {
+/// (Re)starts the service's state with `parameters`, `max_wait_ns` and a queue of
+/// `queue_capacity` requests: refused while a request is queued or on the device.
+fn start(parameters: Parameters, max_wait_ns: u64, queue_capacity: usize, device_sectors: u64) -> Result<(), String> {
     let geometry = *parameters.geometry();
-    let config = SchedulerConfig { capacity: QUEUE_CAPACITY, max_wait_ns: Some(max_wait_ns), reference: Policy::Fifo };
+    let config = SchedulerConfig { capacity: queue_capacity, max_wait_ns: Some(max_wait_ns), reference: Policy::Fifo };
     let scheduler = Scheduler::new(geometry, config).map_err(|error| alloc::format!("{error}"))?;
     let capacity = device_sectors.min(geometry.capacity_blocks());
     without_interrupts(|| {
         let mut state = STATE.lock();
-        if state.as_ref().is_some_and(|service| !service.pending.is_empty() || service.in_flight.is_some()) {
+        if state.as_ref().is_some_and(|service| !service.pending.is_empty() || service.in_flight.is_some() || !service.finished.is_empty()) {
             return Err(String::from("the disk is busy"));
         }
         *state = Some(Service {
@@ -204,7 +220,10 @@ fn start(parameters: Parameters, max_wait_ns: u64, device_sectors: u64) -> Resul
             in_flight: None,
             finished: BTreeMap::new(),
             recent: Vec::new(),
+            faults: FaultPlan::new(),
             completed: 0,
+            delivered: 0,
+            duplicate_completions: 0,
             refused_answers: 0,
             device_errors: 0,
             decisions: 0,
@@ -217,9 +236,44 @@ fn start(parameters: Parameters, max_wait_ns: u64, device_sectors: u64) -> Resul
 /// Restarts the idle service with the model called `model` and a maximum wait (tests,
 /// benchmarks; counters start again). Errors: no disk, an unknown model, or the disk busy.
 pub fn configure(model: &str, max_wait_ns: u64) -> Result<(), String> {
+    configure_queue(model, max_wait_ns, QUEUE_CAPACITY)
+}
+
+/// [`configure`] with a queue of `queue_capacity` requests instead of [`QUEUE_CAPACITY`]
+/// (a test hook: a full queue without hundreds of strands). Errors as for [`configure`],
+/// and a capacity of 0 or above the queue's maximum.
+pub fn configure_queue(model: &str, max_wait_ns: u64, queue_capacity: usize) -> Result<(), String> {
     let device_sectors = virtio_blk::capacity().ok_or_else(|| alloc::format!("{}", DiskError::NoDisk))?;
     let parameters = Parameters::by_name(model).map_err(|error| alloc::format!("{error}"))?;
-    start(parameters, max_wait_ns, device_sectors)
+    start(parameters, max_wait_ns, queue_capacity, device_sectors)
+}
+
+/// Test hook: the next `count` requests matching `target` that the service takes off its
+/// queue fail with [`DiskError::Device`]`(`[`BlockError::DeviceIo`]`)` — the device's I/O
+/// error — without reaching the device: a failed write leaves the disk's old data, a failed
+/// read fills no buffer. The failure is delivered when the model says the request would
+/// have finished, and counted ([`DiskStats::injected_errors`], [`DiskStats::device_errors`]).
+/// Rules add up (oldest first); [`configure`] clears them.
+///
+/// Errors: no disk, a count of 0, or too many rules pending (the plan's words).
+pub fn inject_device_error(target: FaultTarget, count: u32) -> Result<(), String> {
+    without_interrupts(|| {
+        let mut state = STATE.lock();
+        let service = state.as_mut().ok_or_else(|| alloc::format!("{}", DiskError::NoDisk))?;
+        service.faults.inject(target, count).map_err(|error| alloc::format!("{error}"))
+    })
+}
+
+/// Test hook: drops every pending injected error; returns how many requests they would
+/// still have failed.
+pub fn clear_injected_errors() -> u64 {
+    without_interrupts(|| {
+        let mut state = STATE.lock();
+        let Some(service) = state.as_mut() else { return 0 };
+        let armed = service.faults.armed();
+        service.faults.clear();
+        armed
+    })
 }
 
 /// Wakes the service's strand (alarm, device completion, a new request).
@@ -232,7 +286,11 @@ fn wake() {
 /// Whether a request is on the device and the device has not finished it (the idle loop
 /// then polls instead of letting guest time jump to the modelled finish).
 fn device_busy() -> bool {
-    let busy = || without_interrupts(|| STATE.try_lock().is_some_and(|state| state.as_ref().and_then(|service| service.in_flight.as_ref()).is_some_and(|in_flight| in_flight.done.is_none())));
+    let busy = || {
+        without_interrupts(|| {
+            STATE.try_lock().is_some_and(|state| state.as_ref().and_then(|service| service.in_flight.as_ref()).is_some_and(|in_flight| in_flight.done.is_none()))
+        })
+    };
     if !busy() {
         return false;
     }
@@ -248,7 +306,7 @@ fn device_busy() -> bool {
 fn device_done(completion: Completion) {
     without_interrupts(|| {
         if let Some(in_flight) = STATE.lock().as_mut().and_then(|service| service.in_flight.as_mut()) {
-            in_flight.done = Some(completion);
+            in_flight.done = Some(completion.result.map(|()| completion.buffer).map_err(DiskError::Device));
         }
     });
     wake();
@@ -259,8 +317,23 @@ fn device_done(completion: Completion) {
 fn serve() {
     loop {
         deliver_finished();
-        start_next();
+        if start_next() == Started::Injected {
+            // No device completion will wake the strand: deliver at the modelled finish.
+            continue;
+        }
         sched::block_current();
+    }
+}
+
+/// Records request `id`'s outcome for its waiter: counted once as completed (a device
+/// error too); a second completion of the same request is counted as a duplicate.
+fn complete(service: &mut Service, id: u64, result: Result<Vec<u8>, DiskError>) {
+    if matches!(result, Err(DiskError::Device(_))) {
+        service.device_errors += 1;
+    }
+    service.completed += 1;
+    if service.finished.insert(id, result).is_some() {
+        service.duplicate_completions += 1;
     }
 }
 
@@ -280,13 +353,8 @@ fn deliver_finished() {
             return None;
         }
         let in_flight = service.in_flight.take()?;
-        let completion = in_flight.done?;
-        let result = completion.result.map(|()| completion.buffer).map_err(DiskError::Device);
-        if result.is_err() {
-            service.device_errors += 1;
-        }
-        service.completed += 1;
-        service.finished.insert(in_flight.id, result);
+        let result = in_flight.done?;
+        complete(service, in_flight.id, result);
         Some(in_flight.waiter)
     });
     if let Some(waiter) = delivered {
@@ -294,9 +362,30 @@ fn deliver_finished() {
     }
 }
 
+/// What [`start_next`] does after taking a request off the queue.
+enum Next {
+    /// Wake the waiter: its request already has its (failed) outcome.
+    Unblock(Arc<Strand>),
+    /// Send request `id` to the device.
+    Device(u64, virtio_blk::Request),
+    /// Nothing: an injected fault took the request.
+    Injected,
+}
+
+/// What [`start_next`] did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Started {
+    /// Nothing (the disk is busy or nothing is queued), or a request went to the device.
+    Nothing,
+    /// An injected fault took the request: it is "on the device" until its modelled finish,
+    /// but the device will not report it.
+    Injected,
+}
+
 /// Starts the next request if the disk is idle and something is queued: asks
-/// `disk.Schedule`, then the queue (validation, starvation bound), then the model.
-fn start_next() {
+/// `disk.Schedule`, then the queue (validation, starvation bound), then the model, then
+/// the fault plan (a test hook; a hit never reaches the device).
+fn start_next() -> Started {
     let Some(args) = without_interrupts(|| {
         let mut state = STATE.lock();
         let service = state.as_mut()?;
@@ -325,7 +414,7 @@ fn start_next() {
         *SNAPSHOT.lock() = entries;
         Some(args)
     }) else {
-        return;
+        return Started::Nothing;
     };
     let now = crate::time::now_ns();
     let args = DiskSchedule { now_ns: now, ..args };
@@ -362,18 +451,26 @@ fn start_next() {
             Ok(timing) => timing,
             // Checked at submission against the same geometry; not reached.
             Err(_) => {
-                service.finished.insert(request.id, Err(DiskError::PastEnd { sector: request.start_block, sectors: u64::from(request.blocks), capacity: service.capacity }));
-                return Some((pending.waiter, None));
+                let error = DiskError::PastEnd { sector: request.start_block, sectors: u64::from(request.blocks), capacity: service.capacity };
+                complete(service, request.id, Err(error));
+                return Some(Next::Unblock(pending.waiter));
             }
         };
         service.stats.record(&request, &timing);
+        if service.faults.take(request.start_block, request.blocks, request.write) {
+            // The buffer (a write's new data) is dropped here: the device never sees it.
+            let injected = Err(DiskError::Device(BlockError::DeviceIo));
+            service.in_flight = Some(InFlight { id: request.id, finish_ns: timing.finish_ns, waiter: pending.waiter, done: Some(injected) });
+            return Some(Next::Injected);
+        }
         service.in_flight = Some(InFlight { id: request.id, finish_ns: timing.finish_ns, waiter: pending.waiter.clone(), done: None });
         let device_request = virtio_blk::Request { operation: pending.operation, sector: request.start_block, buffer: pending.buffer, notify: virtio_blk::Notify::Call(device_done) };
-        Some((pending.waiter, Some((request.id, device_request))))
+        Some(Next::Device(request.id, device_request))
     });
     match submitted {
-        Some((waiter, None)) => sched::unblock(&waiter),
-        Some((_, Some((id, device_request)))) => {
+        Some(Next::Injected) => return Started::Injected,
+        Some(Next::Unblock(waiter)) => sched::unblock(&waiter),
+        Some(Next::Device(id, device_request)) => {
             // The completion is collected by polling (the idle loop, the modelled finish):
             // an interrupt would land at a host-dependent guest time.
             virtio_blk::set_interrupts(false);
@@ -382,9 +479,7 @@ fn start_next() {
                     let mut state = STATE.lock();
                     let service = state.as_mut()?;
                     let in_flight = service.in_flight.take()?;
-                    service.device_errors += 1;
-                    service.completed += 1;
-                    service.finished.insert(id, Err(DiskError::Device(refused.error)));
+                    complete(service, id, Err(DiskError::Device(refused.error)));
                     Some(in_flight.waiter)
                 });
                 if let Some(waiter) = waiter {
@@ -394,6 +489,7 @@ fn start_next() {
         }
         None => {}
     }
+    Started::Nothing
 }
 
 /// Queues a request and blocks until it is delivered.
@@ -423,7 +519,14 @@ fn transfer(operation: Operation, sector: u64, buffer: Vec<u8>) -> Result<Vec<u8
     }
     wake();
     loop {
-        if let Some(result) = without_interrupts(|| STATE.lock().as_mut().and_then(|service| service.finished.remove(&id))) {
+        let result = without_interrupts(|| {
+            let mut state = STATE.lock();
+            let service = state.as_mut()?;
+            let result = service.finished.remove(&id)?;
+            service.delivered += 1;
+            Some(result)
+        });
+        if let Some(result) = result {
             return result;
         }
         sched::block_current();
@@ -458,8 +561,12 @@ pub struct DiskStats {
     /// `disk.Schedule` answers the queue refused (the primary module refuses first, so this
     /// stays 0 unless an answer's request left the queue meanwhile).
     pub refused_answers: u64,
-    /// Requests the device failed.
+    /// Requests the device failed (injected errors included).
     pub device_errors: u64,
+    /// Requests failed by [`inject_device_error`] (they never reached the device).
+    pub injected_errors: u64,
+    /// Whether a request is on the device now.
+    pub on_device: bool,
     /// `disk.Schedule` raises (only while something is bound).
     pub decisions: u64,
     /// Guest instructions those raises took (`rdinstret`; host ticks without `-icount`).
@@ -486,6 +593,8 @@ pub fn stats() -> Option<DiskStats> {
             queued: service.scheduler.len() as u64,
             refused_answers: service.refused_answers,
             device_errors: service.device_errors,
+            injected_errors: service.faults.injected(),
+            on_device: service.in_flight.is_some(),
             decisions: service.decisions,
             decision_instructions: service.decision_instructions,
             seek_cylinders: service.stats.seek_cylinders(),
@@ -494,6 +603,148 @@ pub fn stats() -> Option<DiskStats> {
             p99_response_ns: service.stats.p99_response_ns(),
         })
     })
+}
+
+/// Where every request submitted since the service (re)started is: the counts behind
+/// "every submitted request completes exactly once".
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Accounting {
+    /// Requests the queue accepted.
+    pub submitted: u64,
+    /// Requests queued now.
+    pub queued: u64,
+    /// Request data held for queued requests (one per queued request).
+    pub queued_data: u64,
+    /// Requests on the device now (0 or 1).
+    pub on_device: u64,
+    /// Requests that completed (successfully or not), each counted once.
+    pub completed: u64,
+    /// Completed requests whose strand has taken the outcome.
+    pub delivered: u64,
+    /// Completed requests whose strand has not taken the outcome yet.
+    pub awaiting: u64,
+    /// Completions of a request that had already completed (never expected).
+    pub duplicate_completions: u64,
+}
+
+impl Accounting {
+    /// Whether the counts add up: submitted = completed + queued + on the device, completed
+    /// = delivered + awaiting, one piece of data per queued request, and no request
+    /// completed twice. Errors: which equation fails, with the counts.
+    pub fn check(&self) -> Result<(), String> {
+        if self.duplicate_completions != 0 {
+            return Err(alloc::format!("{} requests completed more than once: {self:?}", self.duplicate_completions));
+        }
+        if self.submitted != self.completed + self.queued + self.on_device {
+            return Err(alloc::format!(
+                "{} submitted but {} completed + {} queued + {} on the device (a request lost or invented): {self:?}",
+                self.submitted,
+                self.completed,
+                self.queued,
+                self.on_device
+            ));
+        }
+        if self.completed != self.delivered + self.awaiting {
+            return Err(alloc::format!("{} completed but {} delivered + {} awaiting their strand: {self:?}", self.completed, self.delivered, self.awaiting));
+        }
+        if self.queued_data != self.queued {
+            return Err(alloc::format!("{} requests queued but data held for {}: {self:?}", self.queued, self.queued_data));
+        }
+        Ok(())
+    }
+
+    /// [`Accounting::check`], and nothing left anywhere: every request submitted has been
+    /// delivered to its strand (the state after the strands that used the disk are done).
+    pub fn check_idle(&self) -> Result<(), String> {
+        self.check()?;
+        if self.queued + self.on_device + self.awaiting != 0 {
+            return Err(alloc::format!("not idle: {} queued, {} on the device, {} awaiting their strand", self.queued, self.on_device, self.awaiting));
+        }
+        Ok(())
+    }
+}
+
+/// The service's [`Accounting`]; `None` without a disk.
+pub fn accounting() -> Option<Accounting> {
+    without_interrupts(|| {
+        let state = STATE.lock();
+        let service = state.as_ref()?;
+        Some(Accounting {
+            submitted: service.scheduler.counters().submitted,
+            queued: service.scheduler.len() as u64,
+            queued_data: service.pending.len() as u64,
+            on_device: u64::from(service.in_flight.is_some()),
+            completed: service.completed,
+            delivered: service.delivered,
+            awaiting: service.finished.len() as u64,
+            duplicate_completions: service.duplicate_completions,
+        })
+    })
+}
+
+/// The state user programs read with the system call `disk_state` (Infokernel-style
+/// exported state): a [`spindle_abi::syscall::DiskState`] header — the arm's cylinder and
+/// the counters — then every queued request's [`DiskQueueEntry`], oldest first, all taken
+/// under one lock at guest time `now_ns`. `None` without a disk.
+pub fn exported_state(now_ns: u64) -> Option<Vec<u8>> {
+    use spindle_abi::syscall::DiskState;
+    without_interrupts(|| {
+        let state = STATE.lock();
+        let service = state.as_ref()?;
+        let geometry = *service.scheduler.geometry();
+        let counters = service.scheduler.counters();
+        let header = DiskState {
+            header_bytes: DiskState::SIZE as u64,
+            now_ns,
+            head_cylinder: u64::from(service.model.head_cylinder()),
+            cylinders: u64::from(geometry.cylinders()),
+            capacity_sectors: service.capacity,
+            queue_capacity: service.scheduler.config().capacity as u64,
+            queued: service.scheduler.len() as u64,
+            on_device: u64::from(service.in_flight.is_some()),
+            submitted: counters.submitted,
+            completed: service.completed,
+            dispatched: counters.dispatched,
+            refused_full: counters.refused_full,
+            device_errors: service.device_errors,
+            answered: counters.answered,
+            starvation_overrides: counters.starvation_overrides,
+            seek_cylinders: service.stats.seek_cylinders(),
+            busy_ns: service.stats.busy_ns(),
+            mean_response_ns: service.stats.mean_response_ns().unwrap_or(DiskState::NO_VALUE),
+            p99_response_ns: service.stats.p99_response_ns().unwrap_or(DiskState::NO_VALUE),
+        };
+        let mut bytes = Vec::with_capacity(header.total_bytes() as usize);
+        bytes.extend_from_slice(&header.to_bytes());
+        for request in service.scheduler.pending() {
+            let entry = DiskQueueEntry {
+                id: request.id,
+                sector: request.start_block,
+                cylinder: u64::from(geometry.cylinder_of_block(request.start_block)),
+                arrival_ns: request.arrival_ns,
+            };
+            bytes.extend_from_slice(&entry.to_bytes());
+        }
+        Some(bytes)
+    })
+}
+
+/// Test hook: runs `body` as if the machine had no disk (the service's state set aside:
+/// requests get [`DiskError::NoDisk`], [`stats`] and [`exported_state`] answer `None`),
+/// then puts the state back. Errors: no disk, or the disk is busy (a request queued, on
+/// the device or not yet taken by its strand).
+pub fn without_service<T>(body: impl FnOnce() -> T) -> Result<T, String> {
+    let service = without_interrupts(|| {
+        let mut state = STATE.lock();
+        let service = state.as_ref().ok_or_else(|| alloc::format!("{}", DiskError::NoDisk))?;
+        if !service.pending.is_empty() || service.in_flight.is_some() || !service.finished.is_empty() {
+            return Err(String::from("the disk is busy"));
+        }
+        Ok(state.take())
+    })?;
+    let outcome = body();
+    without_interrupts(|| *STATE.lock() = service);
+    Ok(outcome)
 }
 
 /// One request the service took off its queue.
@@ -515,7 +766,16 @@ pub fn recent_dispatches() -> Vec<Dispatched> {
 impl fmt::Display for DiskStats {
     fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
         let millis = |ns: Option<u64>| ns.map_or(String::from("-"), |ns| alloc::format!("{}.{:03} ms", ns / 1_000_000, ns / 1_000 % 1_000));
-        writeln!(formatter, "disk: model {}, {} queued, {} completed, {} device errors", self.model, self.queued, self.completed, self.device_errors)?;
+        writeln!(
+            formatter,
+            "disk: model {}, {} queued, {} on the device, {} completed, {} device errors ({} injected)",
+            self.model,
+            self.queued,
+            u64::from(self.on_device),
+            self.completed,
+            self.device_errors,
+            self.injected_errors
+        )?;
         writeln!(
             formatter,
             "  queue: {} submitted, {} dispatched ({} answered by disk.Schedule, {} by FIFO), {} refused full, {} starvation overrides",

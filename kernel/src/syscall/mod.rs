@@ -86,6 +86,7 @@ pub fn handle(process: &Arc<Process>, space: &mut AddressSpace, context: &mut Us
         Some(Syscall::ExtUnload) => shell_calls::ext_unload(process, space, arguments),
         Some(Syscall::ExtList) => shell_calls::ext_list(process, space, arguments),
         Some(Syscall::ExtStats) => shell_calls::ext_stats(process, space, arguments),
+        Some(Syscall::DiskState) => disk_state(space, arguments),
         Some(Syscall::Events) => shell_calls::events(process, space, arguments),
         Some(Syscall::Processes) => shell_calls::processes(process, space, arguments),
         Some(Syscall::LastError) => shell_calls::last_error(process, space, arguments),
@@ -127,6 +128,13 @@ fn write(process: &Process, space: &AddressSpace, [handle, pointer, length, ..]:
     space.read(range.start, &mut bytes)?;
     crate::print!("{}", alloc::string::String::from_utf8_lossy(&bytes));
     Ok(length)
+}
+
+/// `disk_state(pointer, length)`: NoDevice (no disk service), then BadLength (wrapping)
+/// and BadAddress; copies the disk's exported state (`services::disk::exported_state`).
+fn disk_state(space: &AddressSpace, [pointer, length, ..]: Arguments) -> Result<usize, Error> {
+    let state = crate::services::disk::exported_state(crate::time::now_ns()).ok_or(Error::NoDevice)?;
+    shell_calls::copy_out(space, pointer, length, &state)
 }
 
 /// `spawn(pointer, length, flags)`: BadLength (0 or too long), BadAddress, BadArgument

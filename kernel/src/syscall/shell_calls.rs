@@ -31,7 +31,7 @@ use crate::proc::{self, AddressSpace, Process};
 
 /// Copies `text` to the user buffer `pointer..pointer + length` (at most `length` bytes)
 /// and returns its full length. Errors: `BadLength` (wrapping), `BadAddress`.
-fn copy_out(space: &AddressSpace, pointer: usize, length: usize, text: &[u8]) -> Result<usize, Error> {
+pub(super) fn copy_out(space: &AddressSpace, pointer: usize, length: usize, text: &[u8]) -> Result<usize, Error> {
     let range = user_range(pointer, length, usize::MAX)?;
     let count = range.len().min(text.len());
     if count > 0 {

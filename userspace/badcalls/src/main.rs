@@ -28,7 +28,7 @@ use core::fmt::Debug;
 use spindle_runtime::arch::{
     self, ACCESS_READ, ACCESS_WRITE, AnonymousRegion, CONSOLE, Error, ExitStatus, KillCause, MAX_ANONYMOUS_REGIONS,
     MAX_COMMAND_LINE, MAX_MAP_LENGTH, MAX_NAME, MAX_READ_LENGTH, MAX_SLEEP_TICKS, MAX_WRITE_LENGTH, PAGE_SIZE,
-    SPAWN_CONSOLE, SPAWN_EXTENSION_LOADER, Syscall, Technology,
+    SPAWN_CONSOLE, SPAWN_EXTENSION_LOADER, Syscall, Technology, DiskState,
 };
 use spindle_runtime::{Arguments, println};
 
@@ -71,7 +71,8 @@ mod raw {
         unsafe { arch::call(Syscall::Read, [handle, address, length, 0, 0, 0]) }
     }
 
-    /// A listing call (`ext_list`, `events`, `processes`, `last_error`) into a raw range.
+    /// A listing call (`ext_list`, `events`, `processes`, `last_error`, `disk_state`) into a
+    /// raw range.
     pub fn listing_into(call: Syscall, address: usize, length: usize) -> Result<usize, Error> {
         // SAFETY: called only with ranges the kernel must refuse (read-only, unmapped,
         // kernel or wrapping) or with length 0 (nothing is written).
@@ -454,6 +455,32 @@ fn listing_calls(check: &mut Checker, pid: usize, code_address: usize) {
         check.expect("listing(wrapping)", raw::listing_into(call, usize::MAX - 2, 8), Some(Error::BadLength));
     }
     check.expect("last_error(wrapping)", raw::listing_into(Syscall::LastError, usize::MAX - 2, 8), Some(Error::BadLength));
+    disk_state(check, read_only, code_address);
+}
+
+/// `disk_state`: a header the whole copy's length agrees with, copy semantics as the
+/// listings, and bad buffers refused; without a disk, `NoDevice` whatever the buffer.
+fn disk_state(check: &mut Checker, read_only: usize, code_address: usize) {
+    let mut buffer = [0u8; 1024];
+    let outcome = arch::disk_state(&mut buffer);
+    if outcome == Err(Error::NoDevice) {
+        check.expect("disk_state(unmapped) without a disk", raw::listing_into(Syscall::DiskState, UNMAPPED, 16), Some(Error::NoDevice));
+        return;
+    }
+    if let Some(total) = check.expect("disk_state(buffer)", outcome, None) {
+        let header = DiskState::from_bytes(&buffer[..total.min(buffer.len())]);
+        check.holds("disk_state starts with a header whose length agrees", header.is_some_and(|state| state.total_bytes() == total as u64));
+        let mut short = [0u8; 3];
+        check.holds("disk_state(short buffer) returns at least the header's length", arch::disk_state(&mut short).is_ok_and(|length| length >= DiskState::SIZE));
+        check.holds("disk_state(null, 0) returns at least the header's length", raw::listing_into(Syscall::DiskState, 0, 0).is_ok_and(|length| length >= DiskState::SIZE));
+    }
+    check.expect("disk_state(null)", raw::listing_into(Syscall::DiskState, 0, 16), Some(Error::BadAddress));
+    check.expect("disk_state(kernel)", raw::listing_into(Syscall::DiskState, KERNEL_TEXT, 16), Some(Error::BadAddress));
+    check.expect("disk_state(kernel stacks)", raw::listing_into(Syscall::DiskState, KERNEL_STACKS, 16), Some(Error::BadAddress));
+    check.expect("disk_state(unmapped)", raw::listing_into(Syscall::DiskState, UNMAPPED, 16), Some(Error::BadAddress));
+    check.expect("disk_state(read-only data)", raw::listing_into(Syscall::DiskState, read_only, 4), Some(Error::BadAddress));
+    check.expect("disk_state(program text)", raw::listing_into(Syscall::DiskState, code_address, 4), Some(Error::BadAddress));
+    check.expect("disk_state(wrapping)", raw::listing_into(Syscall::DiskState, usize::MAX - 2, 8), Some(Error::BadLength));
 }
 
 /// `number` in decimal, in `buffer`.

@@ -57,6 +57,8 @@ pub mod arch {
         MAX_COMMAND_LINE, MAX_MAP_LENGTH, MAX_NAME, MAX_READ_LENGTH, MAX_SLEEP_TICKS, MAX_WRITE_LENGTH, PAGE_SIZE,
         SPAWN_CONSOLE, SPAWN_EXTENSION_LOADER, Syscall, Technology,
     };
+    pub use spindle_abi::syscall::DiskState;
+    pub use spindle_abi::event::DiskQueueEntry;
 }
 
 /// Defines the program's entry point `_start`, which runs `$main` (a

@@ -18,6 +18,9 @@
 //!   ([`Scheduler::validate`]) and the starvation bound.
 //! - [`stats`]: completed requests, seek distance, busy time, mean and p99 response time,
 //!   in fixed-size counters.
+//! - [`faults`]: a test hook — a plan of device errors ([`FaultPlan`]: the next N
+//!   requests, reads, writes, or the request at a sector) the kernel consults before it
+//!   sends a request to the device; a hit fails without touching the data.
 //!
 //! A request's life: [`Scheduler::submit`] queues it; when the disk is free the kernel asks
 //! the policy (an extension, or nobody) and calls [`Scheduler::dispatch`] with the answer
@@ -55,6 +58,7 @@
 
 extern crate alloc;
 
+pub mod faults;
 pub mod model;
 pub mod queue;
 pub mod stats;
@@ -62,6 +66,7 @@ pub mod stats;
 #[cfg(test)]
 mod simulation;
 
+pub use faults::{Fault, FaultPlan, FaultTarget, InjectError};
 pub use model::{DiskModel, Geometry, InvalidParameters, Location, Mechanics, Parameters, RequestError, SeekCurve, Timing, UnknownModel};
 pub use queue::{
     BadAnswer, Decision, Dispatch, InvalidCapacity, Policy, QueueCounters, QueuedRequest, Scheduler, SchedulerConfig, SubmitError,
