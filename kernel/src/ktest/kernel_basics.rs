@@ -15,6 +15,7 @@ pub static TESTS: &[KernelTest] = &[
     KernelTest { name: "trap::recovery_returns_closure_value", run: recovery_returns_closure_value },
     KernelTest { name: "trap::nested_recovery_points", run: nested_recovery_points },
     KernelTest { name: "paging::rodata_is_not_writable", run: rodata_is_not_writable },
+    KernelTest { name: "paging::large_pages_unmap_whole_and_map_again", run: large_pages_unmap_whole_and_map_again },
     KernelTest { name: "paging::text_is_not_writable", run: text_is_not_writable },
     KernelTest { name: "paging::heap_is_not_executable", run: heap_is_not_executable },
     KernelTest { name: "paging::sections_have_wx_permissions", run: sections_have_wx_permissions },
@@ -70,6 +71,48 @@ fn nested_recovery_points() -> TestResult {
 }
 
 static READ_ONLY_VALUE: u64 = 0x5a5a;
+
+/// A 2 MiB-aligned range mapped to 2 MiB-aligned frames gets a megapage; unmapping it
+/// removes it (a 4 KiB piece of it is refused), so the range maps again; a span whose page
+/// table is left from earlier 4 KiB mappings is mapped with 4 KiB pages instead of being
+/// reported as already mapped. (A native extension's slot is reused this way: before the
+/// fix its megapage arena stayed mapped after unload and the next load of the slot failed.)
+fn large_pages_unmap_whole_and_map_again() -> TestResult {
+    use crate::arch::PAGE_SIZE;
+    use crate::arch::sv39::{MEGAPAGE_SIZE, MapError};
+    let root = crate::mm::kernel_space::root().ok_or("no kernel page table")?;
+    let frames = crate::mm::frame::allocate_zeroed(2 * MEGAPAGE_SIZE / PAGE_SIZE).ok_or("no 4 MiB of frames")?;
+    let physical = frames.address().next_multiple_of(MEGAPAGE_SIZE);
+    ensure!(physical + MEGAPAGE_SIZE <= frames.address() + frames.size(), "no aligned 2 MiB inside the run");
+    // The last native-extension slot: unused by the tests before this one.
+    let base = crate::memlayout::EXTENSION_REGION_BASE + crate::memlayout::EXTENSION_REGION_SIZE - 8 * MEGAPAGE_SIZE;
+    let flags = PteFlags::READ | PteFlags::WRITE | PteFlags::GLOBAL;
+    let map = |va: usize, length: usize| crate::arch::csr::without_interrupts(|| root.map_range(va, physical, length, flags, &mut crate::mm::frame::PermanentFrames));
+    let unmap = |va: usize, length: usize| {
+        let outcome = crate::arch::csr::without_interrupts(|| root.unmap_range(va, length));
+        crate::arch::csr::flush_tlb();
+        outcome
+    };
+    // A fresh span: one megapage.
+    map(base, MEGAPAGE_SIZE).map_err(|error| alloc::format!("mapping 2 MiB: {error}"))?;
+    ensure!(root.translate(base + 5 * PAGE_SIZE).map(|(address, _)| address) == Some(physical + 5 * PAGE_SIZE), "the megapage translates wrongly");
+    ensure!(unmap(base + PAGE_SIZE, PAGE_SIZE) == Err(MapError::SplitsLargePage(base + PAGE_SIZE)), "a 4 KiB piece of a megapage was unmapped");
+    unmap(base, MEGAPAGE_SIZE).map_err(|error| alloc::format!("unmapping the megapage: {error}"))?;
+    ensure!(root.translate(base).is_none() && root.translate(base + MEGAPAGE_SIZE - PAGE_SIZE).is_none(), "the megapage is still mapped");
+    map(base, MEGAPAGE_SIZE).map_err(|error| alloc::format!("mapping the span again: {error}"))?;
+    unmap(base, MEGAPAGE_SIZE).map_err(|error| alloc::format!("unmapping again: {error}"))?;
+    // A span with a page table left by a 4 KiB mapping: 4 KiB pages, then unmapped whole.
+    let other = base + 2 * MEGAPAGE_SIZE;
+    map(other, PAGE_SIZE).map_err(|error| alloc::format!("mapping 4 KiB: {error}"))?;
+    unmap(other, PAGE_SIZE).map_err(|error| alloc::format!("unmapping 4 KiB: {error}"))?;
+    map(other, MEGAPAGE_SIZE).map_err(|error| alloc::format!("mapping 2 MiB over an empty page table: {error}"))?;
+    ensure!(root.translate(other + MEGAPAGE_SIZE - PAGE_SIZE).map(|(address, _)| address) == Some(physical + MEGAPAGE_SIZE - PAGE_SIZE), "wrong translation");
+    unmap(other, MEGAPAGE_SIZE).map_err(|error| alloc::format!("unmapping 512 pages: {error}"))?;
+    ensure!(root.translate(other).is_none(), "still mapped");
+    ensure!(unmap(other, PAGE_SIZE) == Err(MapError::NotMapped(other)), "unmapping nothing succeeded");
+    drop(frames);
+    Ok(())
+}
 
 fn rodata_is_not_writable() -> TestResult {
     let address = core::hint::black_box(&READ_ONLY_VALUE as *const u64 as usize);

@@ -90,8 +90,10 @@ pub enum MapError {
     OutOfFrames,
     /// A leaf must be readable or executable (write-only is reserved by the spec).
     InvalidPermissions,
-    /// The page to unmap is not mapped by a 4 KiB leaf.
+    /// The page to unmap is not mapped.
     NotMapped(usize),
+    /// The page to unmap is part of a larger page that reaches outside the range.
+    SplitsLargePage(usize),
 }
 
 impl fmt::Display for MapError {
@@ -102,7 +104,8 @@ impl fmt::Display for MapError {
             MapError::AlreadyMapped(va) => write!(f, "virtual address {va:#x} is already mapped"),
             MapError::OutOfFrames => f.write_str("out of frames for page tables"),
             MapError::InvalidPermissions => f.write_str("invalid permission combination"),
-            MapError::NotMapped(va) => write!(f, "virtual address {va:#x} is not mapped by a 4 KiB page"),
+            MapError::NotMapped(va) => write!(f, "virtual address {va:#x} is not mapped"),
+            MapError::SplitsLargePage(va) => write!(f, "virtual address {va:#x} is part of a larger page that reaches outside the range"),
         }
     }
 }
@@ -181,10 +184,12 @@ impl PageTableRoot {
             let va = virtual_address + offset;
             let pa = physical_address + offset;
             let remaining = length - offset;
-            let page_size = [GIGAPAGE_SIZE, MEGAPAGE_SIZE]
+            // A large page where both addresses allow it and no page table already covers
+            // that span (one left by earlier 4 KiB mappings, possibly empty now).
+            let page_size = [(GIGAPAGE_SIZE, 2), (MEGAPAGE_SIZE, 1)]
                 .into_iter()
-                .find(|&size| va.is_multiple_of(size) && pa.is_multiple_of(size) && remaining >= size)
-                .unwrap_or(PAGE_SIZE);
+                .find(|&(size, level)| va.is_multiple_of(size) && pa.is_multiple_of(size) && remaining >= size && self.free_at(va, level))
+                .map_or(PAGE_SIZE, |(size, _)| size);
             self.map_page(va, pa, page_size, flags, frames)?;
             offset += page_size;
         }
@@ -220,40 +225,71 @@ impl PageTableRoot {
         Ok(())
     }
 
-    /// Removes the 4 KiB mappings of `[virtual_address, virtual_address + length)`;
-    /// fails without changing anything if a page is unmapped or part of a larger page.
-    /// The caller flushes the TLB.
+    /// Whether nothing maps the span of `va` at `level` (2: its 1 GiB, 1: its 2 MiB): no
+    /// leaf and no table on the way down, and an empty entry there.
+    fn free_at(self, va: usize, level: usize) -> bool {
+        let mut table = self.0;
+        for upper in (level + 1..=2).rev() {
+            let entry = read_entry(table, index_at(va, upper));
+            if entry & PteFlags::VALID.0 == 0 {
+                return true;
+            }
+            if is_leaf(entry) {
+                return false;
+            }
+            table = entry_address(entry);
+        }
+        read_entry(table, index_at(va, level)) & PteFlags::VALID.0 == 0
+    }
+
+    /// Removes the mappings of `[virtual_address, virtual_address + length)`, whatever
+    /// page sizes [`PageTableRoot::map_range`] chose; fails without changing anything if a
+    /// page is unmapped or part of a larger page reaching outside the range. Page-table
+    /// pages stay (a later mapping reuses them). The caller flushes the TLB.
     pub fn unmap_range(self, virtual_address: usize, length: usize) -> Result<(), MapError> {
         if !virtual_address.is_multiple_of(PAGE_SIZE) || !length.is_multiple_of(PAGE_SIZE) {
             return Err(MapError::Misaligned);
         }
-        for page in (virtual_address..virtual_address + length).step_by(PAGE_SIZE) {
-            self.leaf_slot(page).ok_or(MapError::NotMapped(page))?;
-        }
-        for page in (virtual_address..virtual_address + length).step_by(PAGE_SIZE) {
-            if let Some((table, index)) = self.leaf_slot(page) {
-                write_entry(table, index, 0);
+        let end = virtual_address.checked_add(length).ok_or(MapError::OutOfRange)?;
+        let mut page = virtual_address;
+        while page < end {
+            let (_, _, size) = self.leaf(page).ok_or(MapError::NotMapped(page))?;
+            let start = page & !(size - 1);
+            if start < virtual_address || start + size > end {
+                return Err(MapError::SplitsLargePage(page));
             }
+            page = start + size;
+        }
+        let mut page = virtual_address;
+        while page < end {
+            let Some((table, index, size)) = self.leaf(page) else { break };
+            write_entry(table, index, 0);
+            page += size;
         }
         Ok(())
     }
 
-    /// The level-0 table and index holding the 4 KiB leaf for `va`, if there is one.
-    fn leaf_slot(self, va: usize) -> Option<(usize, usize)> {
+    /// The table, index and page size of the leaf mapping `va`, at any level.
+    fn leaf(self, va: usize) -> Option<(usize, usize, usize)> {
         if va >= LOWER_HALF_END {
             return None;
         }
         let mut table = self.0;
-        for level in (1..=2).rev() {
-            let entry = read_entry(table, index_at(va, level));
-            if entry & PteFlags::VALID.0 == 0 || is_leaf(entry) {
+        for (level, size) in [(2, GIGAPAGE_SIZE), (1, MEGAPAGE_SIZE), (0, PAGE_SIZE)] {
+            let index = index_at(va, level);
+            let entry = read_entry(table, index);
+            if entry & PteFlags::VALID.0 == 0 {
+                return None;
+            }
+            if is_leaf(entry) {
+                return Some((table, index, size));
+            }
+            if level == 0 {
                 return None;
             }
             table = entry_address(entry);
         }
-        let index = index_at(va, 0);
-        let entry = read_entry(table, index);
-        (entry & PteFlags::VALID.0 != 0 && is_leaf(entry)).then_some((table, index))
+        None
     }
 
     /// Translates a virtual address: the physical address and leaf flags, if mapped.
