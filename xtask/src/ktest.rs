@@ -751,14 +751,9 @@ fn run_host_clock_tests(kernel: &Image, verbose: bool, tally: &mut Tally) -> Res
     Ok(())
 }
 
-/// Host timeout for the MD5 end-to-end test (four 1 MiB fingerprints, one of them in Wasm).
-const MD5SUM_TIMEOUT: Duration = Duration::from_secs(90);
+/// Host timeout for the MD5 end-to-end test (nine 1 MiB fingerprints, two of them in Wasm).
+const MD5SUM_TIMEOUT: Duration = Duration::from_secs(180);
 
-/// The `md5` graft's digest of the benchmark's 1 MiB, computed in the kernel through
-/// `block.ReadFilter` (console command `md5`) built in, native, Wasm and as the C
-/// reference, must equal the host's `md5sum` of the same bytes (generated here with the
-/// `md5` crate's workload generator and written to `target/spindle/md5-workload.bin`).
-/// Fails when `md5sum` is missing, when a digest differs, or when a technology prints none.
 /// Boots the test image with `disk` and a script of `lines` (exact guest time); returns
 /// the problems with its exit status (`expected_exit`) and its whole log.
 fn run_disk_script(kernel: &Image, disk: crate::qemu::Disk, lines: &[String], expected_exit: i32, verbose: bool) -> Result<(Vec<String>, Vec<String>)> {
@@ -887,36 +882,65 @@ fn run_md5sum_test(kernel: &Image, verbose: bool, tally: &mut Tally) -> Result<(
     Ok(())
 }
 
+/// The `md5` graft's digest of the benchmark's 1 MiB, computed in the kernel through
+/// `block.ReadFilter` (console command `md5`) built in, native, Wasm and as the C
+/// reference, must equal the host's `md5sum` of the same bytes (generated here with the
+/// `md5` crate's workload generator and written to `target/spindle/md5-workload.bin`);
+/// and the digest of the same bytes read from the device (`md5 … disk`, every technology
+/// and the C reference) must equal the host's `md5sum` of that extent of the disk image.
+/// Fails when `md5sum` is missing, when a digest differs, or when a technology prints none.
 fn md5sum_check(kernel: &Image, verbose: bool) -> std::result::Result<(), String> {
     let mut bytes = vec![0u8; md5::workload::BYTES];
     md5::workload::fill(0, &mut bytes);
     let directory = crate::kernel_build::workspace_root().join("target/spindle");
-    std::fs::create_dir_all(&directory).map_err(|error| format!("cannot create {}: {error}", directory.display()))?;
+    std::fs::create_dir_all(directory.join("run")).map_err(|error| format!("cannot create {}: {error}", directory.display()))?;
     let path = directory.join("md5-workload.bin");
     std::fs::write(&path, &bytes).map_err(|error| format!("cannot write {}: {error}", path.display()))?;
-    let output = std::process::Command::new("md5sum").arg(&path).output().map_err(|error| format!("cannot run md5sum: {error}"))?;
-    if !output.status.success() {
-        return Err(format!("md5sum failed: {}", String::from_utf8_lossy(&output.stderr)));
-    }
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let host = stdout.split_whitespace().next().filter(|digest| digest.len() == 32).ok_or_else(|| format!("unexpected md5sum output {stdout:?}"))?.to_string();
+    let host = host_md5sum(&path)?;
     println!("host md5sum of the 1 MiB workload: {host}");
+    // The same bytes on a disk image, at the offset `md5 … disk` reads; the host's digest of
+    // that extent is taken from the image file itself.
+    let image = directory.join("run").join(format!("disk-md5-{}.img", std::process::id()));
+    let extent = directory.join("run").join(format!("disk-md5-{}.extent", std::process::id()));
+    let prepare = || -> std::io::Result<()> {
+        use std::io::{Read, Seek, SeekFrom, Write};
+        let mut file = std::fs::File::create(&image)?;
+        file.set_len(MD5_DISK_IMAGE_BYTES)?;
+        file.seek(SeekFrom::Start(MD5_DISK_OFFSET))?;
+        file.write_all(&bytes)?;
+        drop(file);
+        let mut file = std::fs::File::open(&image)?;
+        file.seek(SeekFrom::Start(MD5_DISK_OFFSET))?;
+        let mut read = vec![0u8; bytes.len()];
+        file.read_exact(&mut read)?;
+        std::fs::write(&extent, &read)
+    };
+    prepare().map_err(|error| format!("cannot prepare the MD5 disk image {}: {error}", image.display()))?;
+    let disk_host = host_md5sum(&extent);
+    let _ = std::fs::remove_file(&extent);
+    let disk_host = disk_host?;
+    println!("host md5sum of bytes {MD5_DISK_OFFSET}..+1 MiB of the disk image: {disk_host}");
     let technologies = ["builtin", "native", "wasm", "c"];
-    let lines: Vec<String> = technologies.iter().map(|technology| format!("md5 {technology}")).collect();
+    let disk_technologies = ["builtin", "native", "wasm", "user", "c"];
+    let lines: Vec<String> =
+        technologies.iter().map(|technology| format!("md5 {technology}")).chain(disk_technologies.iter().map(|technology| format!("md5 {technology} disk"))).collect();
     let mut machine = Machine::for_image(kernel);
+    machine.set_disk(crate::qemu::Disk::Kept { path: image.clone(), bytes: None, fresh: false });
     machine.extra(ICOUNT);
     machine.append(&format!("spindle.script={}", crate::encode::encode_script(&lines)));
-    let (exit, log) = machine.run_captured(MD5SUM_TIMEOUT, verbose)?;
+    let run = machine.run_captured(MD5SUM_TIMEOUT, verbose);
+    let _ = std::fs::remove_file(&image);
+    let (exit, log) = run?;
     let mut problems = Vec::new();
     if exit != Exit::Status(0) {
         problems.push(format!("expected exit 0, got {}", describe_exit(exit)));
     }
-    for technology in technologies {
-        let prefix = format!("md5 ({technology}): ");
+    let cases = technologies.iter().map(|technology| (format!("md5 ({technology}): "), &host)).chain(disk_technologies.iter().map(|technology| (format!("md5 ({technology}, disk): "), &disk_host)));
+    for (prefix, wanted) in cases {
         match log.iter().find_map(|line| line.split_once(&prefix).map(|(_, rest)| rest.split_whitespace().next().unwrap_or("").to_string())) {
-            Some(kernel_digest) if kernel_digest == host => {}
-            Some(kernel_digest) => problems.push(format!("{technology}: kernel digest {kernel_digest}, host md5sum {host}")),
-            None => problems.push(format!("{technology}: no digest printed")),
+            Some(kernel_digest) if &kernel_digest == wanted => {}
+            Some(kernel_digest) => problems.push(format!("{prefix}kernel digest {kernel_digest}, host md5sum {wanted}")),
+            None => problems.push(format!("{prefix}no digest printed")),
         }
     }
     if problems.is_empty() {
@@ -927,6 +951,21 @@ fn md5sum_check(kernel: &Image, verbose: bool) -> std::result::Result<(), String
         }
         Err(problems.join("; "))
     }
+}
+
+/// Where `md5 … disk` reads its 1 MiB (the kernel's `bench::blockio::MD5_DISK_OFFSET`).
+const MD5_DISK_OFFSET: u64 = 256 << 20;
+/// The MD5 test's disk image: sparse, large enough for the extent.
+const MD5_DISK_IMAGE_BYTES: u64 = 512 << 20;
+
+/// The host's `md5sum` of a file, as 32 hex digits.
+fn host_md5sum(path: &std::path::Path) -> std::result::Result<String, String> {
+    let output = std::process::Command::new("md5sum").arg(path).output().map_err(|error| format!("cannot run md5sum: {error}"))?;
+    if !output.status.success() {
+        return Err(format!("md5sum failed: {}", String::from_utf8_lossy(&output.stderr)));
+    }
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    stdout.split_whitespace().next().filter(|digest| digest.len() == 32).map(str::to_string).ok_or_else(|| format!("unexpected md5sum output {stdout:?}"))
 }
 
 /// Host timeout for one hot-load system test (the script itself waits at most 60 s).

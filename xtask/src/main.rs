@@ -119,7 +119,7 @@ struct QemuArgs {
     #[arg(long)]
     host_clock: bool,
     /// Size of the disk image (target/spindle/disk.img, a sparse file kept between runs):
-    /// bytes with an optional unit K, M, G or T, e.g. `256M`, `2G`. A new image gets 1 GiB
+    /// bytes with an optional unit K, M, G or T, e.g. `256M`, `2G`. A new image gets 2 GiB
     /// by default; an existing one keeps its size unless this is given (growing keeps its
     /// data, shrinking cuts it off).
     #[arg(long, value_name = "SIZE", value_parser = qemu::parse_disk_size)]

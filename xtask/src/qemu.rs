@@ -76,9 +76,10 @@ fn unique_hotload_socket() -> PathBuf {
     socket_path(path, &format!("spindle-{name}"))
 }
 
-/// Size of a disk image unless told otherwise: 1 GiB (sparse, so it costs no host space
-/// until written).
-pub const DEFAULT_DISK_BYTES: u64 = 1 << 30;
+/// Size of a disk image unless told otherwise: 2 GiB (sparse, so it costs no host space
+/// until written) — larger than the whole modelled HP 97560 (1.28 GiB), so the disk model's
+/// every cylinder is on the device, and than the block path's 1 GiB logical disk.
+pub const DEFAULT_DISK_BYTES: u64 = 2 << 30;
 /// Disk sizes must be whole sectors (the virtio-blk unit).
 const DISK_SECTOR_BYTES: u64 = 512;
 

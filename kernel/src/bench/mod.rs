@@ -200,7 +200,8 @@ fn md5_graft(arguments: &[&str]) -> Result<(), crate::shell::CommandError> {
     let rejected = crate::services::blockpath::rejections() - before;
     match outcome.digest {
         Some(digest) if rejected == 0 => {
-            crate::println!("md5 ({}): {}  {} bytes in {} blocks, {} consumed", graft.name(), crate::bench::stream::hex(&digest), outcome.bytes, outcome.bytes.div_ceil(crate::services::blockpath::BLOCK_SIZE), outcome.consumed);
+            let source = if from_disk { ", disk" } else { "" };
+            crate::println!("md5 ({}{source}): {}  {} bytes in {} blocks, {} consumed", graft.name(), crate::bench::stream::hex(&digest), outcome.bytes, outcome.bytes.div_ceil(crate::services::blockpath::BLOCK_SIZE), outcome.consumed);
             Ok(())
         }
         _ => Err(crate::shell::CommandError::Failed(alloc::format!("no valid digest ({} bytes consumed of {}, {rejected} answers rejected)", outcome.consumed, outcome.bytes))),

@@ -6,7 +6,7 @@
 //! callback requests are called once each; the disk's interrupts are claimed and
 //! completed at the PLIC.
 //!
-//! Every test machine has a fresh sparse 1 GiB disk of its own (`cargo xtask test`); each
+//! Every test machine has a fresh sparse 2 GiB disk of its own (`cargo xtask test`); each
 //! test uses its own range of sectors, and the data depends on a per-run seed, so nothing
 //! a test reads can have been left by another test or an earlier run.
 
