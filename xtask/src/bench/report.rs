@@ -12,6 +12,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
+use super::blockio::{self, BlockioGoal, BlockioRuns, Md5Table, WriteTable};
 use super::disk::{self, DiskGoal, DiskRun, DiskTable};
 use super::grafts::{self, GraftTable};
 use super::model::{self, CYCLE_MODEL, CycleModel, DISK_MODEL, DiskModel, HardwareCounts};
@@ -106,6 +107,12 @@ pub struct Analysis {
     pub disk_tables: Vec<DiskTable>,
     /// The disk group's goals (their lines are in `goal_lines` too).
     pub disk_goals: Vec<DiskGoal>,
+    /// The blockio group's MD5 table (no rows: not measured).
+    pub blockio_md5: Md5Table,
+    /// The blockio group's logical-disk table (no rows: not measured).
+    pub blockio_writes: WriteTable,
+    /// The blockio group's goals (their lines are in `goal_lines` too).
+    pub blockio_goals: Vec<BlockioGoal>,
 }
 
 /// Derives tables, goals and ratios from `set` with the report's models.
@@ -148,7 +155,22 @@ fn analyse_with(set: &ResultsSet, cycles: &CycleModel, disk: &DiskModel) -> Anal
     let disk_tables = disk::tables(&set.disk);
     let disk_goals = disk::goals(&disk_tables);
     goal_lines.extend(disk_goals.iter().map(|goal| goal.line.clone()));
-    Analysis { grafts: grafts::tables(&set.rows, &hardware, cycles, disk), goals: goal_results, reported, goal_lines, hardware, disk_tables, disk_goals }
+    let blockio_md5 = blockio::md5_table(&set.blockio);
+    let blockio_writes = blockio::write_table(&set.blockio);
+    let blockio_goals = blockio::goals(&set.blockio, &blockio_writes);
+    goal_lines.extend(blockio_goals.iter().map(|goal| goal.line.clone()));
+    Analysis {
+        grafts: grafts::tables(&set.rows, &hardware, cycles, disk),
+        goals: goal_results,
+        reported,
+        goal_lines,
+        hardware,
+        disk_tables,
+        disk_goals,
+        blockio_md5,
+        blockio_writes,
+        blockio_goals,
+    }
 }
 
 /// A goal's ratio and bound as printed: three significant digits, or more when those
@@ -201,6 +223,7 @@ pub fn terminal(set: &ResultsSet, analysis: &Analysis) -> String {
         let _ = writeln!(text, "\n{} ({})\n  not measured yet: {}", table.group, table.unit, table.missing.join(", "));
     }
     disk::terminal(&mut text, &analysis.disk_tables);
+    blockio::terminal(&mut text, &analysis.blockio_md5, &analysis.blockio_writes);
     let _ = writeln!(
         text,
         "\nmodelled cycles = instructions x {} + traps x {} + satp writes x {} + sfence.vma x {} (SiFive U54 figures and estimates; sources in report.md)",
@@ -209,7 +232,7 @@ pub fn terminal(set: &ResultsSet, analysis: &Analysis) -> String {
     for table in &analysis.grafts {
         let _ = writeln!(text, "break-even, {}: {}", table.group, table.break_even_definition);
     }
-    let _ = writeln!(text, "\ngoals (ratios within this run: of instruction counts; for disk scheduling, of modelled throughput)");
+    let _ = writeln!(text, "\ngoals (ratios within this run: of instruction counts; for disk scheduling, of modelled throughput; for the logical disk on the model, of modelled disk busy time)");
     for line in &analysis.goal_lines {
         let _ = writeln!(text, "{line}");
     }
@@ -264,6 +287,15 @@ struct DiskOut<'a> {
     goals: &'a [DiskGoal],
 }
 
+/// results.json's `blockio`: the runs as printed, the two tables and the goal.
+#[derive(Serialize)]
+struct BlockioOut<'a> {
+    runs: &'a BlockioRuns,
+    md5: &'a Md5Table,
+    logdisk: &'a WriteTable,
+    goals: &'a [BlockioGoal],
+}
+
 #[derive(Serialize)]
 struct Results<'a> {
     method: &'static str,
@@ -278,6 +310,7 @@ struct Results<'a> {
     disk_model: DiskModelOut,
     grafts: &'a [GraftTable],
     disk: DiskOut<'a>,
+    blockio: BlockioOut<'a>,
     charts: &'a [String],
 }
 
@@ -346,6 +379,7 @@ pub fn json(set: &ResultsSet, analysis: &Analysis, charts: &[String]) -> Result<
         },
         grafts: &analysis.grafts,
         disk: DiskOut { runs: &set.disk, tables: &analysis.disk_tables, goals: &analysis.disk_goals },
+        blockio: BlockioOut { runs: &set.blockio, md5: &analysis.blockio_md5, logdisk: &analysis.blockio_writes, goals: &analysis.blockio_goals },
         charts,
     };
     serde_json::to_string_pretty(&results).map_err(|error| error.to_string())
@@ -536,6 +570,7 @@ pub fn markdown(set: &ResultsSet, analysis: &Analysis, charts: &BTreeMap<String,
         markdown_paper(&mut text, paper_table, analysis.grafts.iter().find(|table| table.group == paper_table.group));
     }
     disk::markdown(&mut text, &analysis.disk_tables);
+    blockio::markdown(&mut text, &analysis.blockio_md5, &analysis.blockio_writes);
     let _ = writeln!(text, "## Goals\n");
     for line in &analysis.goal_lines {
         let _ = writeln!(text, "- {line}");
@@ -587,6 +622,9 @@ struct Saved {
     /// Absent from the results.json of a version without the disk group.
     #[serde(default)]
     disk: SavedDisk,
+    /// Absent from the results.json of a version without the blockio group.
+    #[serde(default)]
+    blockio: SavedBlockio,
 }
 
 /// The measured part of results.json's `disk`.
@@ -595,13 +633,19 @@ struct SavedDisk {
     runs: Vec<DiskRun>,
 }
 
-/// The measurements in a results.json written by [`json`]: rows, hardware lines, disk runs
-/// (none in an older file) and builds; the variant is the first build labelled `+label`.
+/// The measured part of results.json's `blockio`.
+#[derive(Default, Deserialize)]
+struct SavedBlockio {
+    runs: BlockioRuns,
+}
+
+/// The measurements in a results.json written by [`json`]: rows, hardware lines, disk and
+/// blockio runs (none in an older file) and builds; the variant is the first build labelled `+label`.
 /// Errors name what is wrong.
 pub fn parse_results(text: &str) -> Result<ResultsSet> {
     let saved: Saved = serde_json::from_str(text).map_err(|error| format!("not a results.json of this version: {error}"))?;
     let variant = saved.builds.iter().find_map(|build| build.label.strip_prefix('+')).map(str::to_string);
-    Ok(ResultsSet { rows: saved.rows, hardware: saved.hardware, disk: saved.disk.runs, builds: saved.builds, variant })
+    Ok(ResultsSet { rows: saved.rows, hardware: saved.hardware, disk: saved.disk.runs, blockio: saved.blockio.runs, builds: saved.builds, variant })
 }
 
 /// Re-renders report.md and the charts in `directory` from its results.json, which is
@@ -650,6 +694,7 @@ mod tests {
                 HardwareLine { group: "graft-hotlist".into(), name: "page-fault-caught".into(), counts: HardwareCounts { traps: 1.0, ..Default::default() } },
             ],
             disk: Vec::new(),
+            blockio: BlockioRuns::default(),
             builds: vec![
                 BuildInfo { label: "default".into(), target: "riscv64gc-unknown-none-elf".into(), rustflags: String::new(), target_features: vec!["a".into(), "c".into()] },
                 BuildInfo {
