@@ -410,6 +410,63 @@ mod tests {
     }
 
     #[test]
+    fn parses_blockio_lines_and_keeps_them_from_the_default_build_only() {
+        let lines = [
+            "bench begin",
+            "bench blockio read 1048576 420000000 400000000 16",
+            "bench blockio md5 wasm 1048576 x 400000000 405000000",
+            "bench blockio md5 builtin 1048576 441000000 400000000 21500000",
+            "bench disk fifo none 32 2048 42000000000 41999000000 656250000 1402345678 1343488 2016 0",
+            "bench blockio write logdisk builtin 262144 16384 520000000000 500000000000 2000000",
+            "bench: blockio group skipped: the machine has no disk",
+            "bench end",
+        ];
+        let measured = parse_output(&lines);
+        assert_eq!((measured.blockio.read.len(), measured.blockio.md5.len(), measured.blockio.write.len()), (1, 1, 1));
+        assert_eq!(measured.malformed_blockio, vec!["bench blockio md5 wasm 1048576 x 400000000 405000000".to_string()]);
+        assert!(measured.malformed.is_empty(), "a blockio line is not a malformed disk line");
+        assert_eq!(measured.disk.len(), 1);
+        assert!(measured.rows.is_empty() && measured.hardware.is_empty());
+        let mut set = ResultsSet::default();
+        set.add_variant("unaligned-scalar-mem", measured.clone());
+        assert!(set.blockio.is_empty(), "the variant's blockio runs are not reported");
+        // Between two runs: jitter within 1 % passes, more fails, a line fewer fails.
+        let mut second = measured.clone();
+        second.blockio.md5[0].instructions += 100;
+        assert!(differences(&measured, &second).is_empty());
+        second.blockio.write[0].busy_ns += 10_000_000_000;
+        assert_eq!(differences(&measured, &second).len(), 1);
+        let mut third = measured.clone();
+        third.blockio.read.clear();
+        third.malformed_blockio.clear();
+        assert_eq!(differences(&measured, &third), vec!["blockio read lines: 1 vs 0".to_string(), "malformed blockio lines: 1 vs 0".to_string()]);
+    }
+
+    #[test]
+    fn failed_lines_are_found() {
+        let lines = [
+            "bench begin",
+            "bench blockio read 1048576 420000000 400000000 16",
+            " bench FAILED blockio write logdisk wasm: logical block 7: expected version 3 of it, found data stamped block 7 version 2",
+            "bench FAILED disk sstf user: request 12 completed twice",
+            "bench FAILED: a graft answered wrongly",
+            "bench FAILEDX not one",
+            "bench row calls direct-call 10000 11000",
+        ];
+        assert_eq!(
+            failures(&lines),
+            vec![
+                "bench FAILED blockio write logdisk wasm: logical block 7: expected version 3 of it, found data stamped block 7 version 2".to_string(),
+                "bench FAILED disk sstf user: request 12 completed twice".to_string(),
+                "bench FAILED: a graft answered wrongly".to_string(),
+            ]
+        );
+        assert!(failures(&["bench begin", "bench end"]).is_empty());
+        let measured = parse_output(&lines);
+        assert!(measured.malformed_blockio.is_empty() && measured.malformed.is_empty(), "a failure is not a malformed line");
+    }
+
+    #[test]
     fn parses_target_features() {
         let cfg = "debug_assertions\npanic=\"abort\"\ntarget_feature=\"a\"\ntarget_feature=\"unaligned-scalar-mem\"\ntarget_arch=\"riscv64\"\n";
         assert_eq!(parse_target_features(cfg), vec!["a", "unaligned-scalar-mem"]);

@@ -897,6 +897,66 @@ mod tests {
         assert_eq!(markdown_of(&back), markdown, "the same report from results.json");
     }
 
+    /// [`fixture`] with a complete blockio group.
+    fn fixture_with_blockio() -> ResultsSet {
+        ResultsSet { blockio: blockio::tests::fixture(), ..fixture_with_disk() }
+    }
+
+    #[test]
+    fn a_missing_blockio_group_is_reported_as_not_measured() {
+        let set = fixture_with_disk();
+        let analysis = analyse(&set);
+        assert!(analysis.blockio_md5.rows.is_empty() && analysis.blockio_writes.rows.is_empty());
+        let text = terminal(&set, &analysis);
+        assert!(text.contains("block grafts on the disk model (group blockio)\n  not measured (no `bench blockio` lines"), "{text}");
+        assert!(text.contains("FALL SHORT logical disk >= 5x less modelled disk time than in place: not measured (no `bench blockio` lines"), "{text}");
+        let markdown = markdown_of(&set);
+        assert!(markdown.contains("## Block grafts on the disk model (group `blockio`)\n"));
+        assert!(markdown.contains("Not measured: the kernel printed no `bench blockio` lines"));
+        let json: serde_json::Value = serde_json::from_str(&json(&set, &analysis, &[]).expect("json")).expect("valid");
+        assert_eq!(json["blockio"]["runs"]["md5"].as_array().map(Vec::len), Some(0));
+        assert_eq!(json["blockio"]["goals"][0]["pass"], false);
+        // A results.json written before the blockio group existed still re-renders.
+        let mut old = json.clone();
+        old.as_object_mut().expect("object").remove("blockio");
+        let back = parse_results(&old.to_string()).expect("an older results.json parses");
+        assert!(back.blockio.is_empty());
+        assert_eq!(back.disk, set.disk);
+        assert_eq!(markdown_of(&back), markdown);
+    }
+
+    #[test]
+    fn the_blockio_group_in_every_output() {
+        let set = fixture_with_blockio();
+        let analysis = analyse(&set);
+        assert_eq!(analysis.blockio_md5.rows.len(), 5);
+        assert!(analysis.blockio_goals.iter().all(|goal| goal.pass));
+        let text = terminal(&set, &analysis);
+        assert!(text.contains("\nBlock grafts on the disk model — MD5 on real reads"), "{text}");
+        assert!(text.contains("\nLogical disk on the model (262,144 skewed 4 KiB writes"), "{text}");
+        assert!(text.contains("PASS logical disk >= 5x less modelled disk time than in place: worst logdisk/wasm 7.86× less (goal ≥ 5.00×; 4 compared)"), "{text}");
+        assert!(text.find("disk scheduling (Seltzer '95): 32 streams").expect("disk") < text.find("Block grafts on the disk model").expect("blockio"));
+        let markdown = markdown_of(&set);
+        let section = markdown.find("## Block grafts on the disk model").expect("blockio section");
+        assert!(section > markdown.find("## Disk scheduling").expect("disk") && section < markdown.find("## Goals").expect("goals"), "after the disk group, before the goals");
+        assert!(markdown.contains("- PASS logical disk >= 5x less modelled disk time than in place"));
+        assert!(markdown.contains("| read + MD5 | built-in | 441.000 | 400.000 | - | 21,500,000 | +0.050 | C: 0.67 / 0.43 / 0.33 / 0.46 |"), "{markdown}");
+        let json_text = json(&set, &analysis, &[]).expect("json");
+        let json: serde_json::Value = serde_json::from_str(&json_text).expect("valid");
+        assert_eq!(json["blockio"]["runs"]["write"].as_array().map(Vec::len), Some(5));
+        assert_eq!(json["blockio"]["runs"]["read"][0]["device_requests"].as_u64(), Some(16));
+        let builtin = &json["blockio"]["md5"]["rows"][1];
+        assert_eq!((builtin["technology"].as_str(), builtin["instructions"].as_u64(), builtin["paper_column"].as_str()), (Some("builtin"), Some(21_500_000), Some("C")));
+        assert!((builtin["md5_over_read"].as_f64().expect("number") - 21.0 / 420.0).abs() < 1e-12, "exact values in results.json");
+        assert_eq!(builtin["paper"][3]["platform"], "Solaris");
+        let in_place = &json["blockio"]["logdisk"]["rows"][0];
+        assert_eq!((in_place["placement"].as_str(), in_place["busy_ns"].as_u64()), (Some("in-place"), Some(3_932_160_000_000)));
+        assert_eq!(json["blockio"]["goals"][0]["worst"], "logdisk/wasm");
+        let back = parse_results(&json_text).expect("parsed");
+        assert_eq!(back.blockio, set.blockio);
+        assert_eq!(markdown_of(&back), markdown, "the same report from results.json");
+    }
+
     #[test]
     fn goal_ratios_never_hide_a_miss() {
         assert_eq!(goal_ratios(1.1349, 1.10), ("1.13×".to_string(), "1.10×".to_string()));
