@@ -10,11 +10,14 @@
 //! operation; a row without one caused none), and, for the disk-scheduling group, `bench
 //! disk <policy> <technology> <streams> <requests> <elapsed_ns> <busy_ns>
 //! <mean_response_ns> <p99_response_ns> <seek_cylinders> <decisions>
-//! <decision_instructions>` ([`disk`]). [`report`] turns them into the terminal tables,
+//! <decision_instructions>` ([`disk`]), and, for the block grafts on the disk model, `bench
+//! blockio read|md5|write …` ([`blockio`]). A `bench FAILED …` line fails the run.
+//! [`report`] turns them into the terminal tables,
 //! `target/bench/results.json`, `target/bench/report.md` and the SVG charts of [`charts`];
 //! [`model`] holds the cycle and disk models with their sources, [`grafts`] the per-graft
 //! contract, [`paper`] Small & Seltzer's tables.
 
+pub mod blockio;
 pub mod charts;
 pub mod disk;
 pub mod grafts;
@@ -30,6 +33,7 @@ use serde::{Deserialize, Serialize};
 use crate::Result;
 use crate::kernel_build::Image;
 use crate::qemu::{Exit, Machine};
+use blockio::BlockioRuns;
 use disk::DiskRun;
 use model::HardwareCounts;
 
@@ -102,10 +106,14 @@ pub struct Measurements {
     pub disk: Vec<DiskRun>,
     /// Lines that start `bench disk` but do not parse (trimmed), in output order.
     pub malformed: Vec<String>,
+    /// `bench blockio` lines.
+    pub blockio: BlockioRuns,
+    /// Lines that start `bench blockio` but do not parse (trimmed), in output order.
+    pub malformed_blockio: Vec<String>,
 }
 
-/// Collects the rows, hardware lines and disk runs of a kernel's output, and the `bench
-/// disk` lines that do not parse.
+/// Collects the rows, hardware lines, disk runs and blockio runs of a kernel's output, and
+/// the `bench disk` and `bench blockio` lines that do not parse.
 pub fn parse_output<S: AsRef<str>>(lines: &[S]) -> Measurements {
     let lines = || lines.iter().map(AsRef::as_ref);
     Measurements {
@@ -113,12 +121,15 @@ pub fn parse_output<S: AsRef<str>>(lines: &[S]) -> Measurements {
         hardware: lines().filter_map(parse_hardware).collect(),
         disk: lines().filter_map(disk::parse_line).collect(),
         malformed: lines().filter(|line| disk::is_disk_line(line) && disk::parse_line(line).is_none()).map(|line| line.trim().to_string()).collect(),
+        blockio: BlockioRuns::from_lines(lines()),
+        malformed_blockio: lines().filter(|line| blockio::is_blockio_line(line) && blockio::parse_line(line).is_none()).map(|line| line.trim().to_string()).collect(),
     }
 }
 
-/// What differs between two runs' measurements, one line each: rows, hardware lines and
-/// disk runs compared in output order, and a different number of any of them (or of
-/// malformed disk lines). Empty when the runs match.
+/// What differs between two runs' measurements, one line each: rows, hardware lines, disk
+/// runs and blockio runs ([`blockio::differences`]) compared in output order, and a
+/// different number of any of them (or of malformed disk or blockio lines). Empty when the
+/// runs match.
 pub fn differences(first: &Measurements, second: &Measurements) -> Vec<String> {
     let mut found = Vec::new();
     for (a, b) in first.rows.iter().zip(&second.rows) {
@@ -136,11 +147,13 @@ pub fn differences(first: &Measurements, second: &Measurements) -> Vec<String> {
             found.push(format!("disk {} at {} streams: {a:?} vs {b:?}", a.key(), a.streams));
         }
     }
+    found.extend(blockio::differences(&first.blockio, &second.blockio));
     for (what, a, b) in [
         ("rows", first.rows.len(), second.rows.len()),
         ("hw lines", first.hardware.len(), second.hardware.len()),
         ("disk lines", first.disk.len(), second.disk.len()),
         ("malformed disk lines", first.malformed.len(), second.malformed.len()),
+        ("malformed blockio lines", first.malformed_blockio.len(), second.malformed_blockio.len()),
     ] {
         if a != b {
             found.push(format!("{what}: {a} vs {b}"));
@@ -149,19 +162,36 @@ pub fn differences(first: &Measurements, second: &Measurements) -> Vec<String> {
     found
 }
 
+/// The `bench FAILED …` lines of a kernel's output (trimmed), in output order: a graft
+/// that answered wrongly, a disk run that lost a request, a blockio run whose data did not
+/// read back. Any one fails the benchmark, whatever the exit status.
+pub fn failures<S: AsRef<str>>(lines: &[S]) -> Vec<String> {
+    lines.iter().map(|line| line.as_ref().trim()).filter(|line| line.strip_prefix("bench FAILED").is_some_and(|rest| rest.is_empty() || rest.starts_with([' ', ':']))).map(str::to_string).collect()
+}
+
 fn run_once(kernel: &Image) -> Result<Measurements> {
     let mut machine = Machine::for_image(kernel);
     machine.append("spindle.mode=bench").extra(ICOUNT);
     let (exit, lines) = machine.run_captured(BENCH_TIMEOUT, false)?;
-    if exit != Exit::Status(0) || !lines.iter().any(|line| line.trim() == "bench end") {
+    let failed = failures(&lines);
+    if exit != Exit::Status(0) || !lines.iter().any(|line| line.trim() == "bench end") || !failed.is_empty() {
         for line in lines.iter().rev().take(30).rev() {
             println!("    | {line}");
         }
-        return Err(format!("the benchmark kernel did not finish cleanly ({exit:?})"));
+        for line in &failed {
+            println!("  failed: {line}");
+        }
+        return Err(match failed.first() {
+            Some(first) => format!("the benchmark kernel reported {} failure(s), the first: {first} ({exit:?})", failed.len()),
+            None => format!("the benchmark kernel did not finish cleanly ({exit:?})"),
+        });
     }
     let measured = parse_output(&lines);
     for line in &measured.malformed {
         println!("  ignored (not `bench disk <policy> <technology>` and nine unsigned integers): {line}");
+    }
+    for line in &measured.malformed_blockio {
+        println!("  ignored (not `bench blockio read` and four unsigned integers, `md5 <technology>` and four, or `write <placement> <technology>` and five): {line}");
     }
     Ok(measured)
 }
@@ -219,7 +249,7 @@ fn build_info(label: &str, rustflags: &str) -> BuildInfo {
 
 /// Everything the report is made from: the rows and hardware lines of every build (the
 /// variant's [`VARIANT_GROUPS`] relabelled `GROUP [+label]`), the default build's disk
-/// runs, and the builds.
+/// and blockio runs, and the builds.
 #[derive(Clone, Debug, Default)]
 pub struct ResultsSet {
     /// Rows, in the order measured.
@@ -228,6 +258,8 @@ pub struct ResultsSet {
     pub hardware: Vec<HardwareLine>,
     /// `bench disk` runs of the default build (empty: not measured).
     pub disk: Vec<DiskRun>,
+    /// `bench blockio` runs of the default build (empty: not measured).
+    pub blockio: BlockioRuns,
     /// The builds measured (default first).
     pub builds: Vec<BuildInfo>,
     /// The variant's label (without `+`), if one was measured.
@@ -236,8 +268,8 @@ pub struct ResultsSet {
 
 impl ResultsSet {
     /// Adds a variant build's measurements: its [`VARIANT_GROUPS`] rows, relabelled. Its
-    /// disk runs are left out (the disk group is reported from the default build; the
-    /// variant's runs were still checked for determinism).
+    /// disk and blockio runs are left out (those groups are reported from the default
+    /// build; the variant's runs were still checked for determinism).
     pub fn add_variant(&mut self, label: &str, measured: Measurements) {
         let relabel = |group: &str| format!("{group} [+{label}]");
         self.rows.extend(
@@ -259,7 +291,14 @@ impl ResultsSet {
 /// labelled `GROUP [+label]`.
 pub fn run(kernel: &Image, variant: Option<(&str, &str, &Image)>) -> Result<bool> {
     let measured = run_twice(kernel, "")?;
-    let mut set = ResultsSet { rows: measured.rows, hardware: measured.hardware, disk: measured.disk, builds: vec![build_info("default", "")], variant: None };
+    let mut set = ResultsSet {
+        rows: measured.rows,
+        hardware: measured.hardware,
+        disk: measured.disk,
+        blockio: measured.blockio,
+        builds: vec![build_info("default", "")],
+        variant: None,
+    };
     if let Some((label, rustflags, image)) = variant {
         let rows = run_twice(image, &format!(" (kernel built with +{label})"))?;
         set.add_variant(label, rows);
@@ -368,6 +407,63 @@ mod tests {
         let mut third = first.clone();
         third.malformed.push("bench disk ?".into());
         assert_eq!(differences(&first, &third), vec!["malformed disk lines: 0 vs 1".to_string()]);
+    }
+
+    #[test]
+    fn parses_blockio_lines_and_keeps_them_from_the_default_build_only() {
+        let lines = [
+            "bench begin",
+            "bench blockio read 1048576 420000000 400000000 16",
+            "bench blockio md5 wasm 1048576 x 400000000 405000000",
+            "bench blockio md5 builtin 1048576 441000000 400000000 21500000",
+            "bench disk fifo none 32 2048 42000000000 41999000000 656250000 1402345678 1343488 2016 0",
+            "bench blockio write logdisk builtin 262144 16384 520000000000 500000000000 2000000",
+            "bench: blockio group skipped: the machine has no disk",
+            "bench end",
+        ];
+        let measured = parse_output(&lines);
+        assert_eq!((measured.blockio.read.len(), measured.blockio.md5.len(), measured.blockio.write.len()), (1, 1, 1));
+        assert_eq!(measured.malformed_blockio, vec!["bench blockio md5 wasm 1048576 x 400000000 405000000".to_string()]);
+        assert!(measured.malformed.is_empty(), "a blockio line is not a malformed disk line");
+        assert_eq!(measured.disk.len(), 1);
+        assert!(measured.rows.is_empty() && measured.hardware.is_empty());
+        let mut set = ResultsSet::default();
+        set.add_variant("unaligned-scalar-mem", measured.clone());
+        assert!(set.blockio.is_empty(), "the variant's blockio runs are not reported");
+        // Between two runs: jitter within 1 % passes, more fails, a line fewer fails.
+        let mut second = measured.clone();
+        second.blockio.md5[0].instructions += 100;
+        assert!(differences(&measured, &second).is_empty());
+        second.blockio.write[0].busy_ns += 10_000_000_000;
+        assert_eq!(differences(&measured, &second).len(), 1);
+        let mut third = measured.clone();
+        third.blockio.read.clear();
+        third.malformed_blockio.clear();
+        assert_eq!(differences(&measured, &third), vec!["blockio read lines: 1 vs 0".to_string(), "malformed blockio lines: 1 vs 0".to_string()]);
+    }
+
+    #[test]
+    fn failed_lines_are_found() {
+        let lines = [
+            "bench begin",
+            "bench blockio read 1048576 420000000 400000000 16",
+            " bench FAILED blockio write logdisk wasm: logical block 7: expected version 3 of it, found data stamped block 7 version 2",
+            "bench FAILED disk sstf user: request 12 completed twice",
+            "bench FAILED: a graft answered wrongly",
+            "bench FAILEDX not one",
+            "bench row calls direct-call 10000 11000",
+        ];
+        assert_eq!(
+            failures(&lines),
+            vec![
+                "bench FAILED blockio write logdisk wasm: logical block 7: expected version 3 of it, found data stamped block 7 version 2".to_string(),
+                "bench FAILED disk sstf user: request 12 completed twice".to_string(),
+                "bench FAILED: a graft answered wrongly".to_string(),
+            ]
+        );
+        assert!(failures(&["bench begin", "bench end"]).is_empty());
+        let measured = parse_output(&lines);
+        assert!(measured.malformed_blockio.is_empty() && measured.malformed.is_empty(), "a failure is not a malformed line");
     }
 
     #[test]

@@ -12,6 +12,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
+use super::blockio::{self, BlockioGoal, BlockioRuns, Md5Table, WriteTable};
 use super::disk::{self, DiskGoal, DiskRun, DiskTable};
 use super::grafts::{self, GraftTable};
 use super::model::{self, CYCLE_MODEL, CycleModel, DISK_MODEL, DiskModel, HardwareCounts};
@@ -106,6 +107,12 @@ pub struct Analysis {
     pub disk_tables: Vec<DiskTable>,
     /// The disk group's goals (their lines are in `goal_lines` too).
     pub disk_goals: Vec<DiskGoal>,
+    /// The blockio group's MD5 table (no rows: not measured).
+    pub blockio_md5: Md5Table,
+    /// The blockio group's logical-disk table (no rows: not measured).
+    pub blockio_writes: WriteTable,
+    /// The blockio group's goals (their lines are in `goal_lines` too).
+    pub blockio_goals: Vec<BlockioGoal>,
 }
 
 /// Derives tables, goals and ratios from `set` with the report's models.
@@ -148,7 +155,22 @@ fn analyse_with(set: &ResultsSet, cycles: &CycleModel, disk: &DiskModel) -> Anal
     let disk_tables = disk::tables(&set.disk);
     let disk_goals = disk::goals(&disk_tables);
     goal_lines.extend(disk_goals.iter().map(|goal| goal.line.clone()));
-    Analysis { grafts: grafts::tables(&set.rows, &hardware, cycles, disk), goals: goal_results, reported, goal_lines, hardware, disk_tables, disk_goals }
+    let blockio_md5 = blockio::md5_table(&set.blockio);
+    let blockio_writes = blockio::write_table(&set.blockio);
+    let blockio_goals = blockio::goals(&set.blockio, &blockio_writes);
+    goal_lines.extend(blockio_goals.iter().map(|goal| goal.line.clone()));
+    Analysis {
+        grafts: grafts::tables(&set.rows, &hardware, cycles, disk),
+        goals: goal_results,
+        reported,
+        goal_lines,
+        hardware,
+        disk_tables,
+        disk_goals,
+        blockio_md5,
+        blockio_writes,
+        blockio_goals,
+    }
 }
 
 /// A goal's ratio and bound as printed: three significant digits, or more when those
@@ -201,6 +223,7 @@ pub fn terminal(set: &ResultsSet, analysis: &Analysis) -> String {
         let _ = writeln!(text, "\n{} ({})\n  not measured yet: {}", table.group, table.unit, table.missing.join(", "));
     }
     disk::terminal(&mut text, &analysis.disk_tables);
+    blockio::terminal(&mut text, &analysis.blockio_md5, &analysis.blockio_writes);
     let _ = writeln!(
         text,
         "\nmodelled cycles = instructions x {} + traps x {} + satp writes x {} + sfence.vma x {} (SiFive U54 figures and estimates; sources in report.md)",
@@ -209,7 +232,7 @@ pub fn terminal(set: &ResultsSet, analysis: &Analysis) -> String {
     for table in &analysis.grafts {
         let _ = writeln!(text, "break-even, {}: {}", table.group, table.break_even_definition);
     }
-    let _ = writeln!(text, "\ngoals (ratios within this run: of instruction counts; for disk scheduling, of modelled throughput)");
+    let _ = writeln!(text, "\ngoals (ratios within this run: of instruction counts; for disk scheduling, of modelled throughput; for the logical disk on the model, of modelled disk busy time)");
     for line in &analysis.goal_lines {
         let _ = writeln!(text, "{line}");
     }
@@ -264,6 +287,15 @@ struct DiskOut<'a> {
     goals: &'a [DiskGoal],
 }
 
+/// results.json's `blockio`: the runs as printed, the two tables and the goal.
+#[derive(Serialize)]
+struct BlockioOut<'a> {
+    runs: &'a BlockioRuns,
+    md5: &'a Md5Table,
+    logdisk: &'a WriteTable,
+    goals: &'a [BlockioGoal],
+}
+
 #[derive(Serialize)]
 struct Results<'a> {
     method: &'static str,
@@ -278,6 +310,7 @@ struct Results<'a> {
     disk_model: DiskModelOut,
     grafts: &'a [GraftTable],
     disk: DiskOut<'a>,
+    blockio: BlockioOut<'a>,
     charts: &'a [String],
 }
 
@@ -346,6 +379,7 @@ pub fn json(set: &ResultsSet, analysis: &Analysis, charts: &[String]) -> Result<
         },
         grafts: &analysis.grafts,
         disk: DiskOut { runs: &set.disk, tables: &analysis.disk_tables, goals: &analysis.disk_goals },
+        blockio: BlockioOut { runs: &set.blockio, md5: &analysis.blockio_md5, logdisk: &analysis.blockio_writes, goals: &analysis.blockio_goals },
         charts,
     };
     serde_json::to_string_pretty(&results).map_err(|error| error.to_string())
@@ -536,6 +570,7 @@ pub fn markdown(set: &ResultsSet, analysis: &Analysis, charts: &BTreeMap<String,
         markdown_paper(&mut text, paper_table, analysis.grafts.iter().find(|table| table.group == paper_table.group));
     }
     disk::markdown(&mut text, &analysis.disk_tables);
+    blockio::markdown(&mut text, &analysis.blockio_md5, &analysis.blockio_writes);
     let _ = writeln!(text, "## Goals\n");
     for line in &analysis.goal_lines {
         let _ = writeln!(text, "- {line}");
@@ -587,6 +622,9 @@ struct Saved {
     /// Absent from the results.json of a version without the disk group.
     #[serde(default)]
     disk: SavedDisk,
+    /// Absent from the results.json of a version without the blockio group.
+    #[serde(default)]
+    blockio: SavedBlockio,
 }
 
 /// The measured part of results.json's `disk`.
@@ -595,13 +633,19 @@ struct SavedDisk {
     runs: Vec<DiskRun>,
 }
 
-/// The measurements in a results.json written by [`json`]: rows, hardware lines, disk runs
-/// (none in an older file) and builds; the variant is the first build labelled `+label`.
+/// The measured part of results.json's `blockio`.
+#[derive(Default, Deserialize)]
+struct SavedBlockio {
+    runs: BlockioRuns,
+}
+
+/// The measurements in a results.json written by [`json`]: rows, hardware lines, disk and
+/// blockio runs (none in an older file) and builds; the variant is the first build labelled `+label`.
 /// Errors name what is wrong.
 pub fn parse_results(text: &str) -> Result<ResultsSet> {
     let saved: Saved = serde_json::from_str(text).map_err(|error| format!("not a results.json of this version: {error}"))?;
     let variant = saved.builds.iter().find_map(|build| build.label.strip_prefix('+')).map(str::to_string);
-    Ok(ResultsSet { rows: saved.rows, hardware: saved.hardware, disk: saved.disk.runs, builds: saved.builds, variant })
+    Ok(ResultsSet { rows: saved.rows, hardware: saved.hardware, disk: saved.disk.runs, blockio: saved.blockio.runs, builds: saved.builds, variant })
 }
 
 /// Re-renders report.md and the charts in `directory` from its results.json, which is
@@ -650,6 +694,7 @@ mod tests {
                 HardwareLine { group: "graft-hotlist".into(), name: "page-fault-caught".into(), counts: HardwareCounts { traps: 1.0, ..Default::default() } },
             ],
             disk: Vec::new(),
+            blockio: BlockioRuns::default(),
             builds: vec![
                 BuildInfo { label: "default".into(), target: "riscv64gc-unknown-none-elf".into(), rustflags: String::new(), target_features: vec!["a".into(), "c".into()] },
                 BuildInfo {
@@ -849,6 +894,66 @@ mod tests {
         assert_eq!(json["disk"]["goals"][1]["worst"], "clook/wasm");
         let back = parse_results(&json_text).expect("parsed");
         assert_eq!(back.disk, set.disk);
+        assert_eq!(markdown_of(&back), markdown, "the same report from results.json");
+    }
+
+    /// [`fixture`] with a complete blockio group.
+    fn fixture_with_blockio() -> ResultsSet {
+        ResultsSet { blockio: blockio::tests::fixture(), ..fixture_with_disk() }
+    }
+
+    #[test]
+    fn a_missing_blockio_group_is_reported_as_not_measured() {
+        let set = fixture_with_disk();
+        let analysis = analyse(&set);
+        assert!(analysis.blockio_md5.rows.is_empty() && analysis.blockio_writes.rows.is_empty());
+        let text = terminal(&set, &analysis);
+        assert!(text.contains("block grafts on the disk model (group blockio)\n  not measured (no `bench blockio` lines"), "{text}");
+        assert!(text.contains("FALL SHORT logical disk >= 5x less modelled disk time than in place: not measured (no `bench blockio` lines"), "{text}");
+        let markdown = markdown_of(&set);
+        assert!(markdown.contains("## Block grafts on the disk model (group `blockio`)\n"));
+        assert!(markdown.contains("Not measured: the kernel printed no `bench blockio` lines"));
+        let json: serde_json::Value = serde_json::from_str(&json(&set, &analysis, &[]).expect("json")).expect("valid");
+        assert_eq!(json["blockio"]["runs"]["md5"].as_array().map(Vec::len), Some(0));
+        assert_eq!(json["blockio"]["goals"][0]["pass"], false);
+        // A results.json written before the blockio group existed still re-renders.
+        let mut old = json.clone();
+        old.as_object_mut().expect("object").remove("blockio");
+        let back = parse_results(&old.to_string()).expect("an older results.json parses");
+        assert!(back.blockio.is_empty());
+        assert_eq!(back.disk, set.disk);
+        assert_eq!(markdown_of(&back), markdown);
+    }
+
+    #[test]
+    fn the_blockio_group_in_every_output() {
+        let set = fixture_with_blockio();
+        let analysis = analyse(&set);
+        assert_eq!(analysis.blockio_md5.rows.len(), 5);
+        assert!(analysis.blockio_goals.iter().all(|goal| goal.pass));
+        let text = terminal(&set, &analysis);
+        assert!(text.contains("\nBlock grafts on the disk model — MD5 on real reads"), "{text}");
+        assert!(text.contains("\nLogical disk on the model (262,144 skewed 4 KiB writes"), "{text}");
+        assert!(text.contains("PASS logical disk >= 5x less modelled disk time than in place: worst logdisk/wasm 7.86× less (goal ≥ 5.00×; 4 compared)"), "{text}");
+        assert!(text.find("disk scheduling (Seltzer '95): 32 streams").expect("disk") < text.find("Block grafts on the disk model").expect("blockio"));
+        let markdown = markdown_of(&set);
+        let section = markdown.find("## Block grafts on the disk model").expect("blockio section");
+        assert!(section > markdown.find("## Disk scheduling").expect("disk") && section < markdown.find("## Goals").expect("goals"), "after the disk group, before the goals");
+        assert!(markdown.contains("- PASS logical disk >= 5x less modelled disk time than in place"));
+        assert!(markdown.contains("| read + MD5 | built-in | 441.000 | 400.000 | - | 21,500,000 | +0.050 | C: 0.67 / 0.43 / 0.33 / 0.46 |"), "{markdown}");
+        let json_text = json(&set, &analysis, &[]).expect("json");
+        let json: serde_json::Value = serde_json::from_str(&json_text).expect("valid");
+        assert_eq!(json["blockio"]["runs"]["write"].as_array().map(Vec::len), Some(5));
+        assert_eq!(json["blockio"]["runs"]["read"][0]["device_requests"].as_u64(), Some(16));
+        let builtin = &json["blockio"]["md5"]["rows"][1];
+        assert_eq!((builtin["technology"].as_str(), builtin["instructions"].as_u64(), builtin["paper_column"].as_str()), (Some("builtin"), Some(21_500_000), Some("C")));
+        assert!((builtin["md5_over_read"].as_f64().expect("number") - 21.0 / 420.0).abs() < 1e-12, "exact values in results.json");
+        assert_eq!(builtin["paper"][3]["platform"], "Solaris");
+        let in_place = &json["blockio"]["logdisk"]["rows"][0];
+        assert_eq!((in_place["placement"].as_str(), in_place["busy_ns"].as_u64()), (Some("in-place"), Some(3_932_160_000_000)));
+        assert_eq!(json["blockio"]["goals"][0]["worst"], "logdisk/wasm");
+        let back = parse_results(&json_text).expect("parsed");
+        assert_eq!(back.blockio, set.blockio);
         assert_eq!(markdown_of(&back), markdown, "the same report from results.json");
     }
 
