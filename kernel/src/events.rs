@@ -146,6 +146,10 @@ pub fn quiescent() {
 /// Frees binding plans retired before every hart's last quiescent state.
 pub fn reclaim() {
     if let Some(dispatcher) = DISPATCHER.get() {
-        dispatcher.reclaim();
+        // Not switched out while holding a table's retired list: the idle strand reclaims
+        // too, and preempted there it would keep every writer (an unload's uninstall) from
+        // the list. Interrupts off rather than a no-preemption section: an interrupt that
+        // arrives meanwhile is taken, and preempts, right after.
+        crate::arch::csr::without_interrupts(|| dispatcher.reclaim());
     }
 }

@@ -294,11 +294,23 @@ fn device_busy() -> bool {
     if !busy() {
         return false;
     }
-    // The service turned the device's interrupts off: look for the completion here. If it
-    // arrived, the service strand was just woken: say "busy" once more so the idle loop
-    // yields to it instead of waiting for an interrupt (the next tick) first.
+    // The service turned the device's interrupts off: look for the completion here.
     virtio_blk::poll();
-    true
+    // If it arrived and is due already (model `none`, or the host was slower than the
+    // model), the service strand was just woken to deliver it: say "busy" once more so the
+    // idle loop yields to it instead of waiting for the next tick. If it is not due, the
+    // hart waits for the alarm at the modelled finish, a guest time no host speed changes.
+    busy() || due_now()
+}
+
+/// Whether the request on the device is done and its modelled finish has passed.
+fn due_now() -> bool {
+    let now = crate::time::now_ns();
+    without_interrupts(|| {
+        STATE.try_lock().is_some_and(|state| {
+            state.as_ref().and_then(|service| service.in_flight.as_ref()).is_some_and(|in_flight| in_flight.done.is_some() && in_flight.finish_ns <= now)
+        })
+    })
 }
 
 /// The device finished the request on it (interrupt context): keep the completion and wake
