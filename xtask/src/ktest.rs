@@ -667,6 +667,25 @@ const HOST_CLOCK_TESTS: &[HostClockTest] = &[
         log_lacks: &["killed:", "KILLED", "DEGRADED", "DISABLED", "host-ticks="],
         heartbeat_reports: 3,
     },
+    // The disk service in the clocks users run: modelled delays follow guest time (host
+    // time with `--host-clock`); data written in place and through the logical disk reads
+    // back by content, and a scheduling policy stays loaded and healthy.
+    HostClockTest {
+        name: "disk-writes-read-back-and-policy-stays-healthy",
+        clock: crate::qemu::Clock::Host,
+        lines: &["ext load disksched_clook", "blockio none 256", "blockio native 256", "disk", "ext list"],
+        log_contains: &["clock host: guest time is host time", "blockio (none): 256 writes as 256 device writes", "blockio (native): 256 writes as 16 device writes", "blocks read back with their latest data", "disk: model hp97560"],
+        log_lacks: &["killed:", "KILLED", "DEGRADED", "DISABLED", "differs", "FAILED"],
+        heartbeat_reports: 0,
+    },
+    HostClockTest {
+        name: "disk-writes-read-back-and-policy-stays-healthy",
+        clock: crate::qemu::Clock::ExactInteractive,
+        lines: &["ext load disksched_clook", "blockio none 256", "blockio native 256", "disk", "ext list"],
+        log_contains: &["clock exact: budgets are guest time", "blockio (none): 256 writes as 256 device writes", "blockio (native): 256 writes as 16 device writes", "blocks read back with their latest data", "disk: model hp97560"],
+        log_lacks: &["killed:", "KILLED", "DEGRADED", "DISABLED", "differs", "FAILED"],
+        heartbeat_reports: 0,
+    },
 ];
 
 /// Keeps every host core busy until dropped (the "host is busy" of the host-clock tests).
