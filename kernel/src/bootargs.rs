@@ -12,6 +12,8 @@
 //! | `spindle.script=L1,L2,…` | run these console lines in order, then exit; each line is percent-encoded |
 //! | `spindle.shell=kernel` | skip the user shell (`spsh`): the kernel console runs the script, or interactively |
 //! | `spindle.clock=exact\|host` | how budgets are enforced (`crate::time::ClockMode`); default: measured at boot |
+//! | `spindle.disk.model=hp97560\|none` | the disk service's timing model (`services::disk`; default `hp97560`) |
+//! | `spindle.bench.io=off` | the benchmarks skip the disk groups `disk` and `blockio` (xtask's variant builds) |
 
 /// What the kernel does after booting.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -594,6 +594,12 @@ struct HostClockTest {
 /// 100 Hz; `run spin` keeps the machine busy for longer).
 const HEARTBEAT_MIN_TICKS: u64 = 200;
 
+/// The disk clock tests' script: a policy loaded, blocks written in place and through the
+/// logical disk, read back by content (`blockio`), the service's counters, the extensions.
+const DISK_CLOCK_LINES: &[&str] = &["ext load disksched_clook", "blockio none 256", "blockio native 256", "disk", "ext list"];
+/// What the disk clock tests' logs must not contain.
+const DISK_CLOCK_LACKS: &[&str] = &["killed:", "KILLED", "DEGRADED", "DISABLED", "differs", "FAILED"];
+
 const HOST_CLOCK_TESTS: &[HostClockTest] = &[
     HostClockTest {
         name: "healthy-extensions-are-never-killed",
@@ -673,17 +679,17 @@ const HOST_CLOCK_TESTS: &[HostClockTest] = &[
     HostClockTest {
         name: "disk-writes-read-back-and-policy-stays-healthy",
         clock: crate::qemu::Clock::Host,
-        lines: &["ext load disksched_clook", "blockio none 256", "blockio native 256", "disk", "ext list"],
+        lines: DISK_CLOCK_LINES,
         log_contains: &["clock host: guest time is host time", "blockio (none): 256 writes as 256 device writes", "blockio (native): 256 writes as 16 device writes", "blocks read back with their latest data", "disk: model hp97560"],
-        log_lacks: &["killed:", "KILLED", "DEGRADED", "DISABLED", "differs", "FAILED"],
+        log_lacks: DISK_CLOCK_LACKS,
         heartbeat_reports: 0,
     },
     HostClockTest {
         name: "disk-writes-read-back-and-policy-stays-healthy",
         clock: crate::qemu::Clock::ExactInteractive,
-        lines: &["ext load disksched_clook", "blockio none 256", "blockio native 256", "disk", "ext list"],
+        lines: DISK_CLOCK_LINES,
         log_contains: &["clock exact: budgets are guest time", "blockio (none): 256 writes as 256 device writes", "blockio (native): 256 writes as 16 device writes", "blocks read back with their latest data", "disk: model hp97560"],
-        log_lacks: &["killed:", "KILLED", "DEGRADED", "DISABLED", "differs", "FAILED"],
+        log_lacks: DISK_CLOCK_LACKS,
         heartbeat_reports: 0,
     },
 ];
