@@ -58,12 +58,16 @@ fn sector_of(stream: u64, index: u64, capacity: u64) -> u64 {
 
 /// Runs the workload once with whatever is bound to `disk.Schedule`; returns the line's
 /// numbers, or why the run failed.
-fn run_once(policy: &str, technology: &str, streams: u64, capacity: u64) -> Result<(), alloc::string::String> {
+pub(crate) fn run_once(policy: &str, technology: &str, streams: u64, capacity: u64) -> Result<(), alloc::string::String> {
     disk::configure("hp97560", MAX_WAIT_NS)?;
     let failures = Arc::new(AtomicU64::new(0));
     let started = crate::time::now_ns();
     let mut strands = Vec::new();
-    let stream_priority = Priority::new((sched::current().priority().level() as u8).saturating_sub(1).max(1));
+    // Above `NORMAL` (the benchmark or console strand, the async workers, the hot-load
+    // server) and below the disk service's `HIGHEST`: a stream runs as soon as it is
+    // spawned, submits and blocks, so the first requests queue in stream order, and no
+    // busy `NORMAL` strand (the hot-load server of `cargo xtask qemu`) starves the streams.
+    let stream_priority = Priority::new(Priority::HIGHEST.level() as u8 - 2);
     for stream in 0..streams {
         let failures = failures.clone();
         let body = move || {
@@ -74,9 +78,6 @@ fn run_once(policy: &str, technology: &str, streams: u64, capacity: u64) -> Resu
                 }
             }
         };
-        // Below the benchmark's own strand: no stream runs until every one is spawned and
-        // this strand waits for them, so their first requests queue in stream order
-        // whatever the phase of the timer tick (FIFO's order is the arrival order).
         strands.push(sched::spawn("bench-disk", stream_priority, body).map_err(|error| alloc::format!("{error:?}"))?);
     }
     for strand in &strands {
@@ -98,17 +99,22 @@ fn run_once(policy: &str, technology: &str, streams: u64, capacity: u64) -> Resu
         stats.decisions,
         stats.decision_instructions
     );
+    crate::println!("disk order digest {policy} {technology} {streams}: {:016x}", stats.order_digest);
     Ok(())
+}
+
+/// The disk the benchmark reads: the device, clamped to the HP 97560 model's capacity.
+pub(crate) fn capacity() -> Option<u64> {
+    let device = crate::drivers::virtio_blk::capacity().filter(|_| disk::stats().is_some())?;
+    Some(device.min(spindle_service_disk::model::Parameters::hp97560().geometry().capacity_blocks()))
 }
 
 /// Runs every configuration; false if one failed (the benchmark then fails).
 pub fn run() -> bool {
-    let Some(capacity) = crate::drivers::virtio_blk::capacity().filter(|_| disk::stats().is_some()) else {
+    let Some(capacity) = capacity() else {
         crate::println!("bench: disk group skipped: the machine has no disk");
         return true;
     };
-    // The model's disk may be smaller than the image.
-    let capacity = capacity.min(spindle_service_disk::model::Parameters::hp97560().geometry().capacity_blocks());
     let mut clean = true;
     let mut outcome = |policy: &str, technology: &str, result: Result<(), alloc::string::String>| {
         if let Err(error) = result {

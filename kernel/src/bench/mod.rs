@@ -19,7 +19,7 @@
 #[allow(unsafe_code)]
 pub mod blackbox;
 pub mod blockio;
-mod disk;
+pub(crate) mod disk;
 mod calls;
 mod dispatch;
 mod extensions;
@@ -170,6 +170,12 @@ static COMMANDS: &[crate::shell::Command] = &[
         run: md5_graft,
     },
     crate::shell::Command {
+        name: "diskbench",
+        usage: "diskbench [fifo|sstf|clook] [STREAMS]",
+        help: "run the disk benchmark's workload once (STREAMS streams of 8 random 4 KiB reads, default 192) with the built-in policy; prints its `bench disk` line and the digest of the order of service",
+        run: diskbench_command,
+    },
+    crate::shell::Command {
         name: "blockio",
         usage: "blockio [none|builtin|native|wasm|user] [WRITES]",
         help: "write WRITES (default 4096) stamped 4 KiB blocks of the 80/20 workload to the disk in place (none) or through the logdisk graft, sync, read each back by content; prints the modelled disk time",
@@ -212,6 +218,29 @@ fn md5_graft(arguments: &[&str]) -> Result<(), crate::shell::CommandError> {
         }
         _ => Err(crate::shell::CommandError::Failed(alloc::format!("no valid digest ({} bytes consumed of {}, {rejected} answers rejected)", outcome.consumed, outcome.bytes))),
     }
+}
+
+fn diskbench_command(arguments: &[&str]) -> Result<(), crate::shell::CommandError> {
+    const USAGE: &str = "diskbench [fifo|sstf|clook] [STREAMS]";
+    let (policy, streams) = match arguments {
+        [] => ("clook", disk::STREAMS as usize),
+        [policy] => (*policy, disk::STREAMS as usize),
+        [policy, streams] => (*policy, crate::shell::parse_number(streams).ok_or(crate::shell::CommandError::Usage(USAGE))?),
+        _ => return Err(crate::shell::CommandError::Usage(USAGE)),
+    };
+    if !matches!(policy, "fifo" | "sstf" | "clook") || streams == 0 || streams > 200 {
+        return Err(crate::shell::CommandError::Usage(USAGE));
+    }
+    let capacity = disk::capacity().ok_or_else(|| crate::shell::CommandError::Failed(alloc::string::String::from("no disk")))?;
+    let name = alloc::format!("disksched_{policy}");
+    if policy != "fifo" {
+        crate::ext::load(&name, crate::ext::Preference::BuiltIn).map_err(|error| crate::shell::CommandError::Failed(alloc::format!("{error}")))?;
+    }
+    let result = disk::run_once(policy, if policy == "fifo" { "none" } else { "builtin" }, streams as u64, capacity);
+    if policy != "fifo" {
+        let _ = crate::ext::unload(&name);
+    }
+    result.map_err(crate::shell::CommandError::Failed)
 }
 
 fn blockio_command(arguments: &[&str]) -> Result<(), crate::shell::CommandError> {

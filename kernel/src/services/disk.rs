@@ -133,7 +133,12 @@ struct Service {
     device_errors: u64,
     decisions: u64,
     decision_instructions: u64,
+    /// FNV-1a over the sectors in the order they were served.
+    order_digest: u64,
 }
+
+/// FNV-1a's offset basis: the order digest of no request.
+const ORDER_DIGEST_START: u64 = 0xcbf2_9ce4_8422_2325;
 
 static STATE: spin::Mutex<Option<Service>> = spin::Mutex::new(None);
 /// The service's strand.
@@ -228,6 +233,7 @@ fn start(parameters: Parameters, max_wait_ns: u64, queue_capacity: usize, device
             device_errors: 0,
             decisions: 0,
             decision_instructions: 0,
+            order_digest: ORDER_DIGEST_START,
         });
         Ok(())
     })
@@ -457,6 +463,7 @@ fn start_next() -> Started {
             service.recent.remove(0);
         }
         service.recent.push(Dispatched { id: dispatch.request.id, sector: dispatch.request.start_block, decision: dispatch.decision });
+        service.order_digest = (service.order_digest ^ dispatch.request.start_block).wrapping_mul(0x0100_0000_01b3);
         let request = dispatch.request;
         let pending = service.pending.remove(&request.id)?;
         let timing = match service.model.service(now, request.start_block, request.blocks, request.write) {
@@ -583,6 +590,9 @@ pub struct DiskStats {
     pub decisions: u64,
     /// Guest instructions those raises took (`rdinstret`; host ticks without `-icount`).
     pub decision_instructions: u64,
+    /// A digest (FNV-1a) of the sectors in the order they were served: two runs served in
+    /// the same order have the same digest.
+    pub order_digest: u64,
     /// Modelled seek distance, cylinders.
     pub seek_cylinders: u64,
     /// Modelled busy time, ns.
@@ -609,6 +619,7 @@ pub fn stats() -> Option<DiskStats> {
             on_device: service.in_flight.is_some(),
             decisions: service.decisions,
             decision_instructions: service.decision_instructions,
+            order_digest: service.order_digest,
             seek_cylinders: service.stats.seek_cylinders(),
             busy_ns: service.stats.busy_ns(),
             mean_response_ns: service.stats.mean_response_ns(),
