@@ -27,7 +27,7 @@ use alloc::format;
 use alloc::string::String;
 use alloc::vec::Vec;
 
-use crate::ext::{self, Preference};
+use crate::ext::Preference;
 use crate::services::blockpath as block;
 use crate::services::disk;
 
@@ -163,20 +163,6 @@ fn timed_md5_read() -> Result<(block::ReadOutcome, u64, u64, u64), String> {
     Ok((outcome, elapsed, busy, instructions))
 }
 
-/// Loads `name` as `preference` around `body`.
-fn with_extension<T>(name: &str, preference: Preference, body: impl FnOnce() -> Result<T, String>) -> Result<T, String> {
-    ext::load(name, preference).map_err(|error| format!("loading {name}: {error}"))?;
-    let result = body();
-    let server = ext::user::serving_pid(name);
-    ext::unload(name).map_err(|error| format!("unloading {name}: {error}"))?;
-    if let Some(pid) = server {
-        crate::proc::wait_until_reaped(pid, 200);
-    }
-    crate::events::quiescent();
-    crate::events::reclaim();
-    result
-}
-
 /// The four technologies, by their console words.
 const TECHNOLOGIES: [Preference; 4] = [Preference::BuiltIn, Preference::Default, Preference::Wasm, Preference::User];
 
@@ -191,7 +177,7 @@ fn md5_runs() -> Result<(), String> {
     crate::println!("bench blockio read {MD5_BYTES} {elapsed} {busy} {}", MD5_BYTES.div_ceil(block::READ_CHUNK_BYTES));
     for preference in TECHNOLOGIES {
         let technology = crate::bench::Graft::Extension(preference).name();
-        let (outcome, elapsed, busy, instructions) = with_extension("md5", preference, timed_md5_read)?;
+        let (outcome, elapsed, busy, instructions) = super::with_extension("md5", preference, timed_md5_read)?;
         if outcome.digest != Some(expected) || outcome.consumed != MD5_BYTES {
             return Err(format!("md5 {technology}: digest {:?} of {} consumed bytes, expected {}", outcome.digest.map(|digest| crate::bench::stream::hex(&digest)), outcome.consumed, crate::bench::stream::hex(&expected)));
         }
@@ -233,7 +219,7 @@ pub fn run() -> bool {
     outcome("write in-place", write_run("in-place", "none"));
     for preference in TECHNOLOGIES {
         let technology = crate::bench::Graft::Extension(preference).name();
-        outcome(&format!("write logdisk {technology}"), with_extension("logdisk", preference, || write_run("logdisk", technology)));
+        outcome(&format!("write logdisk {technology}"), super::with_extension("logdisk", preference, || write_run("logdisk", technology)));
     }
     block::format();
     let _ = disk::configure(MODEL, disk::DEFAULT_MAX_WAIT_NS);

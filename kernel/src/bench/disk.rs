@@ -28,7 +28,7 @@ use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::sync::atomic::{AtomicU64, Ordering};
 
-use crate::ext::{self, Preference};
+use crate::ext::Preference;
 use crate::sched::{self, Priority};
 use crate::services::disk;
 
@@ -126,11 +126,7 @@ pub fn run() -> bool {
         outcome("fifo", "none", run_once("fifo", "none", streams, capacity));
         for policy in ["sstf", "clook"] {
             let name = alloc::format!("disksched_{policy}");
-            let result = ext::load(&name, Preference::BuiltIn).map_err(|error| alloc::format!("{error}")).and_then(|_| {
-                let result = run_once(policy, "builtin", streams, capacity);
-                ext::unload(&name).map_err(|error| alloc::format!("{error}"))?;
-                result
-            });
+            let result = super::with_extension(&name, Preference::BuiltIn, || run_once(policy, "builtin", streams, capacity));
             outcome(policy, "builtin", result);
         }
     }
@@ -139,15 +135,7 @@ pub fn run() -> bool {
         let name = alloc::format!("disksched_{policy}");
         for preference in [Preference::BuiltIn, Preference::Default, Preference::Wasm, Preference::User] {
             let technology = crate::bench::Graft::Extension(preference).name();
-            let result = ext::load(&name, preference).map_err(|error| alloc::format!("{error}")).and_then(|_| {
-                let result = run_once(policy, technology, STREAMS, capacity);
-                let server = ext::user::serving_pid(&name);
-                ext::unload(&name).map_err(|error| alloc::format!("{error}"))?;
-                if let Some(pid) = server {
-                    crate::proc::wait_until_reaped(pid, 200);
-                }
-                result
-            });
+            let result = super::with_extension(&name, preference, || run_once(policy, technology, STREAMS, capacity));
             outcome(policy, technology, result);
         }
     }

@@ -90,6 +90,22 @@ impl HardwareEvents {
     }
 }
 
+/// Loads extension `name` as `preference`, runs `body`, then unloads it (waiting for a
+/// user-level server to be reaped) and frees what the unload retired; `body`'s result, or
+/// why loading or unloading failed.
+pub fn with_extension<T>(name: &str, preference: crate::ext::Preference, body: impl FnOnce() -> Result<T, alloc::string::String>) -> Result<T, alloc::string::String> {
+    crate::ext::load(name, preference).map_err(|error| alloc::format!("loading {name} ({}): {error}", preference.label()))?;
+    let result = body();
+    let server = crate::ext::user::serving_pid(name);
+    crate::ext::unload(name).map_err(|error| alloc::format!("unloading {name}: {error}"))?;
+    if let Some(pid) = server {
+        crate::proc::wait_until_reaped(pid, 200);
+    }
+    crate::events::quiescent();
+    crate::events::reclaim();
+    result
+}
+
 /// Prints one result row in the format `xtask bench` parses.
 pub fn report(group: &str, name: &str, iterations: u64, per_operation_milli: u64) {
     crate::println!("bench row {group} {name} {iterations} {per_operation_milli}");
@@ -232,14 +248,10 @@ fn diskbench_command(arguments: &[&str]) -> Result<(), crate::shell::CommandErro
         return Err(crate::shell::CommandError::Usage(USAGE));
     }
     let capacity = disk::capacity().ok_or_else(|| crate::shell::CommandError::Failed(alloc::string::String::from("no disk")))?;
-    let name = alloc::format!("disksched_{policy}");
-    if policy != "fifo" {
-        crate::ext::load(&name, crate::ext::Preference::BuiltIn).map_err(|error| crate::shell::CommandError::Failed(alloc::format!("{error}")))?;
-    }
-    let result = disk::run_once(policy, if policy == "fifo" { "none" } else { "builtin" }, streams as u64, capacity);
-    if policy != "fifo" {
-        let _ = crate::ext::unload(&name);
-    }
+    let result = match policy {
+        "fifo" => disk::run_once(policy, "none", streams as u64, capacity),
+        _ => with_extension(&alloc::format!("disksched_{policy}"), crate::ext::Preference::BuiltIn, || disk::run_once(policy, "builtin", streams as u64, capacity)),
+    };
     result.map_err(crate::shell::CommandError::Failed)
 }
 
@@ -259,12 +271,7 @@ fn blockio_command(arguments: &[&str]) -> Result<(), crate::shell::CommandError>
     let result = match technology {
         "none" => run(),
         word => match Graft::parse(word) {
-            Some(Graft::Extension(preference)) => {
-                crate::ext::load("logdisk", preference).map_err(|error| crate::shell::CommandError::Failed(alloc::format!("{error}")))?;
-                let result = run();
-                let _ = crate::ext::unload("logdisk");
-                result
-            }
+            Some(Graft::Extension(preference)) => with_extension("logdisk", preference, run),
             _ => return Err(crate::shell::CommandError::Usage(USAGE)),
         },
     };

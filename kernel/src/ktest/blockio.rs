@@ -13,7 +13,7 @@ use super::{KernelTest, TestResult};
 use crate::bench::blockio::{self, MD5_BYTES, MD5_DISK_OFFSET};
 use crate::bench::stream;
 use crate::ensure;
-use crate::ext::{self, Preference};
+use crate::ext::Preference;
 use crate::services::blockpath::{self as block, BLOCK_SIZE, BlockIoError, WriteError};
 use crate::services::disk;
 
@@ -32,18 +32,6 @@ fn text(error: impl core::fmt::Display) -> String {
     alloc::format!("{error}")
 }
 
-/// Runs `body` with `name` loaded as `preference`, unloading it whatever happens.
-fn with_loaded<T>(name: &str, preference: Preference, body: impl FnOnce() -> Result<T, String>) -> Result<T, String> {
-    ext::load(name, preference).map_err(|error| alloc::format!("loading {name} ({}): {error}", preference.label()))?;
-    let result = body();
-    let server = ext::user::serving_pid(name);
-    ext::unload(name).map_err(text)?;
-    if let Some(pid) = server {
-        crate::proc::wait_until_reaped(pid, 200);
-    }
-    result
-}
-
 /// The digest of the workload read from the device equals the kernel's MD5 of the bytes
 /// written there, built in, native, Wasm and user-level; 256 filter calls each consuming
 /// a whole block; with nothing bound no digest.
@@ -53,7 +41,7 @@ fn md5_of_disk_bytes_in_every_technology() -> TestResult {
     let plain = block::read_disk_through_filters(MD5_DISK_OFFSET, MD5_BYTES).map_err(text)?;
     ensure!(plain.digest.is_none() && plain.consumed == 0, "nothing bound, yet {plain:?}");
     for preference in [Preference::BuiltIn, Preference::Default, Preference::Wasm, Preference::User] {
-        let outcome = with_loaded("md5", preference, || block::read_disk_through_filters(MD5_DISK_OFFSET, MD5_BYTES).map_err(text))?;
+        let outcome = crate::bench::with_extension("md5", preference, || block::read_disk_through_filters(MD5_DISK_OFFSET, MD5_BYTES).map_err(text))?;
         ensure!(
             outcome.digest == Some(expected) && outcome.consumed == MD5_BYTES && outcome.bytes == MD5_BYTES,
             "{}: digest {:?}, {} of {} bytes consumed; expected {}",
@@ -65,7 +53,7 @@ fn md5_of_disk_bytes_in_every_technology() -> TestResult {
         );
     }
     // A read that is not the workload gives another digest (the filter saw the device's bytes).
-    let shifted = with_loaded("md5", Preference::Default, || block::read_disk_through_filters(MD5_DISK_OFFSET + 4096, MD5_BYTES).map_err(text))?;
+    let shifted = crate::bench::with_extension("md5", Preference::Default, || block::read_disk_through_filters(MD5_DISK_OFFSET + 4096, MD5_BYTES).map_err(text))?;
     ensure!(shifted.digest.is_some() && shifted.digest != Some(expected), "a read 4 KiB further on gave {:?}", shifted.digest);
     Ok(())
 }
@@ -119,7 +107,7 @@ fn in_place_writes_read_back_by_content() -> TestResult {
 /// accepted write, and every logical block written reads back (through that map) with its
 /// latest version's bytes.
 fn logdisk_whole_workload_reads_back_by_content() -> TestResult {
-    let result = with_loaded("logdisk", Preference::Default, || {
+    let result = crate::bench::with_extension("logdisk", Preference::Default, || {
         let run = blockio::write_workload(logdisk::workload::WRITES, "none", super::progress)?;
         let segments = block::DISK_BLOCKS / block::SEGMENT_BLOCKS;
         ensure!(run.device_writes == segments, "{} writes became {} device writes, expected {segments} segments", run.writes, run.device_writes);

@@ -92,11 +92,17 @@ enum Source {
 /// What the active request reads from (set by [`begin_read`] and the disk read).
 static SOURCE: spin::Mutex<Source> = spin::Mutex::new(Source::Memory(&[]));
 
+/// Replaces what the active request reads from; the old source (a disk window's buffer)
+/// is freed after the lock is released, with interrupts on.
+fn set_source(source: Source) {
+    let old = crate::arch::csr::without_interrupts(|| core::mem::replace(&mut *SOURCE.lock(), source));
+    drop(old);
+}
+
 /// Makes bytes `start..start + length` of `source` the active read request (clamped to
 /// the source) and returns its new id.
 pub fn begin_read(source: &'static [u8], start: u64, length: u64) -> u64 {
-    let old = crate::arch::csr::without_interrupts(|| core::mem::replace(&mut *SOURCE.lock(), Source::Memory(source)));
-    drop(old);
+    set_source(Source::Memory(source));
     READS.begin(source.len() as u64, start, length)
 }
 
@@ -227,11 +233,10 @@ pub fn read_disk_through_filters(start: u64, length: u64) -> Result<ReadOutcome,
         return Err(BlockIoError::BadRange { start, length });
     }
     let request = READS.begin(disk_bytes, start, length);
-    let _ = crate::arch::csr::without_interrupts(|| core::mem::replace(&mut *SOURCE.lock(), Source::Disk { start, data: Vec::new() }));
+    set_source(Source::Disk { start, data: Vec::new() });
     let outcome = filter_disk_chunks(request, start, length);
     end_read(request);
-    let old = crate::arch::csr::without_interrupts(|| core::mem::replace(&mut *SOURCE.lock(), Source::Memory(&[])));
-    drop(old);
+    set_source(Source::Memory(&[]));
     let consumed = outcome?;
     let digest =
         READ_DONE.get().map(|table| crate::events::raise(table, &ReadDone { request, length })).filter(|digest| digest.request == request);
@@ -247,8 +252,7 @@ fn filter_disk_chunks(request: u64, start: u64, length: u64) -> Result<u64, Bloc
         // Whole sectors from the device; the request's end clamps what handlers see.
         let mut data = alloc::vec![0u8; chunk.next_multiple_of(SECTOR_BYTES) as usize];
         disk::read((start + offset) / SECTOR_BYTES, &mut data)?;
-        let old = crate::arch::csr::without_interrupts(|| core::mem::replace(&mut *SOURCE.lock(), Source::Disk { start: start + offset, data }));
-        drop(old);
+        set_source(Source::Disk { start: start + offset, data });
         if let Some(table) = READ_FILTER.get() {
             let mut done = 0;
             while done < chunk {

@@ -289,15 +289,20 @@ fn wake() {
     }
 }
 
+/// The request on the device, if any, as (done by the device, modelled finish), read
+/// without waiting for the lock (the idle loop asks; a held lock reads as none).
+fn on_device() -> Option<(bool, u64)> {
+    without_interrupts(|| {
+        let state = STATE.try_lock()?;
+        let in_flight = state.as_ref()?.in_flight.as_ref()?;
+        Some((in_flight.done.is_some(), in_flight.finish_ns))
+    })
+}
+
 /// Whether a request is on the device and the device has not finished it (the idle loop
 /// then polls instead of letting guest time jump to the modelled finish).
 fn device_busy() -> bool {
-    let busy = || {
-        without_interrupts(|| {
-            STATE.try_lock().is_some_and(|state| state.as_ref().and_then(|service| service.in_flight.as_ref()).is_some_and(|in_flight| in_flight.done.is_none()))
-        })
-    };
-    if !busy() {
+    if !matches!(on_device(), Some((false, _))) {
         return false;
     }
     // The service turned the device's interrupts off: look for the completion here.
@@ -306,17 +311,11 @@ fn device_busy() -> bool {
     // model), the service strand was just woken to deliver it: say "busy" once more so the
     // idle loop yields to it instead of waiting for the next tick. If it is not due, the
     // hart waits for the alarm at the modelled finish, a guest time no host speed changes.
-    busy() || due_now()
-}
-
-/// Whether the request on the device is done and its modelled finish has passed.
-fn due_now() -> bool {
-    let now = crate::time::now_ns();
-    without_interrupts(|| {
-        STATE.try_lock().is_some_and(|state| {
-            state.as_ref().and_then(|service| service.in_flight.as_ref()).is_some_and(|in_flight| in_flight.done.is_some() && in_flight.finish_ns <= now)
-        })
-    })
+    match on_device() {
+        Some((false, _)) => true,
+        Some((true, finish_ns)) => finish_ns <= crate::time::now_ns(),
+        None => false,
+    }
 }
 
 /// The device finished the request on it (interrupt context): keep the completion and wake
