@@ -26,7 +26,7 @@
 
 use alloc::sync::Arc;
 use alloc::vec::Vec;
-use core::sync::atomic::{AtomicU64, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use crate::ext::Preference;
 use crate::sched::{self, Priority};
@@ -61,16 +61,27 @@ fn sector_of(stream: u64, index: u64, capacity: u64) -> u64 {
 pub(crate) fn run_once(policy: &str, technology: &str, streams: u64, capacity: u64) -> Result<(), alloc::string::String> {
     disk::configure("hp97560", MAX_WAIT_NS)?;
     let failures = Arc::new(AtomicU64::new(0));
-    let started = crate::time::now_ns();
     let mut strands = Vec::new();
     // Above `NORMAL` (the benchmark or console strand, the async workers, the hot-load
     // server) and below the disk service's `HIGHEST`: a stream runs as soon as it is
     // spawned, submits and blocks, so the first requests queue in stream order, and no
     // busy `NORMAL` strand (the hot-load server of `cargo xtask qemu`) starves the streams.
     let stream_priority = Priority::new(Priority::HIGHEST.level() as u8 - 2);
+    // The start gate: every stream runs up to it as soon as it is spawned (it outranks
+    // this strand, which yields to it) and blocks there; the gate then opens for the
+    // streams in stream order. So the first requests queue in stream order whatever the
+    // phase of the timer tick, and the order of service is the same in every run of a
+    // policy (without the gate a completion could overtake a stream spawned after a tick:
+    // the order then depended on when in the tick period the run started).
+    let open = Arc::new(AtomicBool::new(false));
+    let arrived = Arc::new(AtomicU64::new(0));
     for stream in 0..streams {
-        let failures = failures.clone();
+        let (failures, open, arrived) = (failures.clone(), open.clone(), arrived.clone());
         let body = move || {
+            arrived.fetch_add(1, Ordering::AcqRel);
+            while !open.load(Ordering::Acquire) {
+                sched::block_current();
+            }
             let mut buffer = alloc::vec![0u8; (SECTORS * 512) as usize];
             for index in 0..READS_PER_STREAM {
                 if disk::read(sector_of(stream, index, capacity), &mut buffer).is_err() {
@@ -79,6 +90,20 @@ pub(crate) fn run_once(policy: &str, technology: &str, streams: u64, capacity: u
             }
         };
         strands.push(sched::spawn("bench-disk", stream_priority, body).map_err(|error| alloc::format!("{error:?}"))?);
+        sched::yield_now();
+    }
+    let at_gate = arrived.load(Ordering::Acquire);
+    // Elapsed time counts from the gate: the spawning is not the disk's work.
+    let started = crate::time::now_ns();
+    open.store(true, Ordering::Release);
+    for strand in &strands {
+        sched::unblock(strand);
+    }
+    if at_gate != streams {
+        for strand in &strands {
+            strand.join();
+        }
+        return Err(alloc::format!("only {at_gate} of {streams} streams reached the start gate before it opened"));
     }
     for strand in &strands {
         strand.join();

@@ -220,6 +220,28 @@ pub fn register(source: u32, handler: Handler) -> Result<(), PlicError> {
     })
 }
 
+/// Masks (`enabled == false`) or unmasks a registered `source` in the calling hart's
+/// context. A device that raises its line while masked is taken when it is unmasked (the
+/// PLIC keeps it pending). For a driver that must not be interrupted at host-dependent
+/// times: a device's own "no interrupt" hint (virtio's `VIRTQ_AVAIL_F_NO_INTERRUPT`) is
+/// only advice that a device may ignore, the mask is not.
+///
+/// Errors: [`PlicError::NotInitialised`], [`PlicError::BadSource`] (0, above the PLIC's
+/// sources, or nobody registered it), [`PlicError::NoContextForHart`].
+pub fn set_source_enabled(source: u32, enabled: bool) -> Result<(), PlicError> {
+    let plic = PLIC.get().ok_or(PlicError::NotInitialised)?;
+    let hart = crate::arch::hart::id();
+    let context = plic.context_of(hart).ok_or(PlicError::NoContextForHart(hart))?;
+    without_interrupts(|| {
+        let handlers = HANDLERS.lock();
+        if source == 0 || handlers.get(source as usize).is_none_or(Option::is_none) {
+            return Err(PlicError::BadSource(source));
+        }
+        plic.set_enabled(context, source, enabled);
+        Ok(())
+    })
+}
+
 /// The external-interrupt handler (interrupt context, interrupts off): claims every
 /// pending source of this hart's context, runs its handler and completes it; then gives
 /// the hart to a strand a handler woke, if it outranks the running one

@@ -472,6 +472,11 @@ pub fn poll() {
 /// Turns the device's completion interrupts on or off (on after [`init`]). The block
 /// service turns them off while it serves a request: it polls at points that do not
 /// depend on when the host finished the I/O, so runs under `-icount` repeat exactly.
+///
+/// Both the device's hint (virtio's "no interrupt" flag, which a device may ignore — with
+/// event-index notification QEMU does) and the PLIC source are switched: masked, the
+/// device's line cannot interrupt whatever strand runs at a host-dependent moment (which
+/// would preempt it and send it to the back of its ready queue).
 pub fn set_interrupts(enabled: bool) {
     without_interrupts(|| {
         if let Some(disk) = DISK.lock().as_mut() {
@@ -480,6 +485,11 @@ pub fn set_interrupts(enabled: bool) {
             } else {
                 disk.device.disable_interrupts();
             }
+        }
+        if let Some(info) = info() {
+            // Registered by `init` before `info` is set, so this only fails if the PLIC
+            // vanished; the device's hint still applies then.
+            let _ = plic::set_source_enabled(info.interrupt, enabled);
         }
     });
 }

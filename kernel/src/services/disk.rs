@@ -17,10 +17,13 @@
 //!    (an alarm, [`crate::time::set_alarm`]), and the order and placement of requests change
 //!    how long I/O takes. With the model `none` (`spindle.disk.model=none`) there is no
 //!    modelled delay. For repeatable runs under `-icount … sleep=off` the device's
-//!    interrupts are off while the service has a request on it: the completion is polled
-//!    for when the hart is idle (which spins instead of letting QEMU jump to the next
-//!    timer while the device works: `sched::set_idle_poll_hook`) and at the modelled
-//!    finish, never taken at a guest time that depends on how fast the host did the I/O.
+//!    interrupt is masked (at the PLIC) while the service has a request on it and the
+//!    modelled finish is ahead: the completion is polled for when the hart is idle (which
+//!    spins instead of letting QEMU jump to the next timer while the device works:
+//!    `sched::set_idle_poll_hook`) and at the modelled finish, never taken at a guest time
+//!    that depends on how fast the host did the I/O. Only if the device has not finished
+//!    by the modelled finish is the interrupt unmasked, so the completion arrives even
+//!    while a strand keeps the hart busy.
 //!
 //! Counters ([`stats`]): requests, modelled seek distance, busy time, mean and p99 response
 //! time, answers refused and starvation overrides; `disk` at the console prints them.
@@ -218,7 +221,7 @@ fn start(parameters: Parameters, max_wait_ns: u64, queue_capacity: usize, device
         }
         *state = Some(Service {
             scheduler,
-            model: DiskModel::new(&parameters),
+            model: DiskModel::new_at(&parameters, crate::time::now_ns()),
             stats: Stats::new(),
             capacity,
             pending: BTreeMap::new(),
@@ -364,7 +367,17 @@ fn deliver_finished() {
         let mut state = STATE.lock();
         let service = state.as_mut()?;
         let in_flight = service.in_flight.as_ref()?;
-        in_flight.done.as_ref()?;
+        if in_flight.done.is_none() {
+            if now < in_flight.finish_ns {
+                crate::time::set_alarm(in_flight.finish_ns);
+            } else {
+                // The host is slower than the model (or the model is `none`): let the
+                // completion interrupt (a strand that never idles would otherwise keep the
+                // idle loop from polling); its moment depends on the host anyway.
+                virtio_blk::set_interrupts(true);
+            }
+            return None;
+        }
         if now < in_flight.finish_ns {
             crate::time::set_alarm(in_flight.finish_ns);
             return None;
@@ -482,6 +495,9 @@ fn start_next() -> Started {
             return Some(Next::Injected);
         }
         service.in_flight = Some(InFlight { id: request.id, finish_ns: timing.finish_ns, waiter: pending.waiter.clone(), done: None });
+        // The device's interrupt is masked from here on: the alarm at the modelled finish
+        // is what makes the service look for the completion if the hart never idles.
+        crate::time::set_alarm(timing.finish_ns);
         let device_request = virtio_blk::Request { operation: pending.operation, sector: request.start_block, buffer: pending.buffer, notify: virtio_blk::Notify::Call(device_done) };
         Some(Next::Device(request.id, device_request))
     });

@@ -496,27 +496,19 @@ pub fn markdown(text: &mut String, tables: &[DiskTable]) {
 /// 0.25 %).
 pub const JITTER_PPM: u64 = 10_000;
 
-/// Largest relative difference, in parts per million, between two runs' modelled seek
-/// distances that still counts as the same measurement (5 %; measured: up to 2.7 % for SSTF
-/// at 192 streams, 1.0 % for FIFO at 64).
-pub const SEEK_JITTER_PPM: u64 = 50_000;
-
-/// Whether two runs of the same configuration measured the same thing. Requests, streams
-/// and decisions must be equal; the modelled times and the decisions' instruction counts
-/// may differ by [`JITTER_PPM`], the modelled seek distance by [`SEEK_JITTER_PPM`]. The
-/// virtio-blk device completes on the host's time, and when the host has not finished by a
-/// request's modelled finish the delivery waits for it, at a guest time that varies between
-/// runs; the rotational position then moves every later request's latency a little
-/// (docs/storage.md), and with deep queues (64 and 192 streams) the order of service can
-/// differ too — measured: times within 0.75 %, seek distance within 2.7 %. (At 96 streams
-/// over 1,532 cylinders the seeks repeated exactly; the cause of the order's differences at
-/// the deeper queues is not pinned down yet.)
+/// Whether two runs of the same configuration measured the same thing. Requests, streams,
+/// decisions and the modelled seek distance must be equal (the order of service repeats:
+/// docs/storage.md); the modelled times and the decisions' instruction counts may differ by
+/// [`JITTER_PPM`]: the virtio-blk device completes on the host's time, and when the host
+/// has not finished by a request's modelled finish the delivery waits for it, at a guest
+/// time that varies between runs; the rotational position then moves every later
+/// request's latency a little.
 pub fn repeats(first: &DiskRun, second: &DiskRun) -> bool {
     let within = |a: u64, b: u64, ppm: u64| u128::from(a.abs_diff(b)) * 1_000_000 <= u128::from(a.max(b)) * u128::from(ppm);
     let close = |a: u64, b: u64| within(a, b, JITTER_PPM);
     first.key() == second.key()
         && (first.streams, first.requests, first.decisions) == (second.streams, second.requests, second.decisions)
-        && within(first.seek_cylinders, second.seek_cylinders, SEEK_JITTER_PPM)
+        && first.seek_cylinders == second.seek_cylinders
         && close(first.elapsed_ns, second.elapsed_ns)
         && close(first.busy_ns, second.busy_ns)
         && close(first.mean_response_ns, second.mean_response_ns)

@@ -23,9 +23,10 @@
 //!    real drive.
 //!
 //! The arm ends over the request's last sector. The platter's angle is a function of
-//! absolute time — it passed the unskewed origin (sector 0 of track 0) at t = 0 and turns
-//! at a constant rate — so waiting before a request changes its rotational latency, and the
-//! same inputs always give the same timings.
+//! time — it passed the unskewed origin (sector 0 of track 0) at the model's origin time
+//! (t = 0 unless [`DiskModel::new_at`] says otherwise) and turns at a constant rate — so
+//! waiting before a request changes its rotational latency, and the same inputs (relative
+//! to the origin) always give the same timings.
 //!
 //! All arithmetic is integer. Times are nanoseconds (`u64`). Angles are exact: one sector
 //! is [`NANOSECONDS_PER_MINUTE`] angle units, so `t` nanoseconds turn the platter by
@@ -598,12 +599,22 @@ pub struct DiskModel {
     cylinder: u32,
     head: u32,
     free_at_ns: u64,
+    /// When the platter passed its origin (sector 0 of track 0, unskewed).
+    origin_ns: u64,
 }
 
 impl DiskModel {
     /// A disk of `parameters`, idle, its arm over cylinder 0, head 0.
     pub fn new(parameters: &Parameters) -> DiskModel {
-        DiskModel { parameters: *parameters, cylinder: 0, head: 0, free_at_ns: 0 }
+        DiskModel::new_at(parameters, 0)
+    }
+
+    /// [`DiskModel::new`] whose platter passes its origin at `origin_ns` instead of 0: a
+    /// disk started at `origin_ns` then times the same requests, issued at the same times
+    /// after its start, exactly as a disk started at 0 (the kernel starts one per run of a
+    /// benchmark, so runs at different times of one boot are comparable).
+    pub fn new_at(parameters: &Parameters, origin_ns: u64) -> DiskModel {
+        DiskModel { parameters: *parameters, cylinder: 0, head: 0, free_at_ns: origin_ns, origin_ns }
     }
 
     /// The parameter set.
@@ -676,7 +687,9 @@ impl DiskModel {
         };
         let mut timing = Timing { start_ns, overhead_ns, seek_ns, cylinder_distance: distance, ..Timing::default() };
         // The exact angle is the clock from here on; times are read off it at each event.
-        let mut angle = platter.angle_at(start_ns.saturating_add(overhead_ns).saturating_add(seek_ns));
+        // Angles count from the origin; times are shifted back at the end.
+        let relative_ns = start_ns.saturating_sub(self.origin_ns);
+        let mut angle = platter.angle_at(relative_ns.saturating_add(overhead_ns).saturating_add(seek_ns));
         let mut location = first;
         let mut remaining = sectors;
         loop {
@@ -705,7 +718,7 @@ impl DiskModel {
             timing.switch_ns = timing.switch_ns.saturating_add(switch_ns);
             angle = angle.saturating_add(u128::from(switch_ns) * platter.units_per_ns);
         }
-        timing.finish_ns = platter.time_at(angle);
+        timing.finish_ns = self.origin_ns.saturating_add(platter.time_at(angle));
         timing
     }
 }
@@ -1044,5 +1057,30 @@ mod tests {
         let sequential_total: u64 =
             (0..u64::from(blocks)).map(|block| disk.service(0, 10_000 + block, 1, false).unwrap().service_ns()).sum();
         assert!(sequential_total < random_total, "sequential {sequential_total} ns vs random {random_total} ns");
+    }
+
+    #[test]
+    fn a_model_started_later_times_the_same_requests_the_same() {
+        let parameters = Parameters::hp97560().with_block_bytes(4096).unwrap();
+        let requests = |origin: u64| {
+            let mut disk = DiskModel::new_at(&parameters, origin);
+            let mut random = Random(5);
+            (0..200u64)
+                .map(|index| {
+                    let timing = disk.service(origin + index * 3_000_000, random.below(335_502), 1 + (index % 3) as u32, index % 4 == 0).unwrap();
+                    (timing.start_ns - origin, timing.finish_ns - origin, timing.rotation_ns, timing.cylinder_distance)
+                })
+                .collect::<alloc::vec::Vec<_>>()
+        };
+        let at_zero = requests(0);
+        assert_eq!(at_zero, requests(123_456_789));
+        // Without the origin, the same requests later in time turn out differently (the
+        // platter is elsewhere): the origin is what makes them comparable.
+        let mut disk = DiskModel::new(&parameters);
+        let mut random = Random(5);
+        let shifted: alloc::vec::Vec<_> = (0..200u64)
+            .map(|index| disk.service(123_456_789 + index * 3_000_000, random.below(335_502), 1 + (index % 3) as u32, index % 4 == 0).unwrap().rotation_ns)
+            .collect();
+        assert_ne!(shifted, at_zero.iter().map(|timing| timing.2).collect::<alloc::vec::Vec<_>>());
     }
 }
