@@ -21,7 +21,16 @@
 //! The policy matters under contention: Seltzer et al. (1995, §4.4) measured that BSD/OS's
 //! reader's priority lets a steady stream of readers starve writers, while strict FIFO
 //! makes reads and writes take about as long. The simulation among the tests reproduces
-//! their experiment (`cargo test -p spindle-service-locks -- --nocapture simulation`).
+//! their experiment (`cargo test -p spindle-service-locks -- --nocapture simulation`):
+//! 4 processes lock byte 0, read a record (12 ms on one disk), compute 15 ms (one CPU) and
+//! unlock. At 5 % writes FRP's mean read takes 31.7 ms and its mean write 629 ms (the paper:
+//! 105 and 667 ms); FIFO's take 64 and 75 ms; at every mix from 5 to 50 % FIFO's writes take
+//! 1.07–1.18× its reads, and both policies complete the same operations per second.
+//!
+//! Known limitations: the deadlock check follows held locks only (a cycle through FIFO's
+//! grant order is not detected, see [`table`]); a grant hands the lock over at once, so
+//! the wake-up race of BSD/OS (the releasing process re-locking before the woken writer
+//! runs) is not modelled.
 //!
 //! ```
 //! use spindle_service_locks::{LockConfig, LockKind, LockTable, Policy, Range, Requested};
