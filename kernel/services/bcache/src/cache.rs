@@ -295,6 +295,9 @@ pub struct Counters {
     pub prefetches: u64,
     /// First hits on prefetched blocks.
     pub prefetch_hits: u64,
+    /// Prefetched blocks that left the cache (evicted, invalidated, failed read) before
+    /// any hit: false read-ahead.
+    pub prefetch_unused: u64,
     /// Buffers taken from a block to hold another.
     pub evictions: u64,
     /// Dirty blocks written successfully.
@@ -1088,6 +1091,9 @@ impl Cache {
     fn remove(&mut self, slot: u32) {
         self.set_dirty(slot, false);
         let meta = self.meta[slot as usize];
+        if meta.prefetched {
+            self.counters.prefetch_unused += 1;
+        }
         if self.index.get(&meta.block) == Some(&slot) {
             self.index.remove(&meta.block);
         }
