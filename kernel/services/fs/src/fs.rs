@@ -102,7 +102,10 @@ impl DirEntry {
 /// Errors: [`FsError::Options`] for sizes the format cannot hold, [`FsError::Io`].
 pub fn format<S: BlockStore>(store: &mut S, options: FormatOptions) -> Result<(), FsError> {
     let layout = Superblock::plan(options.blocks, options.inodes).map_err(FsError::Options)?;
-    let zero = buffer();
+    let mut zero = buffer();
+    // The store must hold the last block.
+    store.read(layout.blocks - 1, Usage::Metadata, &mut zero)?;
+    zero.fill(0);
     for index in 0..layout.bitmap_blocks {
         let mut block = buffer();
         let first_bit = index * BITS_PER_BLOCK;
@@ -737,11 +740,12 @@ impl<S: BlockStore> FileSystem<S> {
     /// [`FsError::Name`], [`FsError::NotFound`], [`FsError::NotADirectory`], …
     pub fn lookup(&mut self, path: &str) -> Result<u32, FsError> {
         let relative = path.strip_prefix('/').ok_or(FsError::Path(PathError::NotAbsolute))?;
+        let components = || relative.split('/').filter(|component| !component.is_empty());
+        if components().nth(MAX_PATH_DEPTH).is_some() {
+            return Err(FsError::Path(PathError::TooDeep));
+        }
         let mut current = Self::ROOT;
-        for (depth, component) in relative.split('/').filter(|component| !component.is_empty()).enumerate() {
-            if depth >= MAX_PATH_DEPTH {
-                return Err(FsError::Path(PathError::TooDeep));
-            }
+        for component in components() {
             current = self.lookup_in(current, component)?;
         }
         Ok(current)
