@@ -101,8 +101,9 @@ pub fn run(command: FsCommand) -> Result<ExitCode> {
         }
         FsCommand::Cat { image, offset, path } => {
             let mut fs = mount(&image, offset)?;
-            let contents = read_file(&mut fs, &path)?;
-            std::io::stdout().write_all(&contents).map_err(|error| format!("cannot write to standard output: {error}"))?;
+            let mut output = std::io::stdout().lock();
+            read_file(&mut fs, &path, &mut output)?;
+            output.flush().map_err(|error| format!("cannot write to standard output: {error}"))?;
             Ok(ExitCode::SUCCESS)
         }
     }
@@ -275,28 +276,35 @@ fn list(fs: &mut FileSystem<FileStore>, path: &str) -> Result<Vec<String>> {
     Ok(lines)
 }
 
-/// `cat`: the whole contents of a file.
-fn read_file(fs: &mut FileSystem<FileStore>, path: &str) -> Result<Vec<u8>> {
+/// `cat`: the whole contents of a file, in chunks of 1 MiB, into `output`.
+fn read_file(fs: &mut FileSystem<FileStore>, path: &str, output: &mut impl std::io::Write) -> Result<()> {
     let fail = |error: spindle_service_fs::FsError| format!("{path}: {error}");
     let inode = fs.lookup(path).map_err(fail)?;
     let size = fs.stat(inode).map_err(fail)?.size;
-    let mut contents = Vec::new();
     let mut chunk = vec![0u8; 1 << 20];
-    while (contents.len() as u64) < size {
-        let read = fs.read_at(inode, contents.len() as u64, &mut chunk).map_err(fail)?;
+    let mut done = 0u64;
+    while done < size {
+        let read = fs.read_at(inode, done, &mut chunk).map_err(fail)?;
         if read == 0 {
             break;
         }
-        contents.extend_from_slice(&chunk[..read]);
+        output.write_all(&chunk[..read]).map_err(|error| format!("cannot write {path}: {error}"))?;
+        done += read as u64;
     }
-    Ok(contents)
+    Ok(())
 }
 
 #[cfg(test)]
 mod tests {
     use std::path::PathBuf;
 
-    use super::{build_image, check_image, list, mount, read_file};
+    use super::{build_image, check_image, list, mount};
+
+    fn read_file(fs: &mut spindle_service_fs::FileSystem<super::FileStore>, path: &str) -> Result<Vec<u8>, String> {
+        let mut contents = Vec::new();
+        super::read_file(fs, path, &mut contents)?;
+        Ok(contents)
+    }
 
     fn scratch(name: &str) -> PathBuf {
         let path = std::env::temp_dir().join(format!("spindle-fs-test-{}-{name}", std::process::id()));
