@@ -6,6 +6,7 @@
 mod bench;
 mod encode;
 mod ext;
+mod fs;
 mod host_tests;
 mod kernel_build;
 mod ktest;
@@ -90,6 +91,12 @@ enum Verb {
         #[command(subcommand)]
         command: ext::ExtCommand,
     },
+    /// The on-disk file system in a disk image: `fs mkfs` makes one (optionally from a host
+    /// directory), `fs fsck` checks it, `fs ls` and `fs cat` look inside.
+    Fs {
+        #[command(subcommand)]
+        command: fs::FsCommand,
+    },
 }
 
 /// `cargo xtask qemu` arguments.
@@ -146,6 +153,7 @@ fn main() -> ExitCode {
     let result = match cli.verb {
         Verb::Setup => setup::ensure_prerequisites().map(|()| ExitCode::SUCCESS),
         Verb::Ext { command } => ext::run(command),
+        Verb::Fs { command } => fs::run(command),
         Verb::Bench { report_only: true } => bench::report_only().map(|()| ExitCode::SUCCESS),
         Verb::Bench { report_only: false } => run_bench(),
         Verb::Load(arguments) => load::run(arguments),
