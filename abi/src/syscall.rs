@@ -209,6 +209,21 @@ pub enum Error {
     /// The machine has no device of the kind the call is about (no disk), or the service
     /// that runs it is not running.
     NoDevice = 16,
+    /// A file or directory of that name exists already.
+    Exists = 17,
+    /// A directory was needed (a path's component, `readdir`).
+    NotADirectory = 18,
+    /// A file was needed (writing or opening a directory for writing).
+    IsADirectory = 19,
+    /// The directory still has entries.
+    NotEmpty = 20,
+    /// The file system has no free block, inode or directory slot (or the file would pass
+    /// its largest size).
+    NoSpace = 21,
+    /// The disk failed a request the call needed.
+    Io = 22,
+    /// The file system's data on the disk is inconsistent (a corrupt image).
+    Corrupt = 23,
 }
 
 impl Error {
@@ -230,6 +245,13 @@ impl Error {
         Error::Contained,
         Error::WrongState,
         Error::NoDevice,
+        Error::Exists,
+        Error::NotADirectory,
+        Error::IsADirectory,
+        Error::NotEmpty,
+        Error::NoSpace,
+        Error::Io,
+        Error::Corrupt,
     ];
 
     /// The code returned in `a0`.
@@ -261,6 +283,13 @@ impl Error {
             Error::Contained => "extension contained",
             Error::WrongState => "wrong state for this call",
             Error::NoDevice => "no such device",
+            Error::Exists => "already exists",
+            Error::NotADirectory => "not a directory",
+            Error::IsADirectory => "is a directory",
+            Error::NotEmpty => "directory not empty",
+            Error::NoSpace => "no space left",
+            Error::Io => "input/output error",
+            Error::Corrupt => "file system corrupt",
         }
     }
 }
@@ -392,9 +421,12 @@ macro_rules! declare_syscalls {
 
 declare_syscalls! {
     /// `write(handle, pointer, length) -> written`: writes the bytes at `pointer` to
-    /// `handle` ([`CONSOLE`]); returns `length`. `length` 0 writes nothing.
-    /// Errors: `BadHandle` (not [`CONSOLE`]), `BadLength` (above [`MAX_WRITE_LENGTH`] or
-    /// wrapping), `BadAddress` (not all readable user memory).
+    /// `handle` ([`CONSOLE`], or a file opened for writing by [`Syscall::Open`]: at its
+    /// position, which advances); returns how many were written (`length`, unless the file
+    /// system filled up). `length` 0 writes nothing.
+    /// Errors: `BadHandle` (neither [`CONSOLE`] nor an open file), `NotPermitted` (a file not
+    /// opened for writing), `BadLength` (above [`MAX_WRITE_LENGTH`] or wrapping),
+    /// `BadAddress` (not all readable user memory), `NoSpace`, `Io`, `Corrupt`.
     Write = 0, "write", (handle, pointer, length) -> "bytes written";
     /// `exit(status) -> !`: ends the calling process with `status`; never returns.
     Exit = 1, "exit", (status) -> "does not return";
@@ -445,9 +477,11 @@ declare_syscalls! {
     /// `read(handle, pointer, length) -> read`: reads console input ([`CONSOLE`]) into the
     /// buffer: blocks until at least one byte is available, returns how many were copied
     /// (at most `length`); 0 means the input has ended (a non-interactive script is used
-    /// up). Bytes arrive raw (no echo, no line editing: the reader does both).
-    /// Errors: `BadHandle`, `BadLength` (0, above [`MAX_READ_LENGTH`], or wrapping),
-    /// `BadAddress`.
+    /// up). Bytes arrive raw (no echo, no line editing: the reader does both). For a file
+    /// opened for reading by [`Syscall::Open`]: reads at its position (which advances);
+    /// 0 at the end of the file.
+    /// Errors: `BadHandle`, `NotPermitted` (a file not opened for reading), `BadLength` (0,
+    /// above [`MAX_READ_LENGTH`], or wrapping), `BadAddress`, `Io`, `Corrupt`.
     Read = 12, "read", (handle, pointer, length) -> "bytes read (0: end of input)";
     /// `ext_load(pointer, length, technology) -> 0`: loads the available extension named by
     /// the UTF-8 text at `pointer` with [`Technology`] `technology`. Only for a process
@@ -546,6 +580,112 @@ declare_syscalls! {
     /// service is not running), `BadLength` (wrapping), `BadAddress` (the bytes to be copied
     /// are not writable user memory).
     DiskState = 28, "disk_state", (pointer, length) -> "length of the state";
+    /// `open(pointer, length, flags) -> handle`: opens the file-system path (absolute,
+    /// UTF-8) at `pointer` with [`OPEN_READ`], [`OPEN_WRITE`], [`OPEN_CREATE`],
+    /// [`OPEN_TRUNCATE`], [`OPEN_APPEND`]; returns a handle for `read`, `write`, `seek`,
+    /// `fsync` and `close` (a capability-table handle of kind File; never [`CONSOLE`]).
+    /// Errors: `BadLength` (0 or above [`MAX_PATH`]), `BadAddress`, `BadArgument` (not
+    /// UTF-8, unknown flag bits, neither read nor write, a bad name), `NoDevice` (no file
+    /// system), `NotFound`, `NotADirectory`, `IsADirectory` (a directory opened for
+    /// writing), `NoSpace`, `Io`, `Corrupt`, `TooMany` (the handle table is full).
+    Open = 29, "open", (pointer, length, flags) -> "handle";
+    /// `close(handle) -> 0`: closes an open file (its handle becomes stale).
+    /// Errors: `BadHandle` (not an open file of the caller).
+    Close = 30, "close", (handle) -> "0";
+    /// `seek(handle, offset, whence) -> position`: moves the file's position to `offset`
+    /// (a signed 64-bit value) from [`SEEK_START`], [`SEEK_CURRENT`] or [`SEEK_END`]; returns
+    /// the new position. Errors: `BadHandle`, `BadArgument` (unknown `whence`, a negative or
+    /// too large position), `Io`, `Corrupt`.
+    Seek = 31, "seek", (handle, offset, whence) -> "new position";
+    /// `stat(pointer, length, out_pointer) -> 0`: writes the [`FileStat`] of the path at
+    /// `pointer` to `out_pointer` ([`FileStat::SIZE`] bytes). Errors: as `open`'s for the
+    /// path, and `BadAddress` for the output.
+    Stat = 32, "stat", (pointer, length, out_pointer) -> "0";
+    /// `readdir(pointer, length, out_pointer, out_length) -> total`: the directory at the
+    /// path as text, one entry per line: `KIND SIZE NAME` tab-separated (`d` directory,
+    /// `f` file); copy semantics as [`Syscall::ExtList`]. Errors: as `open`'s for the path,
+    /// `NotADirectory`, `BadLength`/`BadAddress` for the output.
+    ReadDir = 33, "readdir", (pointer, length, out_pointer, out_length) -> "length of the listing";
+    /// `mkdir(pointer, length) -> 0`: makes the directory at the path (its parent must
+    /// exist). Errors: as `open`'s, and `Exists`.
+    MakeDir = 34, "mkdir", (pointer, length) -> "0";
+    /// `unlink(pointer, length) -> 0`: removes the file or empty directory at the path.
+    /// Errors: as `open`'s, and `NotEmpty`.
+    Unlink = 35, "unlink", (pointer, length) -> "0";
+    /// `fsync(handle) -> 0`: returns when everything written to the file system so far —
+    /// this file's data and the metadata it needs — is on the disk. Errors: `BadHandle`,
+    /// `Io`.
+    Fsync = 36, "fsync", (handle) -> "0";
+}
+
+/// Longest path [`Syscall::Open`] and the other file-system calls accept.
+pub const MAX_PATH: usize = 256;
+/// [`Syscall::Open`] flag: reading allowed.
+pub const OPEN_READ: usize = 1;
+/// [`Syscall::Open`] flag: writing allowed.
+pub const OPEN_WRITE: usize = 2;
+/// [`Syscall::Open`] flag: create the file if it does not exist.
+pub const OPEN_CREATE: usize = 4;
+/// [`Syscall::Open`] flag: cut the file to 0 bytes (with [`OPEN_WRITE`]).
+pub const OPEN_TRUNCATE: usize = 8;
+/// [`Syscall::Open`] flag: every write goes to the end.
+pub const OPEN_APPEND: usize = 16;
+/// [`Syscall::Seek`] origin: the start of the file.
+pub const SEEK_START: usize = 0;
+/// [`Syscall::Seek`] origin: the current position.
+pub const SEEK_CURRENT: usize = 1;
+/// [`Syscall::Seek`] origin: the end of the file.
+pub const SEEK_END: usize = 2;
+
+/// What [`Syscall::Stat`] writes: [`FileStat::WORDS`] little-endian `u64`s in field order.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FileStat {
+    /// The inode number.
+    pub inode: u64,
+    /// [`FileStat::FILE`] or [`FileStat::DIRECTORY`].
+    pub kind: u64,
+    /// Size in bytes.
+    pub size: u64,
+    /// Blocks (4 KiB) allocated to it, indirect blocks included.
+    pub blocks: u64,
+    /// Directory entries naming it.
+    pub links: u64,
+    /// Modification counter: grows with every change of contents or size.
+    pub changes: u64,
+}
+
+impl FileStat {
+    /// Words of the record.
+    pub const WORDS: usize = 6;
+    /// Bytes of the record.
+    pub const SIZE: usize = Self::WORDS * 8;
+    /// `kind` of a regular file.
+    pub const FILE: u64 = 1;
+    /// `kind` of a directory.
+    pub const DIRECTORY: u64 = 2;
+
+    /// The record's bytes.
+    pub fn to_bytes(&self) -> [u8; Self::SIZE] {
+        let words = [self.inode, self.kind, self.size, self.blocks, self.links, self.changes];
+        let mut bytes = [0u8; Self::SIZE];
+        for (chunk, word) in bytes.chunks_exact_mut(8).zip(words) {
+            chunk.copy_from_slice(&word.to_le_bytes());
+        }
+        bytes
+    }
+
+    /// Reads a record; `None` if `bytes` is shorter than [`FileStat::SIZE`].
+    pub fn from_bytes(bytes: &[u8]) -> Option<FileStat> {
+        let bytes = bytes.get(..Self::SIZE)?;
+        let mut words = [0u64; Self::WORDS];
+        for (word, chunk) in words.iter_mut().zip(bytes.chunks_exact(8)) {
+            let mut value = [0u8; 8];
+            value.copy_from_slice(chunk);
+            *word = u64::from_le_bytes(value);
+        }
+        let [inode, kind, size, blocks, links, changes] = words;
+        Some(FileStat { inode, kind, size, blocks, links, changes })
+    }
 }
 
 /// The header [`Syscall::DiskState`] copies: [`DiskState::WORDS`] little-endian `u64`s in

@@ -17,3 +17,7 @@ pub const SCRIPT_LINES_MAX: usize = 64;
 pub const STRAND_STACK_SIZE: usize = 256 * 1024;
 /// Timer ticks a strand runs before the scheduler preempts it for an equal-priority one.
 pub const TIME_SLICE_TICKS: u64 = 2;
+/// Where the file system lives on the disk: from byte 1 GiB on (to the disk's end, or the
+/// superblock's size). Below it: the block path's 1 GiB logical disk and the benchmarks'
+/// extents. `cargo xtask fs mkfs` and the disk images xtask builds use the same offset.
+pub const FS_REGION_START: u64 = 1 << 30;

@@ -78,14 +78,20 @@ pub static COMMANDS: &[Command] = &[
     Command { name: "uptime", usage: "uptime", help: "time since boot and timer ticks", run: uptime },
     Command { name: "devices", usage: "devices", help: "devices from the device tree", run: devices },
     Command { name: "events", usage: "events [NAME]", help: "events (all, one, or one service's: `events clock`), their bindings, guards and counters", run: events },
-    Command { name: "ext", usage: "ext list|load|replace NAME [builtin|wasm|user]|unload NAME", help: "list, load and unload extensions", run: ext },
+    Command { name: "ext", usage: "ext list|load|replace NAME [builtin|wasm|user]|load /PATH.kext|unload NAME", help: "list, load (from the boot bundle, or a .kext file of the file system) and unload extensions", run: ext },
     Command { name: "hotload", usage: "hotload wait [SECONDS]", help: "wait for one `cargo xtask load` request (default 30 s); fails if it was refused", run: hotload },
     Command { name: "probe", usage: "probe KEY VALUE", help: "raise bench.Probe and print the combined result", run: probe },
     Command { name: "reclaim", usage: "reclaim FRAME|hot SLOT FRAME|clear", help: "raise mm.Reclaim for FRAME (synthetic LRU queue), or set/clear the hot list", run: reclaim },
     Command { name: "strands", usage: "strands", help: "the running strand and the ready count", run: strands },
     Command { name: "disk", usage: "disk", help: "the disk service: model, queue, counters (requests, modelled seek, busy time, response mean/p99)", run: disk },
     Command { name: "blockdev", usage: "blockdev [read SECTOR | write SECTOR TEXT…]", help: "the disk and its counters; read a sector (as text), or write TEXT into one (zero-padded)", run: blockdev },
-    Command { name: "run", usage: "run NAME [ARGS…]", help: "run user program NAME from the boot bundle, wait, print its status", run: run_program },
+    Command { name: "fs", usage: "fs [format [SIZE] | sync | check | remount [BUFFERS]]", help: "the file system (at 1 GiB on the disk) and its buffer cache; format (SIZE e.g. 256M; default the whole region), write back, check, mount again", run: fs },
+    Command { name: "ls", usage: "ls [PATH]", help: "list a directory of the file system (default /)", run: ls },
+    Command { name: "cat", usage: "cat PATH", help: "print a file of the file system", run: cat },
+    Command { name: "write", usage: "write PATH TEXT…", help: "create or replace a file with TEXT and a newline, then fsync", run: write_file },
+    Command { name: "mkdir", usage: "mkdir PATH", help: "make a directory", run: mkdir },
+    Command { name: "rm", usage: "rm PATH", help: "remove a file or an empty directory", run: rm },
+    Command { name: "run", usage: "run NAME|/PATH [ARGS…]", help: "run user program NAME from the boot bundle (or the ELF file at /PATH in the file system), wait, print its status", run: run_program },
     Command { name: "ps", usage: "ps", help: "processes and the user programs in the boot bundle", run: ps },
     Command { name: "echo", usage: "echo WORD…", help: "print the words", run: echo },
     Command { name: "fault", usage: "fault ADDRESS", help: "load from ADDRESS under a recovery point and report the fault", run: fault },
@@ -337,7 +343,7 @@ fn events(arguments: &[&str]) -> Result<(), CommandError> {
 }
 
 fn ext(arguments: &[&str]) -> Result<(), CommandError> {
-    const USAGE: &str = "ext list [--json] | ext show NAME [--json] | ext load NAME [builtin|wasm|user] | ext replace NAME [builtin|wasm|user] | ext unload NAME";
+    const USAGE: &str = "ext list [--json] | ext show NAME [--json] | ext load NAME [builtin|wasm|user] | ext load /PATH.kext | ext replace NAME [builtin|wasm|user] | ext unload NAME";
     let preference = |words: &[&str]| match words {
         [.., "builtin"] => crate::ext::Preference::BuiltIn,
         [.., "wasm"] => crate::ext::Preference::Wasm,
@@ -388,6 +394,12 @@ fn ext(arguments: &[&str]) -> Result<(), CommandError> {
                     declaration.budget_microseconds, declaration.memory_quota_bytes, declaration.domains);
             }
             Ok(())
+        }
+        ["load", path] if path.starts_with('/') => {
+            // A `.kext` file of the file system: native or Wasm by its container's kind.
+            let bytes = crate::services::fs::read_file(path).map_err(|error| fs_failed(&alloc::format!("ext load {path}"), error))?;
+            let extension = crate::ext::load_kext_bytes(&bytes).map_err(|error| CommandError::Failed(alloc::format!("ext load {path}: {error}")))?;
+            loaded_message("loaded", &extension).map_err(|error| CommandError::Failed(alloc::format!("ext load {path}: {error}")))
         }
         ["load", name] | ["load", name, "builtin" | "wasm" | "user"] => {
             let preference = preference(arguments);
@@ -530,6 +542,123 @@ fn blockdev(arguments: &[&str]) -> Result<(), CommandError> {
         _ => return Err(CommandError::Usage(USAGE)),
     }
     Ok(())
+}
+
+/// A file-system command's error as a console error.
+fn fs_failed(command: &str, error: crate::services::fs::FsCallError) -> CommandError {
+    CommandError::Failed(alloc::format!("{command}: {error}"))
+}
+
+/// Parses a size: bytes with an optional unit K, M or G (binary).
+fn parse_size(text: &str) -> Option<u64> {
+    let (digits, unit) = match text.char_indices().last()? {
+        (at, 'K' | 'k') => (&text[..at], 1 << 10),
+        (at, 'M' | 'm') => (&text[..at], 1 << 20),
+        (at, 'G' | 'g') => (&text[..at], 1 << 30),
+        _ => (text, 1),
+    };
+    digits.parse::<u64>().ok()?.checked_mul(unit)
+}
+
+fn fs(arguments: &[&str]) -> Result<(), CommandError> {
+    use crate::services::fs;
+    const USAGE: &str = "fs [format [SIZE] | sync | check | remount [BUFFERS]]";
+    match arguments {
+        [] => {
+            let status = fs::status().map_err(|error| fs_failed("fs", error))?;
+            let stats = status.stats;
+            crate::println!(
+                "file system: {} MiB at {} MiB on the disk; {} of {} data blocks free, {} of {} inodes free",
+                stats.blocks * stats.block_bytes >> 20,
+                crate::param::FS_REGION_START >> 20,
+                stats.free_blocks,
+                stats.data_blocks,
+                stats.free_inodes,
+                stats.inodes
+            );
+            let cache = status.cache;
+            crate::println!(
+                "cache: {} buffers ({} KiB), {} dirty; {} hits, {} misses, {} prefetches ({} hit), {} evictions, {} write-backs, {} write errors",
+                status.cache_blocks,
+                status.cache_blocks * 4,
+                status.dirty,
+                cache.hits,
+                cache.misses,
+                cache.prefetches,
+                cache.prefetch_hits,
+                cache.evictions,
+                cache.writebacks,
+                cache.write_errors
+            );
+            crate::println!("disk: {} block reads, {} block writes since boot", status.disk_reads, status.disk_writes);
+            if let Some(error) = fs::last_disk_error() {
+                crate::println!("last disk error: {error}");
+            }
+            Ok(())
+        }
+        ["format"] | ["format", _] => {
+            let bytes = match arguments.get(1) {
+                Some(size) => parse_size(size).ok_or(CommandError::Usage(USAGE))?,
+                None => 0,
+            };
+            let stats = fs::format(bytes).map_err(|error| fs_failed("fs format", error))?;
+            crate::println!("formatted: {} MiB, {} data blocks, {} inodes", stats.blocks * stats.block_bytes >> 20, stats.data_blocks, stats.inodes);
+            Ok(())
+        }
+        ["sync"] => fs::sync().map_err(|error| fs_failed("fs sync", error)),
+        ["check"] => {
+            let report = fs::check().map_err(|error| fs_failed("fs check", error))?;
+            crate::print!("{report}");
+            if report.has_errors() { Err(CommandError::Failed("fs check: the file system has errors".into())) } else { Ok(()) }
+        }
+        ["remount"] | ["remount", _] => {
+            let buffers = match arguments.get(1) {
+                Some(count) => count.parse::<usize>().map_err(|_| CommandError::Usage(USAGE))?,
+                None => fs::DEFAULT_CACHE_BLOCKS,
+            };
+            fs::remount(buffers).map(drop).map_err(|error| fs_failed("fs remount", error))
+        }
+        _ => Err(CommandError::Usage(USAGE)),
+    }
+}
+
+fn ls(arguments: &[&str]) -> Result<(), CommandError> {
+    let path = match arguments {
+        [] => "/",
+        [path] => path,
+        _ => return Err(CommandError::Usage("ls [PATH]")),
+    };
+    let entries = crate::services::fs::list(path).map_err(|error| fs_failed("ls", error))?;
+    for (entry, stat) in entries {
+        let kind = if stat.kind == spindle_service_fs::Kind::Directory { 'd' } else { '-' };
+        crate::println!("{kind} {:>10} {}", stat.size, entry.name_str().unwrap_or("?"));
+    }
+    Ok(())
+}
+
+fn cat(arguments: &[&str]) -> Result<(), CommandError> {
+    let [path] = arguments else { return Err(CommandError::Usage("cat PATH")) };
+    let bytes = crate::services::fs::read_file(path).map_err(|error| fs_failed("cat", error))?;
+    crate::print!("{}", alloc::string::String::from_utf8_lossy(&bytes));
+    Ok(())
+}
+
+fn write_file(arguments: &[&str]) -> Result<(), CommandError> {
+    let [path, words @ ..] = arguments else { return Err(CommandError::Usage("write PATH TEXT…")) };
+    let mut text = words.join(" ");
+    text.push('\n');
+    crate::services::fs::write_file(path, text.as_bytes()).map_err(|error| fs_failed("write", error))?;
+    crate::services::fs::sync().map_err(|error| fs_failed("write (fsync)", error))
+}
+
+fn mkdir(arguments: &[&str]) -> Result<(), CommandError> {
+    let [path] = arguments else { return Err(CommandError::Usage("mkdir PATH")) };
+    crate::services::fs::mkdir(path).map_err(|error| fs_failed("mkdir", error))
+}
+
+fn rm(arguments: &[&str]) -> Result<(), CommandError> {
+    let [path] = arguments else { return Err(CommandError::Usage("rm PATH")) };
+    crate::services::fs::unlink(path).map_err(|error| fs_failed("rm", error))
 }
 
 fn run_program(words: &[&str]) -> Result<(), CommandError> {

@@ -11,7 +11,7 @@ use std::os::unix::fs::FileExt as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use spindle_service_fs::{BLOCK_BYTES, BlockStore, FileSystem, FormatOptions, IoError, Kind, MAX_INODES, Report, Usage};
+use spindle_service_fs::{BLOCK_BYTES, BlockStore, FileSystem, FormatOptions, IoError, Kind, Report, Usage};
 
 use crate::Result;
 
@@ -37,7 +37,8 @@ pub enum FsCommand {
         /// Size of the file system: bytes with an optional unit K, M, G or T (a multiple of 4096).
         #[arg(long, value_name = "SIZE", value_parser = crate::qemu::parse_disk_size, default_value = "256M")]
         size: u64,
-        /// Number of inodes (files and directories); default one per 16 KiB.
+        /// Number of inodes (files and directories); default one per 64 KiB (the kernel reads
+        /// the whole inode table when it mounts).
         #[arg(long)]
         inodes: Option<u32>,
         /// A host directory whose contents become the file system's root.
@@ -159,9 +160,36 @@ impl BlockStore for FileStore {
     }
 }
 
+/// Size of the file system xtask gives a machine's disk: 256 MiB at [`DEFAULT_OFFSET`] (or
+/// less if the disk ends sooner).
+pub const MACHINE_FS_BYTES: u64 = 256 << 20;
+/// Smallest file system worth making on a small disk: below this the machine gets none.
+const SMALLEST_FS_BYTES: u64 = 16 << 20;
+
+/// Gives the disk image `image` a file system at [`DEFAULT_OFFSET`] with the tree `root`:
+/// `fresh` (a scratch disk) or an image without a valid file system there gets a new one
+/// of [`MACHINE_FS_BYTES`]; an existing one keeps its files, with `root`'s files written
+/// over (so `bin/` and `ext/` follow the build). A disk too small for one gets none.
+/// Returns a line for the user when something notable happened.
+pub fn provide(image: &Path, root: &Path, fresh: bool) -> Result<Option<String>> {
+    let length = std::fs::metadata(image).map_err(|error| format!("cannot stat {}: {error}", image.display()))?.len();
+    let room = length.saturating_sub(DEFAULT_OFFSET) / BLOCK_BYTES as u64 * BLOCK_BYTES as u64;
+    if room < SMALLEST_FS_BYTES {
+        return Ok(Some(format!("{} has no room for a file system at {} MiB (the kernel will have none)", image.display(), DEFAULT_OFFSET >> 20)));
+    }
+    let size = room.min(MACHINE_FS_BYTES);
+    if !fresh && let Ok(mut fs) = mount_writable(image, DEFAULT_OFFSET) {
+        copy_tree(&mut fs, root, FileSystem::<FileStore>::ROOT, "", true)?;
+        fs.sync().map_err(|error| format!("cannot sync {}: {error}", image.display()))?;
+        return Ok(None);
+    }
+    make(image, DEFAULT_OFFSET, size, None, Some(root))?;
+    Ok((!fresh).then(|| format!("made a {} MiB file system at {} MiB of {} (bin/, ext/)", size >> 20, DEFAULT_OFFSET >> 20, image.display())))
+}
+
 /// Formats a file system of `size` bytes at byte `offset` of `image` (creating or
 /// extending the image, sparse) and copies the tree under `from` into it.
-#[cfg_attr(not(test), expect(dead_code, reason = "the entry other verbs will use to give the kernel a populated file system"))]
+#[cfg_attr(not(test), expect(dead_code, reason = "the host tool's entry for building an image in one call (tests use it)"))]
 pub fn build_image(image: &Path, offset: u64, size: u64, from: &Path) -> Result<()> {
     make(image, offset, size, None, Some(from))
 }
@@ -197,12 +225,12 @@ fn make(image: &Path, offset: u64, size: u64, inodes: Option<u32>, from: Option<
         file.set_len(end).map_err(|error| format!("cannot extend {} to {end} bytes: {error}", image.display()))?;
     }
     let blocks = size / BLOCK_BYTES as u64;
-    let inodes = inodes.unwrap_or((blocks / 4).clamp(32, u64::from(MAX_INODES)) as u32);
+    let inodes = inodes.unwrap_or(spindle_service_fs::default_inodes(blocks));
     let mut store = FileStore { file, offset, blocks };
     spindle_service_fs::format(&mut store, FormatOptions { blocks, inodes }).map_err(|error| format!("cannot format {}: {error}", image.display()))?;
     let mut fs = FileSystem::mount(store).map_err(|error| format!("cannot mount the new file system: {error}"))?;
     if let Some(from) = from {
-        copy_tree(&mut fs, from, FileSystem::<FileStore>::ROOT, "")?;
+        copy_tree(&mut fs, from, FileSystem::<FileStore>::ROOT, "", false)?;
     }
     fs.sync().map_err(|error| format!("cannot sync {}: {error}", image.display()))?;
     let report = fs.check();
@@ -212,8 +240,9 @@ fn make(image: &Path, offset: u64, size: u64, inodes: Option<u32>, from: Option<
     Ok(())
 }
 
-/// Copies the directory `host` into directory inode `dir` (whose path is `inside`).
-fn copy_tree(fs: &mut FileSystem<FileStore>, host: &Path, dir: u32, inside: &str) -> Result<()> {
+/// Copies the directory `host` into directory inode `dir` (whose path is `inside`); with
+/// `replace`, existing directories are entered and existing files overwritten.
+fn copy_tree(fs: &mut FileSystem<FileStore>, host: &Path, dir: u32, inside: &str, replace: bool) -> Result<()> {
     let entries = std::fs::read_dir(host).map_err(|error| format!("cannot read {}: {error}", host.display()))?;
     let mut entries: Vec<_> = entries.collect::<std::io::Result<_>>().map_err(|error| format!("cannot read {}: {error}", host.display()))?;
     entries.sort_by_key(|entry| entry.file_name());
@@ -224,11 +253,21 @@ fn copy_tree(fs: &mut FileSystem<FileStore>, host: &Path, dir: u32, inside: &str
         let target = format!("{inside}/{name}");
         let kind = std::fs::symlink_metadata(&path).map_err(|error| format!("cannot stat {}: {error}", path.display()))?.file_type();
         let fail = |error: spindle_service_fs::FsError| format!("{target} (from {}): {error}", path.display());
+        let existing = if replace { fs.lookup_in(dir, name).ok() } else { None };
         if kind.is_dir() {
-            let child = fs.mkdir(dir, name).map_err(fail)?;
-            copy_tree(fs, &path, child, &target)?;
+            let child = match existing {
+                Some(child) => child,
+                None => fs.mkdir(dir, name).map_err(fail)?,
+            };
+            copy_tree(fs, &path, child, &target, replace)?;
         } else if kind.is_file() {
-            let child = fs.create(dir, name).map_err(fail)?;
+            let child = match existing {
+                Some(child) => {
+                    fs.truncate(child, 0).map_err(fail)?;
+                    child
+                }
+                None => fs.create(dir, name).map_err(fail)?,
+            };
             let contents = std::fs::read(&path).map_err(|error| format!("cannot read {}: {error}", path.display()))?;
             let mut done = 0;
             for chunk in contents.chunks(1 << 20) {
@@ -243,6 +282,11 @@ fn copy_tree(fs: &mut FileSystem<FileStore>, host: &Path, dir: u32, inside: &str
         }
     }
     Ok(())
+}
+
+fn mount_writable(image: &Path, offset: u64) -> Result<FileSystem<FileStore>> {
+    let store = FileStore::open(image, offset, true)?;
+    FileSystem::mount(store).map_err(|error| format!("{} at byte {offset}: {error}", image.display()))
 }
 
 fn mount(image: &Path, offset: u64) -> Result<FileSystem<FileStore>> {

@@ -117,6 +117,9 @@ pub struct Image {
     pub kernel: PathBuf,
     /// The boot bundle (QEMU's initial RAM disk).
     pub bundle: PathBuf,
+    /// The tree xtask copies into a machine's file system: `bin/NAME` (the user
+    /// programs), `ext/NAME.kext` and `ext/NAME.wasm` (the extensions of image.toml).
+    pub fs_root: PathBuf,
 }
 
 #[derive(serde::Deserialize)]
@@ -332,13 +335,43 @@ pub fn build_image(purpose: Purpose) -> Result<Image> {
         spindle_loader::bundle::parse(&bundle_bytes).map_err(|error| format!("the boot bundle does not parse back: {error}"))?;
         std::fs::write(&bundle, &bundle_bytes).map_err(|error| format!("cannot write {}: {error}", bundle.display()))
     })?;
+    let fs_root = workspace_root().join("target").join("spindle").join(format!("{}-fsroot", purpose.name()));
+    write_fs_root(&fs_root, &entries)?;
     let what = match purpose.kernel_features() {
         "" => String::from("kernel (cargo build --release, riscv64gc-unknown-none-elf)"),
         features => format!("kernel (cargo build --release, riscv64gc-unknown-none-elf, features {features})"),
     };
     let kernel = progress.run(&what, false, || build_kernel(purpose))?;
     eprintln!("xtask: image ready in {:.1} s", progress.started.elapsed().as_secs_f64());
-    Ok(Image { kernel, bundle })
+    Ok(Image { kernel, bundle, fs_root })
+}
+
+/// Writes the file-system tree of an image (see [`Image::fs_root`]) from the bundle's
+/// entries: programs `bin/NAME` as they are, native extensions `NAME` as `ext/NAME.kext`,
+/// Wasm ones `NAME.wasm` as `ext/NAME.wasm`; the deliberately broken `test-*` extensions
+/// stay in the bundle only. Replaces what an earlier build wrote.
+fn write_fs_root(root: &Path, entries: &[(String, Vec<u8>)]) -> Result<()> {
+    if root.exists() {
+        std::fs::remove_dir_all(root).map_err(|error| format!("cannot clear {}: {error}", root.display()))?;
+    }
+    for directory in ["bin", "ext"] {
+        std::fs::create_dir_all(root.join(directory)).map_err(|error| format!("cannot create {}: {error}", root.join(directory).display()))?;
+    }
+    for (name, bytes) in entries {
+        let target = if let Some(program) = name.strip_prefix("bin/") {
+            root.join("bin").join(program)
+        } else if name.starts_with("test-") {
+            continue;
+        } else if name.ends_with(WASM_ENTRY_SUFFIX) {
+            root.join("ext").join(name)
+        } else {
+            root.join("ext").join(format!("{name}.kext"))
+        };
+        std::fs::write(&target, bytes).map_err(|error| format!("cannot write {}: {error}", target.display()))?;
+    }
+    let readme = "This file system was made by `cargo xtask` from the image's programs (bin/) and extensions (ext/).\n\
+                  Try: run /bin/hello, ext load /ext/hello.kext, write /notes hi, cat /notes.\n";
+    std::fs::write(root.join("README"), readme).map_err(|error| format!("cannot write {}: {error}", root.join("README").display()))
 }
 
 /// Modules whose code must not be in the production kernel: the in-kernel tests and the

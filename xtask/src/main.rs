@@ -267,8 +267,11 @@ fn run_bench() -> Result<ExitCode> {
     setup::ensure_prerequisites()?;
     let image = kernel_build::build_image(kernel_build::Purpose::Bench)?;
     let variant = &kernel_build::UNALIGNED_SCALAR_MEM;
-    let unaligned =
-        kernel_build::Image { kernel: kernel_build::build_kernel_variant(kernel_build::Purpose::Bench, Some(variant))?, bundle: image.bundle.clone() };
+    let unaligned = kernel_build::Image {
+        kernel: kernel_build::build_kernel_variant(kernel_build::Purpose::Bench, Some(variant))?,
+        bundle: image.bundle.clone(),
+        fs_root: image.fs_root.clone(),
+    };
     bench::run(&image, Some((variant.name, variant.rustflags, &unaligned)))?;
     Ok(ExitCode::SUCCESS)
 }

@@ -219,6 +219,8 @@ pub struct Machine {
     initrd: Option<PathBuf>,
     hotload_socket: PathBuf,
     disk: Disk,
+    /// The tree its disk's file system gets (an image's `bin/` and `ext/`), if any.
+    fs_root: Option<PathBuf>,
 }
 
 impl Machine {
@@ -233,6 +235,7 @@ impl Machine {
             initrd: None,
             hotload_socket: unique_hotload_socket(),
             disk: Disk::Scratch { path: unique_disk_image(), bytes: DEFAULT_DISK_BYTES },
+            fs_root: None,
         }
     }
 
@@ -240,6 +243,7 @@ impl Machine {
     pub fn for_image(image: &crate::kernel_build::Image) -> Machine {
         let mut machine = Machine::new(&image.kernel);
         machine.initrd = Some(image.bundle.clone());
+        machine.fs_root = Some(image.fs_root.clone());
         machine
     }
 
@@ -318,6 +322,13 @@ impl Machine {
         }
         if let Some(note) = self.disk.prepare()? {
             eprintln!("xtask: {note}");
+        }
+        if let (Some(path), Some(root)) = (self.disk.path(), &self.fs_root) {
+            // A fresh scratch disk gets a new file system; a kept one keeps its own (its
+            // bin/ and ext/ refreshed from this build), or gets one if it has none.
+            if let Some(note) = crate::fs::provide(path, root, matches!(self.disk, Disk::Scratch { .. }))? {
+                eprintln!("xtask: {note}");
+            }
         }
         Ok(())
     }

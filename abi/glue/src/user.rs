@@ -53,7 +53,8 @@ fn reading_call(syscall: Syscall, arguments: [usize; 6]) -> Result<usize, Error>
         syscall,
         Syscall::Write | Syscall::Yield | Syscall::GetPid | Syscall::Spawn | Syscall::Wait | Syscall::SleepTicks
             | Syscall::EventCount | Syscall::Kill | Syscall::MapAnonymous | Syscall::ExtLoad | Syscall::ExtUnload
-            | Syscall::KernelCommand
+            | Syscall::KernelCommand | Syscall::Open | Syscall::Close | Syscall::Seek | Syscall::MakeDir | Syscall::Unlink
+            | Syscall::Fsync
     ));
     // SAFETY: these calls write no user memory and unmap nothing (map_anonymous only
     // adds a new mapping; extension and console commands act on the kernel), so no
@@ -205,6 +206,57 @@ pub fn ext_stats(buffer: &mut [u8]) -> Result<usize, Error> {
 /// [`Syscall::DiskState`].
 pub fn disk_state(buffer: &mut [u8]) -> Result<usize, Error> {
     buffer_call(Syscall::DiskState, None, buffer)
+}
+
+/// Opens the file-system path `path` with `flags` (`spindle_abi::syscall::OPEN_*`);
+/// returns its handle. Errors as for [`Syscall::Open`].
+pub fn open(path: &str, flags: usize) -> Result<usize, Error> {
+    reading_call(Syscall::Open, [path.as_ptr() as usize, path.len(), flags, 0, 0, 0])
+}
+
+/// Closes an open file. Errors as for [`Syscall::Close`].
+pub fn close(handle: usize) -> Result<(), Error> {
+    reading_call(Syscall::Close, [handle, 0, 0, 0, 0, 0]).map(|_| ())
+}
+
+/// Moves an open file's position to `offset` from `whence`
+/// (`spindle_abi::syscall::SEEK_*`); returns the new position. Errors as for
+/// [`Syscall::Seek`].
+pub fn seek(handle: usize, offset: i64, whence: usize) -> Result<u64, Error> {
+    reading_call(Syscall::Seek, [handle, offset as usize, whence, 0, 0, 0]).map(|position| position as u64)
+}
+
+/// Makes everything written to the file system durable. Errors as for [`Syscall::Fsync`].
+pub fn fsync(handle: usize) -> Result<(), Error> {
+    reading_call(Syscall::Fsync, [handle, 0, 0, 0, 0, 0]).map(|_| ())
+}
+
+/// Makes directory `path`. Errors as for [`Syscall::MakeDir`].
+pub fn mkdir(path: &str) -> Result<(), Error> {
+    reading_call(Syscall::MakeDir, [path.as_ptr() as usize, path.len(), 0, 0, 0, 0]).map(|_| ())
+}
+
+/// Removes the file or empty directory `path`. Errors as for [`Syscall::Unlink`].
+pub fn unlink(path: &str) -> Result<(), Error> {
+    reading_call(Syscall::Unlink, [path.as_ptr() as usize, path.len(), 0, 0, 0, 0]).map(|_| ())
+}
+
+/// What `path` is. Errors as for [`Syscall::Stat`].
+pub fn stat(path: &str) -> Result<spindle_abi::syscall::FileStat, Error> {
+    let mut record = [0u8; spindle_abi::syscall::FileStat::SIZE];
+    // SAFETY: the kernel writes `FileStat::SIZE` bytes into `record`, exclusively borrowed
+    // here, and only reads the path.
+    unsafe { call(Syscall::Stat, [path.as_ptr() as usize, path.len(), record.as_mut_ptr() as usize, 0, 0, 0]) }?;
+    spindle_abi::syscall::FileStat::from_bytes(&record).ok_or(Error::BadLength)
+}
+
+/// Copies directory `path`'s listing (`KIND\tSIZE\tNAME` lines) into `buffer`; returns its
+/// full length. Errors as for [`Syscall::ReadDir`].
+pub fn readdir(path: &str, buffer: &mut [u8]) -> Result<usize, Error> {
+    let arguments = [path.as_ptr() as usize, path.len(), buffer.as_mut_ptr() as usize, buffer.len(), 0, 0];
+    // SAFETY: the kernel writes at most `buffer.len()` bytes into `buffer`, exclusively
+    // borrowed here, and only reads the path.
+    unsafe { call(Syscall::ReadDir, arguments) }
 }
 
 /// Copies the dispatcher's event listing into `buffer`; returns its full length.

@@ -8,6 +8,7 @@
 //! | console | [`ConsoleDevice`] | `READ \| WRITE` | every process |
 //! | console commands | [`ConsoleDevice`] | `INVOKE` | [`Grants::console_commands`] |
 //! | extension loading | [`ExtensionLoading`] | `INVOKE` | [`Grants::extension_loader`] |
+//! | each open file | `services::fs::OpenFile` | `READ` and/or `WRITE` as opened | `open` |
 //!
 //! **Handle numbering.** Table handles pack a table tag, a generation and an index
 //! (64 bits), so they are not small numbers. User space names the console with the
@@ -18,16 +19,21 @@
 //! with `NotPermitted` when it is missing. `spawn`'s `flags` copy an entry into the child
 //! only if the caller holds it.
 //!
-//! Limitations: no call hands out or accepts raw table handles yet; entries are never
-//! revoked while a process lives.
+//! Open files are the one kind of entry user space names by its raw table handle (what
+//! `open` returns; `read`, `write`, `seek`, `fsync` and `close` take it): a forged or stale
+//! number fails the table's checks (`BadHandle`).
+//!
+//! Limitations: the privileges are never revoked while a process lives.
 
 use alloc::sync::Arc;
 
 use spindle_abi::syscall::{CONSOLE, Error, SPAWN_CONSOLE, SPAWN_EXTENSION_LOADER};
 use spindle_capability::{CapabilityTable, Handle, KernelObject, ObjectKind, Rights};
 
-/// Entries a process table can hold (three are used; room for the calls to come).
-const TABLE_CAPACITY: usize = 16;
+use crate::services::fs::OpenFile;
+
+/// Entries a process table can hold: up to three privileges and the open files.
+const TABLE_CAPACITY: usize = 32;
 
 /// The kernel console as a capability object (reading, writing, running commands).
 pub struct ConsoleDevice;
@@ -122,6 +128,39 @@ impl ProcessCapabilities {
     /// The privileges it holds (what it may pass on to a child).
     pub fn grants(&self) -> Grants {
         Grants { extension_loader: self.may_load_extensions(), console_commands: self.may_run_console_commands() }
+    }
+
+    /// Enters `file` (an open file) with `rights` (`READ`, `WRITE` as it was opened);
+    /// returns the raw handle user space names it by (never [`CONSOLE`]).
+    ///
+    /// Errors: [`Error::TooMany`] (the table is full).
+    pub fn insert_file(&self, file: Arc<OpenFile>, rights: Rights) -> Result<usize, Error> {
+        let handle = self.table.insert(file, rights).map_err(|_| Error::TooMany)?;
+        Ok(handle.raw() as usize)
+    }
+
+    /// The open file `user_handle` names, if it carries `needed`.
+    ///
+    /// Errors: [`Error::BadHandle`] (not a live file entry of this table),
+    /// [`Error::NotPermitted`] (a file entry without `needed`).
+    pub fn file(&self, user_handle: usize, needed: Rights) -> Result<Arc<OpenFile>, Error> {
+        match self.table.lookup::<OpenFile>(Handle::from_raw(user_handle as u64), needed) {
+            Ok(file) => Ok(file),
+            Err(spindle_capability::CapError::InsufficientRights { .. }) => Err(Error::NotPermitted),
+            Err(_) => Err(Error::BadHandle),
+        }
+    }
+
+    /// Removes the open file `user_handle` names (closing it).
+    ///
+    /// Errors: [`Error::BadHandle`] (not a live file entry of this table).
+    pub fn close_file(&self, user_handle: usize) -> Result<(), Error> {
+        let handle = Handle::from_raw(user_handle as u64);
+        let info = self.table.info(handle).map_err(|_| Error::BadHandle)?;
+        if info.kind != ObjectKind::File {
+            return Err(Error::BadHandle);
+        }
+        self.table.remove(handle).map(drop).map_err(|_| Error::BadHandle)
     }
 
     /// Live entries (for introspection).

@@ -213,19 +213,32 @@ pub fn programs() -> Vec<&'static str> {
         .unwrap_or_default()
 }
 
-/// Starts `command_line` (`NAME [ARGUMENTS…]`): program `bin/NAME` of the boot bundle,
-/// as a child of `parent`, holding the console and `grants` (the caller decides what it
+/// Starts `command_line` (`NAME [ARGUMENTS…]`): program `bin/NAME` of the boot bundle
+/// (or, for a NAME starting with `/`, the ELF file at that path of the file system), as a
+/// child of `parent`, holding the console and `grants` (the caller decides what it
 /// may pass on).
 ///
 /// Errors: `Refused(BadArgument)` (no name), `Refused(BadLength)` (longer than
-/// `MAX_COMMAND_LINE`), `Refused(NoSuchProgram)`, `BadProgram`, `Space` (out of memory),
+/// `MAX_COMMAND_LINE`, or a file above `services::fs::MAX_WHOLE_FILE`),
+/// `Refused(NoSuchProgram)` (no such program or file), `Refused(NoDevice | Io | Corrupt)`
+/// (the file system could not read the file), `BadProgram`, `Space` (out of memory),
 /// `Refused(TooMany)` (`MAX_PROCESSES` exist), `Refused(NoMemory)` (no strand stack).
 pub fn spawn(command_line: &str, parent: Parent, grants: Grants) -> Result<Arc<Process>, SpawnError> {
     if command_line.len() > MAX_COMMAND_LINE {
         return Err(SpawnError::Refused(Error::BadLength));
     }
     let name = command_line.split_ascii_whitespace().next().ok_or(SpawnError::Refused(Error::BadArgument))?;
-    let bytes = crate::ext::bundle::payload(&alloc::format!("{PROGRAM_PREFIX}{name}")).ok_or(SpawnError::Refused(Error::NoSuchProgram))?;
+    let from_file;
+    let bytes: &[u8] = if name.starts_with('/') {
+        // An ELF file of the file system (`run /bin/NAME`).
+        from_file = crate::services::fs::read_file(name).map_err(|error| match error.code() {
+            Error::NotFound | Error::NotADirectory | Error::IsADirectory => SpawnError::Refused(Error::NoSuchProgram),
+            code => SpawnError::Refused(code),
+        })?;
+        &from_file
+    } else {
+        crate::ext::bundle::payload(&alloc::format!("{PROGRAM_PREFIX}{name}")).ok_or(SpawnError::Refused(Error::NoSuchProgram))?
+    };
     let executable = Executable::parse(bytes).map_err(SpawnError::BadProgram)?;
     if with_table(|table| table.len()) >= MAX_PROCESSES {
         return Err(SpawnError::Refused(Error::TooMany));

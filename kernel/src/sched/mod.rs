@@ -40,6 +40,7 @@
 #[deny(unsafe_code)]
 pub mod async_workers;
 pub mod events;
+mod sleeplock;
 mod strand;
 
 use alloc::collections::VecDeque;
@@ -54,6 +55,7 @@ use spindle_abi::event::{StrandBlock, StrandCheckpoint, StrandResume, StrandUnbl
 use crate::arch::csr;
 use crate::arch::hart::{self, MAX_HARTS};
 use self::events as sched_events;
+pub use sleeplock::{SleepGuard, SleepLock};
 pub use strand::{Priority, Strand, StrandState};
 
 /// Number of priority levels; higher numbers run first.

@@ -52,7 +52,7 @@ use spindle_service_disk::queue::{Decision, Policy, QueueCounters, Scheduler, Sc
 use spindle_service_disk::stats::Stats;
 
 use crate::arch::csr::without_interrupts;
-use crate::drivers::virtio_blk::{self, BlockError, Completion, Operation, SECTOR_SIZE};
+use crate::drivers::virtio_blk::{self, BlockError, Completion, Operation};
 use crate::sched::{self, Priority, Strand};
 
 /// Requests the queue holds.
@@ -142,6 +142,9 @@ struct Service {
 
 /// FNV-1a's offset basis: the order digest of no request.
 const ORDER_DIGEST_START: u64 = 0xcbf2_9ce4_8422_2325;
+
+/// Bytes per sector (the device's).
+pub use crate::drivers::virtio_blk::SECTOR_SIZE;
 
 static STATE: spin::Mutex<Option<Service>> = spin::Mutex::new(None);
 /// The service's strand.
@@ -579,6 +582,12 @@ pub fn read(sector: u64, buffer: &mut [u8]) -> Result<(), DiskError> {
 /// strand until the device has it (thread context). Errors: [`DiskError`].
 pub fn write(sector: u64, data: &[u8]) -> Result<(), DiskError> {
     transfer(Operation::Write, sector, data.to_vec()).map(drop)
+}
+
+/// Sectors the service serves (the device's, or the model's if fewer); `None` without a
+/// disk service.
+pub fn capacity_sectors() -> Option<u64> {
+    without_interrupts(|| STATE.lock().as_ref().map(|service| service.capacity))
 }
 
 /// What the service has done since it (re)started.

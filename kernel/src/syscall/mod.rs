@@ -13,15 +13,18 @@
 //! (`proc::capabilities`): `write`/`read` validate the console handle through it, and the
 //! shell's calls ([`shell_calls`]) check its privileges.
 //!
-//! Limitations: only the console handle exists; `write` copies through a kernel buffer
-//! (at most `MAX_WRITE_LENGTH` bytes).
+//! File-system calls and `read`/`write` on a handle other than the console go to
+//! [`file_calls`].
+//!
+//! Limitations: `write` copies through a kernel buffer (at most `MAX_WRITE_LENGTH` bytes).
 
+mod file_calls;
 pub(crate) mod shell_calls;
 
 use alloc::sync::Arc;
 use alloc::vec;
 
-use spindle_abi::syscall::{Error, MAX_COMMAND_LINE, MAX_SLEEP_TICKS, MAX_WRITE_LENGTH, Syscall};
+use spindle_abi::syscall::{CONSOLE, Error, MAX_COMMAND_LINE, MAX_SLEEP_TICKS, MAX_WRITE_LENGTH, Syscall};
 use spindle_capability::Rights;
 use spindle_process::user_range;
 
@@ -50,6 +53,7 @@ pub fn handle(process: &Arc<Process>, space: &mut AddressSpace, context: &mut Us
     let result = match Syscall::from_number(number) {
         None => Err(Error::NoSuchCall),
         Some(Syscall::Exit) => return Outcome::Exit(arguments[0] as u32 as i32),
+        Some(Syscall::Write) if arguments[0] != CONSOLE => file_calls::write(process, space, arguments),
         Some(Syscall::Write) => write(process, space, arguments),
         Some(Syscall::Yield) => {
             crate::sched::yield_now();
@@ -78,6 +82,7 @@ pub fn handle(process: &Arc<Process>, space: &mut AddressSpace, context: &mut Us
                 proc::kill(pid, Parent::Process(process.pid())).map(|()| 0)
             }
         }
+        Some(Syscall::Read) if arguments[0] != CONSOLE => file_calls::read(process, space, arguments),
         Some(Syscall::Read) => match shell_calls::read(process, space, arguments) {
             Some(result) => result,
             None => return Outcome::Killed,
@@ -87,6 +92,14 @@ pub fn handle(process: &Arc<Process>, space: &mut AddressSpace, context: &mut Us
         Some(Syscall::ExtList) => shell_calls::ext_list(process, space, arguments),
         Some(Syscall::ExtStats) => shell_calls::ext_stats(process, space, arguments),
         Some(Syscall::DiskState) => disk_state(space, arguments),
+        Some(Syscall::Open) => file_calls::open(process, space, arguments),
+        Some(Syscall::Close) => file_calls::close(process, arguments),
+        Some(Syscall::Seek) => file_calls::seek(process, arguments),
+        Some(Syscall::Stat) => file_calls::stat(space, arguments),
+        Some(Syscall::ReadDir) => file_calls::readdir(space, arguments),
+        Some(Syscall::MakeDir) => file_calls::mkdir(space, arguments),
+        Some(Syscall::Unlink) => file_calls::unlink(space, arguments),
+        Some(Syscall::Fsync) => file_calls::fsync(process, arguments),
         Some(Syscall::Events) => shell_calls::events(process, space, arguments),
         Some(Syscall::Processes) => shell_calls::processes(process, space, arguments),
         Some(Syscall::LastError) => shell_calls::last_error(process, space, arguments),

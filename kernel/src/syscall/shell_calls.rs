@@ -102,13 +102,24 @@ fn require_extension_loader(process: &Process) -> Result<(), Error> {
 }
 
 /// `ext_load(pointer, length, technology)`: NotPermitted, BadLength, BadAddress,
-/// BadArgument (not UTF-8, unknown technology), NotFound, Refused.
+/// BadArgument (not UTF-8, unknown technology), NotFound, Refused; for a path (`/…`) the
+/// file system's errors (NotFound, NoDevice, Io, Corrupt, BadLength for a file too large).
 pub fn ext_load(process: &Arc<Process>, space: &AddressSpace, [pointer, length, technology, ..]: Arguments) -> Result<usize, Error> {
     require_extension_loader(process)?;
     let mut buffer = [0u8; MAX_NAME];
     let name = read_text(space, pointer, length, MAX_NAME, &mut buffer)?;
     let technology = Preference::from_number(technology).ok_or(Error::BadArgument)?;
-    match ext::load(name, technology) {
+    let loaded = if name.starts_with('/') {
+        // A `.kext` file of the file system (the container's kind decides the technology).
+        let bytes = crate::services::fs::read_file(name).map_err(|error| match error.code() {
+            Error::NotADirectory | Error::IsADirectory => Error::NotFound,
+            code => code,
+        })?;
+        ext::load_kext_bytes(&bytes)
+    } else {
+        ext::load(name, technology)
+    };
+    match loaded {
         Ok(extension) => match ext::loaded_summary(&extension) {
             Ok(_) => Ok(0),
             Err(why) => Err(refuse(process, alloc::format!("ext load {name}: {why}"))),

@@ -127,6 +127,17 @@ fn run_line(line: &str) -> Result<Flow, Failed> {
         "events" if arguments.is_empty() => listing("events", arch::events, |text| print!("{text}")),
         // `events NAME`: the kernel console's filter.
         "ps" => listing("ps", arch::processes, print_processes),
+        "ls" => ls(arguments),
+        "cat" => cat(arguments),
+        "write" => write_file(arguments),
+        "mkdir" => match arguments {
+            [path] => arch::mkdir(path).or_else(|error| fail(format_args!("mkdir {path}: {error}"))).map(|()| Flow::Continue),
+            _ => fail(format_args!("usage: mkdir PATH")),
+        },
+        "rm" => match arguments {
+            [path] => arch::unlink(path).or_else(|error| fail(format_args!("rm {path}: {error}"))).map(|()| Flow::Continue),
+            _ => fail(format_args!("usage: rm PATH")),
+        },
         _ => kernel_command(command, line),
     }
 }
@@ -144,6 +155,12 @@ fn help() -> Result<Flow, Failed> {
         ("ext list --json", "every extension's record as JSON (the `ext_stats` system call)"),
         ("events [NAME]", "events (all, or one event or service: `events clock`), their bindings, guards and counters"),
         ("ps", "processes"),
+        ("ls [PATH]", "list a directory of the file system (`readdir`)"),
+        ("cat PATH", "print a file (`open`, `read`)"),
+        ("write PATH TEXT…", "create or replace a file with TEXT and a newline, then fsync"),
+        ("mkdir PATH", "make a directory"),
+        ("rm PATH", "remove a file or an empty directory"),
+        ("run /PATH [ARGS…]", "run the ELF file at /PATH of the file system (e.g. run /bin/hello)"),
         ("echo WORD…", "print the words"),
         ("exit [STATUS]", "leave the shell (the kernel console takes over)"),
         ("help", "this list"),
@@ -157,6 +174,62 @@ fn help() -> Result<Flow, Failed> {
         Err(error) => println!("  (cannot list them: {error})"),
     }
     Ok(Flow::Continue)
+}
+
+/// `ls [PATH]`: the directory's entries as `KIND SIZE NAME`.
+fn ls(arguments: &[&str]) -> Result<Flow, Failed> {
+    let path = match arguments {
+        [] => "/",
+        [path] => path,
+        _ => return fail(format_args!("usage: ls [PATH]")),
+    };
+    let mut buffer = [0u8; 8192];
+    let total = arch::readdir(path, &mut buffer).or_else(|error| fail(format_args!("ls {path}: {error}")))?;
+    let text = core::str::from_utf8(&buffer[..total.min(buffer.len())]).unwrap_or("");
+    for line in text.lines() {
+        let mut fields = line.split('\t');
+        let (kind, size, name) = (fields.next().unwrap_or("?"), fields.next().unwrap_or("?"), fields.next().unwrap_or("?"));
+        println!("{} {size:>10} {name}", if kind == "d" { 'd' } else { '-' });
+    }
+    if total > buffer.len() {
+        println!("spsh: ls {path}: {} more bytes of listing not shown", total - buffer.len());
+    }
+    Ok(Flow::Continue)
+}
+
+/// `cat PATH`: the file's bytes, as they are, to the console.
+fn cat(arguments: &[&str]) -> Result<Flow, Failed> {
+    let [path] = arguments else { return fail(format_args!("usage: cat PATH")) };
+    let handle = arch::open(path, arch::OPEN_READ).or_else(|error| fail(format_args!("cat {path}: {error}")))?;
+    let mut buffer = [0u8; 4096];
+    let outcome = loop {
+        match arch::read(handle, &mut buffer) {
+            Ok(0) => break Ok(Flow::Continue),
+            Ok(count) => {
+                let _ = arch::write(arch::CONSOLE, &buffer[..count]);
+            }
+            Err(error) => break fail(format_args!("cat {path}: {error}")),
+        }
+    };
+    let _ = arch::close(handle);
+    outcome
+}
+
+/// `write PATH TEXT…`: creates or replaces the file with the words and a newline, fsyncs.
+fn write_file(arguments: &[&str]) -> Result<Flow, Failed> {
+    let [path, words @ ..] = arguments else { return fail(format_args!("usage: write PATH TEXT…")) };
+    let mut buffer = [0u8; MAX_COMMAND_LINE + 1];
+    let Some(text) = join(words, &mut buffer[..MAX_COMMAND_LINE]) else { return fail(format_args!("write: text too long")) };
+    let length = text.len();
+    buffer[length] = b'\n';
+    let handle = arch::open(path, arch::OPEN_WRITE | arch::OPEN_CREATE | arch::OPEN_TRUNCATE)
+        .or_else(|error| fail(format_args!("write {path}: {error}")))?;
+    let outcome = match arch::write(handle, &buffer[..=length]).and_then(|_| arch::fsync(handle)) {
+        Ok(()) => Ok(Flow::Continue),
+        Err(error) => fail(format_args!("write {path}: {error}")),
+    };
+    let _ = arch::close(handle);
+    outcome
 }
 
 /// Joins `words` with single spaces into `buffer`.

@@ -206,6 +206,14 @@ impl<D: BlockDevice, P: Policy> CachedDevice<D, P> {
         Ok(done)
     }
 
+    /// The read-ahead decision after a read of `file_block` of `file` (of `file_blocks`
+    /// blocks), by this device's policy (`cache.ReadAhead`): which file blocks to
+    /// prefetch. For callers that map file blocks to device blocks only after deciding
+    /// (a file system holding the map), then call [`CachedDevice::prefetch`] per block.
+    pub fn read_ahead(&mut self, file: FileId, file_block: u64, file_blocks: u64) -> crate::Prefetch {
+        self.cache.read_ahead(file, file_block, file_blocks, &mut self.policy)
+    }
+
     /// Writes runs taken from the cache; returns the first device error after trying all.
     fn write_runs(&mut self, runs: &[Run]) -> Result<usize, CachedError<D::Error>> {
         let mut first_error = None;

@@ -1,0 +1,653 @@
+//! The file-system service: `spindle-service-fs`'s file system over
+//! `spindle-service-bcache`'s buffer cache over the disk service ([`super::disk`]).
+//!
+//! ```text
+//!  system calls, console commands, `run /bin/NAME`, `ext load /ext/NAME.kext`
+//!        │  paths, open files (capabilities of kind File)
+//!  FileSystem<CacheStore>            spindle-service-fs: directories, inodes, allocation
+//!        │  BlockStore: block + usage (metadata, or file data of inode i, block k)
+//!  CachedDevice<Disk, Policy>        spindle-service-bcache: buffers, LRU, write-back, read-ahead
+//!        │  BlockDevice: one 4 KiB block
+//!  services::disk                    queue, disk.Schedule, the HP 97560 model, virtio-blk
+//! ```
+//!
+//! **Where.** The file system lives in the disk's region from byte
+//! [`crate::param::FS_REGION_START`] (1 GiB): below it the block path's logical disk
+//! (1 GiB) and the benchmarks' scratch extents; `cargo xtask fs mkfs` and the images xtask
+//! builds put it there. Its size is the superblock's.
+//!
+//! **Mounting** is lazy: the first call that needs the file system mounts it (and says so
+//! on the console); a disk without one (or with a refused superblock) answers
+//! [`FsCallError::NotMounted`] with the reason, until `fs format` makes one.
+//!
+//! **Concurrency.** One [`SleepLock`] serialises the file system and its cache: a call
+//! that waits for the disk blocks its strand, others wait their turn asleep. (One caller
+//! at a time: the disk queue sees the cache's requests one by one.)
+//!
+//! **Durability.** [`sync`] (and `fsync`) writes every dirty block, metadata and data, in
+//! ascending order, each through the disk service to the device, and returns when the
+//! device has completed them. The virtio-blk device here has no volatile write cache the
+//! driver could flush (QEMU writes a completed request to the host file), so a completed
+//! write survives QEMU being killed; it would not survive the host losing power.
+//!
+//! **Read-ahead.** After a read, the cache's read-ahead rule (`cache.ReadAhead`'s default:
+//! clustered sequential) names file blocks to prefetch; they are read now, on the reading
+//! strand, into the cache (not yet overlapped with the caller's computation).
+//!
+//! Limitations: one file system; no rename or hard links; an open file whose inode is
+//! unlinked reads and writes a freed inode, which answers an error.
+
+use alloc::string::String;
+use alloc::sync::Arc;
+use alloc::vec::Vec;
+use core::fmt;
+use core::sync::atomic::{AtomicU64, Ordering};
+
+use spindle_capability::{KernelObject, ObjectKind};
+use spindle_service_bcache::{BlockDevice, CachedDevice, CachedError, Config, Counters, DefaultPolicy, Owner};
+use spindle_service_fs::{BLOCK_BYTES, BlockStore, DirEntry, FileSystem, FormatOptions, FsError, FsStats, IoError, Kind, Stat, Usage};
+
+use super::disk::{self, DiskError};
+use crate::sched::SleepLock;
+
+/// Sectors per file-system block.
+const SECTORS_PER_BLOCK: u64 = (BLOCK_BYTES / disk::SECTOR_SIZE) as u64;
+/// Buffers in the cache unless `fs format`/mount is told otherwise (4 MiB).
+pub const DEFAULT_CACHE_BLOCKS: usize = 1024;
+/// Largest file [`read_file`] returns (a program or an extension artifact).
+pub const MAX_WHOLE_FILE: u64 = 8 * 1024 * 1024;
+/// How often a disk request that found the queue full is tried again (a tick apart).
+const QUEUE_FULL_RETRIES: u32 = 100;
+
+/// The disk region the file system lives in, as the cache's device: block `b` is the
+/// 4 KiB at sector `start_sector + 8·b`.
+pub struct Disk {
+    start_sector: u64,
+    blocks: u64,
+}
+
+/// Why the disk could not do a block request (the cache's device error).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DiskIoError {
+    /// The block is past the region's end.
+    OutOfRange(u64),
+    /// The disk service refused or failed it.
+    Disk(u64, DiskError),
+}
+
+impl DiskIoError {
+    /// A small code for `spindle_service_fs::IoError::Device`.
+    fn code(self) -> i32 {
+        match self {
+            DiskIoError::OutOfRange(_) => -1,
+            DiskIoError::Disk(_, DiskError::NoDisk) => -2,
+            DiskIoError::Disk(_, DiskError::BadLength(_)) => -3,
+            DiskIoError::Disk(_, DiskError::PastEnd { .. }) => -4,
+            DiskIoError::Disk(_, DiskError::QueueFull) => -5,
+            DiskIoError::Disk(_, DiskError::Device(_)) => -6,
+        }
+    }
+
+    fn io_error(self) -> IoError {
+        match self {
+            DiskIoError::OutOfRange(block) => IoError::OutOfRange { block },
+            DiskIoError::Disk(block, _) => IoError::Device { block, code: self.code() },
+        }
+    }
+}
+
+impl fmt::Display for DiskIoError {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            DiskIoError::OutOfRange(block) => write!(formatter, "block {block} is past the file system's region"),
+            DiskIoError::Disk(block, error) => write!(formatter, "block {block}: {error}"),
+        }
+    }
+}
+
+/// The last disk error the file system met (for `fs` at the console).
+static LAST_DISK_ERROR: spin::Mutex<Option<DiskIoError>> = spin::Mutex::new(None);
+
+impl Disk {
+    fn sector_of(&self, block: u64) -> Result<u64, DiskIoError> {
+        if block >= self.blocks {
+            return Err(DiskIoError::OutOfRange(block));
+        }
+        Ok(self.start_sector + block * SECTORS_PER_BLOCK)
+    }
+
+    /// Runs a disk request, retrying while the queue is full (other strands' requests).
+    fn request(&self, block: u64, mut run: impl FnMut(u64) -> Result<(), DiskError>) -> Result<(), DiskIoError> {
+        let sector = self.sector_of(block)?;
+        let mut tries = 0;
+        loop {
+            match run(sector) {
+                Err(DiskError::QueueFull) if tries < QUEUE_FULL_RETRIES => {
+                    tries += 1;
+                    crate::sched::sleep_ticks(1);
+                }
+                Err(error) => {
+                    let error = DiskIoError::Disk(block, error);
+                    crate::arch::csr::without_interrupts(|| *LAST_DISK_ERROR.lock() = Some(error));
+                    return Err(error);
+                }
+                Ok(()) => return Ok(()),
+            }
+        }
+    }
+}
+
+impl BlockDevice for Disk {
+    type Error = DiskIoError;
+
+    fn read(&mut self, block: u64, buf: &mut [u8; BLOCK_BYTES]) -> Result<(), DiskIoError> {
+        DISK_READS.fetch_add(1, Ordering::Relaxed);
+        self.request(block, |sector| disk::read(sector, buf))
+    }
+
+    fn write(&mut self, block: u64, buf: &[u8; BLOCK_BYTES]) -> Result<(), DiskIoError> {
+        DISK_WRITES.fetch_add(1, Ordering::Relaxed);
+        self.request(block, |sector| disk::write(sector, buf))
+    }
+
+    fn flush(&mut self) -> Result<(), DiskIoError> {
+        // Every write above returned after the device completed it (module docs).
+        Ok(())
+    }
+}
+
+/// Block reads and writes the file system sent to the disk since boot.
+static DISK_READS: AtomicU64 = AtomicU64::new(0);
+static DISK_WRITES: AtomicU64 = AtomicU64::new(0);
+
+/// The cache over the region.
+type Cached = CachedDevice<Disk, DefaultPolicy>;
+
+/// The file system's store: every block through the cache, tagged with its owner (the
+/// file and its block for file data, nobody for metadata).
+pub struct CacheStore(Cached);
+
+fn owner_of(usage: Usage) -> Owner {
+    match usage {
+        Usage::Metadata => Owner::NONE,
+        Usage::Data { inode, file_block } => Owner::of(inode, file_block),
+    }
+}
+
+fn cache_io_error(block: u64, error: CachedError<DiskIoError>) -> IoError {
+    match error {
+        CachedError::Device(error) => error.io_error(),
+        // The cache refused (every buffer pinned or in flight): not the disk's fault, but
+        // the block could not be moved either way.
+        CachedError::Cache(_) => IoError::Device { block, code: -7 },
+    }
+}
+
+impl BlockStore for CacheStore {
+    fn read(&mut self, block: u64, usage: Usage, buf: &mut [u8; BLOCK_BYTES]) -> Result<(), IoError> {
+        self.0.read(block, owner_of(usage), 0, buf).map_err(|error| cache_io_error(block, error))
+    }
+
+    fn write(&mut self, block: u64, usage: Usage, buf: &[u8; BLOCK_BYTES]) -> Result<(), IoError> {
+        self.0.write(block, owner_of(usage), 0, buf).map_err(|error| cache_io_error(block, error))
+    }
+
+    fn sync(&mut self) -> Result<(), IoError> {
+        self.0.sync().map_err(|error| cache_io_error(0, error))
+    }
+}
+
+/// Why a file-system call failed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum FsCallError {
+    /// There is no mounted file system; the text says why (no disk, no superblock, …).
+    NotMounted(String),
+    /// The file system refused or failed the operation.
+    Fs(FsError),
+    /// The open file was not opened for this (reading or writing).
+    NotPermitted,
+    /// A whole-file read of a file larger than [`MAX_WHOLE_FILE`].
+    TooLarge(u64),
+    /// A seek to a negative or overflowing offset, or an unknown origin.
+    BadSeek,
+}
+
+impl fmt::Display for FsCallError {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            FsCallError::NotMounted(why) => write!(formatter, "no file system: {why}"),
+            FsCallError::Fs(error) => error.fmt(formatter),
+            FsCallError::NotPermitted => formatter.write_str("the file is not open for that"),
+            FsCallError::TooLarge(size) => write!(formatter, "the file has {size} bytes, more than {MAX_WHOLE_FILE} can be read at once"),
+            FsCallError::BadSeek => formatter.write_str("bad seek (negative or overflowing offset, or unknown origin)"),
+        }
+    }
+}
+
+impl From<FsError> for FsCallError {
+    fn from(error: FsError) -> FsCallError {
+        FsCallError::Fs(error)
+    }
+}
+
+impl FsCallError {
+    /// The system-call error for it.
+    pub fn code(&self) -> spindle_abi::syscall::Error {
+        use spindle_abi::syscall::Error;
+        match self {
+            FsCallError::NotMounted(_) => Error::NoDevice,
+            FsCallError::NotPermitted => Error::NotPermitted,
+            FsCallError::TooLarge(_) => Error::BadLength,
+            FsCallError::BadSeek => Error::BadArgument,
+            FsCallError::Fs(error) => match error {
+                FsError::NotFound => Error::NotFound,
+                FsError::Exists => Error::Exists,
+                FsError::NotADirectory => Error::NotADirectory,
+                FsError::IsADirectory => Error::IsADirectory,
+                FsError::NotEmpty => Error::NotEmpty,
+                FsError::NoSpace | FsError::NoInodes | FsError::DirectoryFull => Error::NoSpace,
+                FsError::FileTooLarge => Error::NoSpace,
+                FsError::Name(_) | FsError::Path(_) | FsError::Options(_) => Error::BadArgument,
+                FsError::Io(_) => Error::Io,
+                FsError::Superblock(_) | FsError::Corrupt { .. } | FsError::NoSuchInode(_) => Error::Corrupt,
+            },
+        }
+    }
+}
+
+/// The service's state.
+enum State {
+    /// Not tried yet.
+    Unmounted,
+    /// Tried; refused for this reason (until `format` or `mount`).
+    Refused(String),
+    /// Mounted.
+    Mounted(FileSystem<CacheStore>),
+}
+
+static FS: SleepLock<State> = SleepLock::new(State::Unmounted);
+
+/// The region the file system may use: from [`crate::param::FS_REGION_START`] to the
+/// end of the disk, in blocks. Errors: why there is none.
+fn region() -> Result<Disk, String> {
+    let sectors = disk::capacity_sectors().ok_or_else(|| String::from("the machine has no disk (or the disk service is not running)"))?;
+    let start_sector = crate::param::FS_REGION_START / disk::SECTOR_SIZE as u64;
+    if sectors <= start_sector {
+        return Err(alloc::format!(
+            "the disk has {} MiB; the file system's region starts at {} MiB",
+            sectors * disk::SECTOR_SIZE as u64 >> 20,
+            crate::param::FS_REGION_START >> 20
+        ));
+    }
+    Ok(Disk { start_sector, blocks: (sectors - start_sector) / SECTORS_PER_BLOCK })
+}
+
+fn cached(disk: Disk, cache_blocks: usize) -> Result<Cached, String> {
+    CachedDevice::new(disk, Config::new(cache_blocks), DefaultPolicy).map_err(|error| alloc::format!("cache: {error}"))
+}
+
+/// Mounts the file system in the region (with a cache of `cache_blocks` buffers).
+fn mount_now(cache_blocks: usize) -> State {
+    let attempt = || -> Result<FileSystem<CacheStore>, String> {
+        let disk = region()?;
+        let store = CacheStore(cached(disk, cache_blocks)?);
+        FileSystem::mount(store).map_err(|error| alloc::format!("{error}"))
+    };
+    match attempt() {
+        Ok(fs) => {
+            let stats = fs.statfs();
+            crate::println!(
+                "[fs] mounted: {} MiB at {} MiB on the disk, {} of {} blocks free, {} of {} inodes free, cache {} KiB",
+                stats.blocks * stats.block_bytes >> 20,
+                crate::param::FS_REGION_START >> 20,
+                stats.free_blocks,
+                stats.data_blocks,
+                stats.free_inodes,
+                stats.inodes,
+                cache_blocks * BLOCK_BYTES / 1024
+            );
+            State::Mounted(fs)
+        }
+        Err(why) => State::Refused(why),
+    }
+}
+
+/// Runs `body` on the mounted file system (mounting it first if nobody tried yet).
+fn with_fs<T>(body: impl FnOnce(&mut FileSystem<CacheStore>) -> Result<T, FsCallError>) -> Result<T, FsCallError> {
+    let mut state = FS.lock();
+    if matches!(*state, State::Unmounted) {
+        *state = mount_now(DEFAULT_CACHE_BLOCKS);
+    }
+    match &mut *state {
+        State::Mounted(fs) => body(fs),
+        State::Refused(why) => Err(FsCallError::NotMounted(why.clone())),
+        State::Unmounted => Err(FsCallError::NotMounted(String::from("not mounted"))),
+    }
+}
+
+/// Writes everything back and forgets the mounted file system (a failed write-back keeps
+/// it mounted and is returned).
+fn unmount(state: &mut State) -> Result<(), FsCallError> {
+    if let State::Mounted(fs) = state {
+        fs.sync()?;
+    }
+    *state = State::Unmounted;
+    Ok(())
+}
+
+/// Formats the region with a file system of `bytes` (rounded down to blocks; 0: the whole
+/// region) and mounts it. What was there is lost.
+pub fn format(bytes: u64) -> Result<FsStats, FsCallError> {
+    let mut state = FS.lock();
+    unmount(&mut state)?;
+    let disk = region().map_err(FsCallError::NotMounted)?;
+    let available = disk.blocks;
+    let blocks = if bytes == 0 { available } else { (bytes / BLOCK_BYTES as u64).min(available) }.min(u64::from(u32::MAX));
+    let mut store = CacheStore(cached(disk, DEFAULT_CACHE_BLOCKS).map_err(FsCallError::NotMounted)?);
+    spindle_service_fs::format(&mut store, FormatOptions { blocks, inodes: spindle_service_fs::default_inodes(blocks) })?;
+    let fs = FileSystem::mount(store)?;
+    let stats = fs.statfs();
+    *state = State::Mounted(fs);
+    Ok(stats)
+}
+
+/// Writes back and mounts again with a cache of `cache_blocks` buffers (tests and
+/// benchmarks that need a cold or a smaller cache).
+pub fn remount(cache_blocks: usize) -> Result<FsStats, FsCallError> {
+    let mut state = FS.lock();
+    unmount(&mut state)?;
+    *state = mount_now(cache_blocks);
+    match &*state {
+        State::Mounted(fs) => Ok(fs.statfs()),
+        State::Refused(why) => Err(FsCallError::NotMounted(why.clone())),
+        State::Unmounted => Err(FsCallError::NotMounted(String::from("not mounted"))),
+    }
+}
+
+/// What `fs` at the console shows.
+#[derive(Clone, Debug)]
+pub struct FsStatus {
+    /// Blocks and inodes, free and total.
+    pub stats: FsStats,
+    /// The cache's counters.
+    pub cache: Counters,
+    /// Buffers in the cache.
+    pub cache_blocks: usize,
+    /// Dirty buffers now.
+    pub dirty: usize,
+    /// Block reads and writes sent to the disk since boot.
+    pub disk_reads: u64,
+    /// Block writes sent to the disk since boot.
+    pub disk_writes: u64,
+}
+
+/// The mounted file system's state (mounting it if nobody tried yet).
+pub fn status() -> Result<FsStatus, FsCallError> {
+    with_fs(|fs| {
+        let stats = fs.statfs();
+        let cache = fs.store_mut().0.cache();
+        Ok(FsStatus {
+            stats,
+            cache: cache.counters(),
+            cache_blocks: cache.capacity(),
+            dirty: cache.dirty_count(),
+            disk_reads: DISK_READS.load(Ordering::Relaxed),
+            disk_writes: DISK_WRITES.load(Ordering::Relaxed),
+        })
+    })
+}
+
+/// Checks the mounted file system (fsck-style, read-only: every inode, block pointer,
+/// directory entry and the bitmap), after writing back so the disk agrees with the cache.
+pub fn check() -> Result<spindle_service_fs::Report, FsCallError> {
+    with_fs(|fs| {
+        fs.sync()?;
+        Ok(fs.check())
+    })
+}
+
+/// The last disk error the file system met, if any.
+pub fn last_disk_error() -> Option<String> {
+    crate::arch::csr::without_interrupts(|| *LAST_DISK_ERROR.lock()).map(|error| alloc::format!("{error}"))
+}
+
+/// How [`open`] opens a file.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct OpenMode {
+    /// Reads allowed.
+    pub read: bool,
+    /// Writes allowed.
+    pub write: bool,
+    /// Create the file if it does not exist.
+    pub create: bool,
+    /// Cut it to 0 bytes.
+    pub truncate: bool,
+    /// Every write goes to the end.
+    pub append: bool,
+}
+
+/// An open file: its inode and position. A capability object (kind `File`): user space
+/// holds it through its capability table.
+pub struct OpenFile {
+    inode: u32,
+    mode: OpenMode,
+    position: spin::Mutex<u64>,
+}
+
+impl KernelObject for OpenFile {
+    const KIND: ObjectKind = ObjectKind::File;
+}
+
+impl OpenFile {
+    /// Its inode.
+    pub fn inode(&self) -> u32 {
+        self.inode
+    }
+
+    /// How it was opened.
+    pub fn mode(&self) -> OpenMode {
+        self.mode
+    }
+
+    fn position(&self) -> u64 {
+        crate::arch::csr::without_interrupts(|| *self.position.lock())
+    }
+
+    fn set_position(&self, position: u64) {
+        crate::arch::csr::without_interrupts(|| *self.position.lock() = position);
+    }
+}
+
+/// Opens `path` (absolute). A directory opens for reading only.
+pub fn open(path: &str, mode: OpenMode) -> Result<Arc<OpenFile>, FsCallError> {
+    with_fs(|fs| {
+        let inode = match fs.lookup(path) {
+            Ok(inode) => inode,
+            Err(FsError::NotFound) if mode.create => fs.create_path(path)?,
+            Err(error) => return Err(error.into()),
+        };
+        let stat = fs.stat(inode)?;
+        if stat.kind == Kind::Directory && (mode.write || mode.truncate || mode.append) {
+            return Err(FsError::IsADirectory.into());
+        }
+        if mode.truncate && mode.write {
+            fs.truncate(inode, 0)?;
+            fs.store_mut().0.invalidate_file(inode, 0);
+        }
+        Ok(Arc::new(OpenFile { inode, mode, position: spin::Mutex::new(0) }))
+    })
+}
+
+/// Reads up to `buffer.len()` bytes at the file's position and advances it; 0 at the end.
+pub fn read(file: &OpenFile, buffer: &mut [u8]) -> Result<usize, FsCallError> {
+    if !file.mode.read {
+        return Err(FsCallError::NotPermitted);
+    }
+    with_fs(|fs| {
+        let position = file.position();
+        let count = read_with_read_ahead(fs, file.inode, position, buffer)?;
+        file.set_position(position + count as u64);
+        Ok(count)
+    })
+}
+
+/// Reads at `offset` and then asks the cache's read-ahead rule what to prefetch after the
+/// last block read; prefetches those blocks.
+fn read_with_read_ahead(fs: &mut FileSystem<CacheStore>, inode: u32, offset: u64, buffer: &mut [u8]) -> Result<usize, FsCallError> {
+    let count = fs.read_at(inode, offset, buffer)?;
+    if count > 0 {
+        let size = fs.stat(inode)?.size;
+        let file_blocks = size.div_ceil(BLOCK_BYTES as u64);
+        let last = (offset + count as u64 - 1) / BLOCK_BYTES as u64;
+        let prefetch = fs.store_mut().0.read_ahead(inode, last, file_blocks);
+        for file_block in prefetch.first..prefetch.first.saturating_add(u64::from(prefetch.count)).min(file_blocks) {
+            if let Some(block) = fs.block_of(inode, file_block)? {
+                // A prefetch that fails is only a lost hint: the read itself will ask again.
+                let _ = fs.store_mut().0.prefetch(block, Owner::of(inode, file_block));
+            }
+        }
+    }
+    Ok(count)
+}
+
+/// Writes `data` at the file's position (the end for an append file) and advances it.
+pub fn write(file: &OpenFile, data: &[u8]) -> Result<usize, FsCallError> {
+    if !file.mode.write {
+        return Err(FsCallError::NotPermitted);
+    }
+    with_fs(|fs| {
+        let position = if file.mode.append { fs.stat(file.inode)?.size } else { file.position() };
+        let count = fs.write_at(file.inode, position, data)?;
+        file.set_position(position + count as u64);
+        Ok(count)
+    })
+}
+
+/// Where [`seek`] counts from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Whence {
+    /// The start of the file.
+    Start,
+    /// The current position.
+    Current,
+    /// The end of the file.
+    End,
+}
+
+/// Moves the file's position to `offset` from `whence`; returns the new position.
+pub fn seek(file: &OpenFile, offset: i64, whence: Whence) -> Result<u64, FsCallError> {
+    let base = match whence {
+        Whence::Start => 0,
+        Whence::Current => file.position(),
+        Whence::End => with_fs(|fs| Ok(fs.stat(file.inode)?.size))?,
+    };
+    let position = base.checked_add_signed(offset).ok_or(FsCallError::BadSeek)?;
+    if position > spindle_service_fs::MAX_FILE_BYTES {
+        return Err(FsCallError::BadSeek);
+    }
+    file.set_position(position);
+    Ok(position)
+}
+
+/// Makes the file system's dirty blocks durable (all of them: `fsync` of one file writes
+/// the metadata it depends on too, and the cache does not order one file's blocks apart).
+pub fn sync() -> Result<(), FsCallError> {
+    with_fs(|fs| fs.sync().map_err(FsCallError::from))
+}
+
+/// What `path` is.
+pub fn stat(path: &str) -> Result<Stat, FsCallError> {
+    with_fs(|fs| {
+        let inode = fs.lookup(path)?;
+        Ok(fs.stat(inode)?)
+    })
+}
+
+/// The open file's [`Stat`].
+pub fn stat_file(file: &OpenFile) -> Result<Stat, FsCallError> {
+    with_fs(|fs| Ok(fs.stat(file.inode)?))
+}
+
+/// The entries of directory `path`, with their sizes.
+pub fn list(path: &str) -> Result<Vec<(DirEntry, Stat)>, FsCallError> {
+    with_fs(|fs| {
+        let dir = fs.lookup(path)?;
+        if fs.stat(dir)?.kind != Kind::Directory {
+            return Err(FsError::NotADirectory.into());
+        }
+        let mut entries = Vec::new();
+        let mut slot = 0;
+        while let Some((at, entry)) = fs.entry_from(dir, slot)? {
+            let stat = fs.stat(entry.inode)?;
+            entries.push((entry, stat));
+            slot = at + 1;
+        }
+        Ok(entries)
+    })
+}
+
+/// Makes directory `path`.
+pub fn mkdir(path: &str) -> Result<(), FsCallError> {
+    with_fs(|fs| fs.mkdir_path(path).map(drop).map_err(FsCallError::from))
+}
+
+/// Splits an absolute path into its parent directory and last name.
+fn split(path: &str) -> Result<(&str, &str), FsCallError> {
+    let trimmed = path.trim_end_matches('/');
+    match trimmed.rfind('/') {
+        Some(at) if !trimmed[at + 1..].is_empty() => Ok((if at == 0 { "/" } else { &trimmed[..at] }, &trimmed[at + 1..])),
+        _ => Err(FsError::NotFound.into()),
+    }
+}
+
+/// Removes the file or empty directory `path`; its cached blocks go too.
+pub fn unlink(path: &str) -> Result<(), FsCallError> {
+    let (parent, name) = split(path)?;
+    with_fs(|fs| {
+        let dir = fs.lookup(parent)?;
+        let inode = fs.lookup_in(dir, name)?;
+        fs.unlink(dir, name)?;
+        fs.store_mut().0.invalidate_file(inode, 0);
+        Ok(())
+    })
+}
+
+/// The whole contents of file `path` (a program or an extension artifact), at most
+/// [`MAX_WHOLE_FILE`] bytes.
+pub fn read_file(path: &str) -> Result<Vec<u8>, FsCallError> {
+    with_fs(|fs| {
+        let inode = fs.lookup(path)?;
+        let stat = fs.stat(inode)?;
+        if stat.kind == Kind::Directory {
+            return Err(FsError::IsADirectory.into());
+        }
+        if stat.size > MAX_WHOLE_FILE {
+            return Err(FsCallError::TooLarge(stat.size));
+        }
+        let mut bytes = alloc::vec![0u8; stat.size as usize];
+        let mut done = 0;
+        while done < bytes.len() {
+            let count = read_with_read_ahead(fs, inode, done as u64, &mut bytes[done..])?;
+            if count == 0 {
+                break;
+            }
+            done += count;
+        }
+        bytes.truncate(done);
+        Ok(bytes)
+    })
+}
+
+/// Creates (or truncates) file `path` with `data`.
+pub fn write_file(path: &str, data: &[u8]) -> Result<(), FsCallError> {
+    let file = open(path, OpenMode { write: true, create: true, truncate: true, ..OpenMode::default() })?;
+    let mut done = 0;
+    while done < data.len() {
+        let count = write(&file, &data[done..])?;
+        if count == 0 {
+            return Err(FsError::NoSpace.into());
+        }
+        done += count;
+    }
+    Ok(())
+}
