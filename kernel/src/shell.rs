@@ -569,7 +569,7 @@ fn fs(arguments: &[&str]) -> Result<(), CommandError> {
             let stats = status.stats;
             crate::println!(
                 "file system: {} MiB at {} MiB on the disk; {} of {} data blocks free, {} of {} inodes free",
-                stats.blocks * stats.block_bytes >> 20,
+                (stats.blocks * stats.block_bytes) >> 20,
                 crate::param::FS_REGION_START >> 20,
                 stats.free_blocks,
                 stats.data_blocks,
@@ -602,7 +602,7 @@ fn fs(arguments: &[&str]) -> Result<(), CommandError> {
                 None => 0,
             };
             let stats = fs::format(bytes).map_err(|error| fs_failed("fs format", error))?;
-            crate::println!("formatted: {} MiB, {} data blocks, {} inodes", stats.blocks * stats.block_bytes >> 20, stats.data_blocks, stats.inodes);
+            crate::println!("formatted: {} MiB, {} data blocks, {} inodes", (stats.blocks * stats.block_bytes) >> 20, stats.data_blocks, stats.inodes);
             Ok(())
         }
         ["sync"] => fs::sync().map_err(|error| fs_failed("fs sync", error)),

@@ -175,7 +175,7 @@ pub fn provide(image: &Path, root: &Path, fresh: bool) -> Result<Option<String>>
     let length = std::fs::metadata(image).map_err(|error| format!("cannot stat {}: {error}", image.display()))?.len();
     let room = length.saturating_sub(DEFAULT_OFFSET) / BLOCK_BYTES as u64 * BLOCK_BYTES as u64;
     if room < SMALLEST_FS_BYTES {
-        return Ok(Some(format!("{} has no room for a file system at {} MiB (the kernel will have none)", image.display(), DEFAULT_OFFSET >> 20)));
+        return Ok((!fresh).then(|| format!("{} has no room for a file system at {} MiB (the kernel will have none)", image.display(), DEFAULT_OFFSET >> 20)));
     }
     let size = room.min(MACHINE_FS_BYTES);
     if !fresh && let Ok(mut fs) = mount_writable(image, DEFAULT_OFFSET) {
@@ -282,6 +282,14 @@ fn copy_tree(fs: &mut FileSystem<FileStore>, host: &Path, dir: u32, inside: &str
         }
     }
     Ok(())
+}
+
+/// The contents of file `path` of the file system at byte `offset` of `image`.
+pub fn read_image_file(image: &Path, offset: u64, path: &str) -> Result<Vec<u8>> {
+    let mut fs = mount(image, offset)?;
+    let mut bytes = Vec::new();
+    read_file(&mut fs, path, &mut bytes)?;
+    Ok(bytes)
 }
 
 fn mount_writable(image: &Path, offset: u64) -> Result<FileSystem<FileStore>> {

@@ -101,6 +101,7 @@ pub fn parse_event(line: &str) -> Option<Event> {
 fn describe_exit(exit: Exit) -> String {
     match exit {
         Exit::TimedOut => "hung (host timeout)".into(),
+        Exit::KilledAtCue => "killed by the test at its cue".into(),
         Exit::Status(EXIT_PANIC) => "kernel panic".into(),
         Exit::Status(EXIT_FATAL_FAULT) => "fatal kernel fault".into(),
         Exit::Status(code) => format!("kernel exited with status {code}"),
@@ -801,7 +802,70 @@ fn run_disk_tests(kernel: &Image, verbose: bool, tally: &mut Tally) -> Result<()
     tally.record("disk::kernel-boots-without-a-disk", &outcome);
     let outcome = device_error_check(kernel, verbose);
     tally.record("disk::device-io-error-is-reported", &outcome);
+    let outcome = fsync_survives_kill_check(kernel, verbose);
+    tally.record("fs::data-acknowledged-by-fsync-survives-killing-the-machine", &outcome);
     Ok(())
+}
+
+/// Byte `index` of the pattern `fstest durable/verify` write and check for `seed`
+/// (userspace/fstest).
+fn fstest_pattern(seed: u64, index: usize) -> u8 {
+    ((index as u64 ^ seed.wrapping_mul(0x9e37_79b9_7f4a_7c15)).wrapping_mul(0x2545_f491_4f6c_dd1d) >> 56) as u8
+}
+
+/// Bytes `fstest durable` writes (userspace/fstest's `DURABLE_BYTES`).
+const FSTEST_DURABLE_BYTES: usize = 50 * 4096 + 123;
+
+/// Storage never loses data acknowledged by `fsync`: a user program writes 200 KiB to a
+/// new file of the file system and calls `fsync`; the moment it says so, QEMU is killed
+/// (SIGKILL: no shutdown). Then the host's checker (`cargo xtask fs fsck`) must find no
+/// error in the image, the host must read the file back byte for byte, and a fresh boot
+/// must read it back too (`fstest verify`). The seed differs per run, so stale data
+/// cannot pass.
+fn fsync_survives_kill_check(kernel: &Image, verbose: bool) -> std::result::Result<(), String> {
+    use crate::qemu::Disk;
+    let directory = crate::kernel_build::workspace_root().join("target").join("spindle").join("run");
+    std::fs::create_dir_all(&directory).map_err(|error| format!("cannot create {}: {error}", directory.display()))?;
+    let image = directory.join(format!("disk-fsync-{}.img", std::process::id()));
+    let seed = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(1, |elapsed| elapsed.as_nanos() as u64 % 1_000_000_007);
+    let outcome = (|| -> std::result::Result<(), String> {
+        let mut machine = Machine::for_image(kernel);
+        machine.set_disk(Disk::Kept { path: image.clone(), bytes: None, fresh: true });
+        machine.extra(ICOUNT);
+        machine.append(&format!("spindle.script={}", crate::encode::encode_script(&[format!("run fstest durable /durable {seed}")])));
+        let (exit, log) = machine.run_killed_at(SHORT_TIMEOUT, verbose, "fstest: fsync returned")?;
+        if exit != Exit::KilledAtCue {
+            if !verbose {
+                show_tail(&log);
+            }
+            return Err(format!("boot 1: expected to be killed after `fstest: fsync returned`, but {}", describe_exit(exit)));
+        }
+        let report = crate::fs::check_image(&image, crate::fs::DEFAULT_OFFSET)?;
+        if report.has_errors() {
+            return Err(format!("after the kill the file system has errors:\n{report}"));
+        }
+        let on_disk = crate::fs::read_image_file(&image, crate::fs::DEFAULT_OFFSET, "/durable")?;
+        let expected: Vec<u8> = (0..FSTEST_DURABLE_BYTES).map(|index| fstest_pattern(seed, index)).collect();
+        if on_disk != expected {
+            let first = on_disk.iter().zip(&expected).position(|(a, b)| a != b).unwrap_or(on_disk.len().min(expected.len()));
+            return Err(format!("after the kill /durable has {} bytes (expected {}), first difference at byte {first}", on_disk.len(), expected.len()));
+        }
+        let mut machine = Machine::for_image(kernel);
+        machine.set_disk(Disk::Kept { path: image.clone(), bytes: None, fresh: false });
+        machine.extra(ICOUNT);
+        machine.append(&format!("spindle.script={}", crate::encode::encode_script(&[format!("run fstest verify /durable {seed}")])));
+        let (exit, log) = machine.run_captured(SHORT_TIMEOUT, verbose)?;
+        let verified = log.iter().any(|line| line.contains("fstest: verified 204923 bytes of /durable"));
+        if exit != Exit::Status(0) || !verified {
+            if !verbose {
+                show_tail(&log);
+            }
+            return Err(format!("boot 2: `fstest verify` did not read the file back ({})", describe_exit(exit)));
+        }
+        Ok(())
+    })();
+    let _ = std::fs::remove_file(&image);
+    outcome
 }
 
 /// A disk whose reads of one sector fail on the host (QEMU's `blkdebug` driver injects

@@ -207,6 +207,7 @@ fn run_qemu(arguments: QemuArgs) -> Result<ExitCode> {
             eprintln!("xtask: QEMU stopped after {timeout} s (the kernel did not exit)");
             Ok(ExitCode::from(124))
         }
+        qemu::Exit::KilledAtCue => Ok(ExitCode::from(137)),
     }
 }
 

@@ -205,6 +205,8 @@ pub enum Exit {
     Status(i32),
     /// The host timeout fired and QEMU was killed.
     TimedOut,
+    /// QEMU was killed (SIGKILL) as soon as it printed the cue line ([`Machine::run_killed_at`]).
+    KilledAtCue,
 }
 
 /// A QEMU `virt` machine configuration.
@@ -372,6 +374,17 @@ impl Machine {
     /// Runs with output captured (and echoed to the terminal when `echo`), stopping it
     /// after `timeout`. Returns how it ended and every line it printed.
     pub fn run_captured(&self, timeout: Duration, echo: bool) -> Result<(Exit, Vec<String>)> {
+        self.run_capturing(timeout, echo, None)
+    }
+
+    /// [`Machine::run_captured`] that kills QEMU (SIGKILL: no shutdown, nothing flushed by
+    /// the guest) as soon as it prints a line equal to `cue` (leading and trailing spaces
+    /// aside): how the durability tests pull the plug right after an `fsync` returned.
+    pub fn run_killed_at(&self, timeout: Duration, echo: bool, cue: &str) -> Result<(Exit, Vec<String>)> {
+        self.run_capturing(timeout, echo, Some(cue))
+    }
+
+    fn run_capturing(&self, timeout: Duration, echo: bool, cue: Option<&str>) -> Result<(Exit, Vec<String>)> {
         self.prepare()?;
         let mut command = self.command(false);
         command.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
@@ -386,13 +399,23 @@ impl Machine {
         ];
         let deadline = Instant::now() + timeout;
         let mut lines = Vec::new();
+        let mut killed = false;
         let exit = loop {
             while let Ok(line) = receiver.try_recv() {
                 if echo {
                     println!("    | {line}");
                     let _ = std::io::stdout().flush();
                 }
+                let cued = cue.is_some_and(|cue| line.trim() == cue);
                 lines.push(line);
+                if cued {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    killed = true;
+                }
+            }
+            if killed {
+                break Exit::KilledAtCue;
             }
             if let Some(status) = child.try_wait().map_err(|error| error.to_string())? {
                 break Exit::Status(status.code().unwrap_or(-1));

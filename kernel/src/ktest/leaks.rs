@@ -84,7 +84,7 @@ fn usage() -> Usage {
 
 /// Runs `round` once to warm up, then [`ROUNDS`] times, and requires the heap and the
 /// free frames to be exactly where they were after the warm-up.
-fn repeat(path: &str, mut round: impl FnMut() -> TestResult) -> TestResult {
+pub(super) fn repeat(path: &str, mut round: impl FnMut() -> TestResult) -> TestResult {
     round().map_err(|error| alloc::format!("{path} (warm-up round): {error}"))?;
     let before = usage();
     for index in 0..ROUNDS {

@@ -37,6 +37,7 @@
 //! Limitations: one file system; no rename or hard links; an open file whose inode is
 //! unlinked reads and writes a freed inode, which answers an error.
 
+use alloc::boxed::Box;
 use alloc::string::String;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
@@ -56,6 +57,10 @@ const SECTORS_PER_BLOCK: u64 = (BLOCK_BYTES / disk::SECTOR_SIZE) as u64;
 pub const DEFAULT_CACHE_BLOCKS: usize = 1024;
 /// Largest file [`read_file`] returns (a program or an extension artifact).
 pub const MAX_WHOLE_FILE: u64 = 8 * 1024 * 1024;
+/// Most blocks one write-back request carries (64 KiB): a sorted run of dirty blocks goes
+/// to the disk in requests of this size, not block by block (each request pays the
+/// controller's overhead and a wait for the platter).
+const RUN_BLOCKS: usize = 16;
 /// How often a disk request that found the queue full is tried again (a tick apart).
 const QUEUE_FULL_RETRIES: u32 = 100;
 
@@ -148,6 +153,22 @@ impl BlockDevice for Disk {
     fn write(&mut self, block: u64, buf: &[u8; BLOCK_BYTES]) -> Result<(), DiskIoError> {
         DISK_WRITES.fetch_add(1, Ordering::Relaxed);
         self.request(block, |sector| disk::write(sector, buf))
+    }
+
+    fn max_run_blocks(&self) -> usize {
+        RUN_BLOCKS
+    }
+
+    fn write_run(&mut self, start: u64, blocks: &[&[u8; BLOCK_BYTES]]) -> Result<(), DiskIoError> {
+        if start.checked_add(blocks.len() as u64).is_none_or(|end| end > self.blocks) {
+            return Err(DiskIoError::OutOfRange(start));
+        }
+        DISK_WRITES.fetch_add(blocks.len() as u64, Ordering::Relaxed);
+        let mut bytes = Vec::with_capacity(blocks.len() * BLOCK_BYTES);
+        for block in blocks {
+            bytes.extend_from_slice(&block[..]);
+        }
+        self.request(start, |sector| disk::write(sector, &bytes))
     }
 
     fn flush(&mut self) -> Result<(), DiskIoError> {
@@ -261,8 +282,8 @@ enum State {
     Unmounted,
     /// Tried; refused for this reason (until `format` or `mount`).
     Refused(String),
-    /// Mounted.
-    Mounted(FileSystem<CacheStore>),
+    /// Mounted (boxed: the file system with its cache handle is large).
+    Mounted(Box<FileSystem<CacheStore>>),
 }
 
 static FS: SleepLock<State> = SleepLock::new(State::Unmounted);
@@ -275,7 +296,7 @@ fn region() -> Result<Disk, String> {
     if sectors <= start_sector {
         return Err(alloc::format!(
             "the disk has {} MiB; the file system's region starts at {} MiB",
-            sectors * disk::SECTOR_SIZE as u64 >> 20,
+            (sectors * disk::SECTOR_SIZE as u64) >> 20,
             crate::param::FS_REGION_START >> 20
         ));
     }
@@ -298,7 +319,7 @@ fn mount_now(cache_blocks: usize) -> State {
             let stats = fs.statfs();
             crate::println!(
                 "[fs] mounted: {} MiB at {} MiB on the disk, {} of {} blocks free, {} of {} inodes free, cache {} KiB",
-                stats.blocks * stats.block_bytes >> 20,
+                (stats.blocks * stats.block_bytes) >> 20,
                 crate::param::FS_REGION_START >> 20,
                 stats.free_blocks,
                 stats.data_blocks,
@@ -306,7 +327,7 @@ fn mount_now(cache_blocks: usize) -> State {
                 stats.inodes,
                 cache_blocks * BLOCK_BYTES / 1024
             );
-            State::Mounted(fs)
+            State::Mounted(Box::new(fs))
         }
         Err(why) => State::Refused(why),
     }
@@ -347,7 +368,7 @@ pub fn format(bytes: u64) -> Result<FsStats, FsCallError> {
     spindle_service_fs::format(&mut store, FormatOptions { blocks, inodes: spindle_service_fs::default_inodes(blocks) })?;
     let fs = FileSystem::mount(store)?;
     let stats = fs.statfs();
-    *state = State::Mounted(fs);
+    *state = State::Mounted(Box::new(fs));
     Ok(stats)
 }
 
@@ -498,12 +519,17 @@ fn read_with_read_ahead(fs: &mut FileSystem<CacheStore>, inode: u32, offset: u64
     if count > 0 {
         let size = fs.stat(inode)?.size;
         let file_blocks = size.div_ceil(BLOCK_BYTES as u64);
+        let first = offset / BLOCK_BYTES as u64;
         let last = (offset + count as u64 - 1) / BLOCK_BYTES as u64;
-        let prefetch = fs.store_mut().0.read_ahead(inode, last, file_blocks);
-        for file_block in prefetch.first..prefetch.first.saturating_add(u64::from(prefetch.count)).min(file_blocks) {
-            if let Some(block) = fs.block_of(inode, file_block)? {
-                // A prefetch that fails is only a lost hint: the read itself will ask again.
-                let _ = fs.store_mut().0.prefetch(block, Owner::of(inode, file_block));
+        // The read-ahead rule sees every block read, in order (a 32 KiB read is eight
+        // sequential block reads, not one jump of eight).
+        for block in first..=last {
+            let prefetch = fs.store_mut().0.read_ahead(inode, block, file_blocks);
+            for file_block in prefetch.first..prefetch.first.saturating_add(u64::from(prefetch.count)).min(file_blocks) {
+                if let Some(device_block) = fs.block_of(inode, file_block)? {
+                    // A prefetch that fails is only a lost hint: the read itself will ask again.
+                    let _ = fs.store_mut().0.prefetch(device_block, Owner::of(inode, file_block));
+                }
             }
         }
     }

@@ -4,6 +4,8 @@
 
 use core::fmt;
 
+use alloc::vec::Vec;
+
 use crate::cache::{Cache, CacheError, Config, ConfigError, Invalidated, Lookup, Owner, PrefetchOutcome, Run, Slot, WriteOutcome};
 use crate::policy::{Policy, WritebackReason};
 use crate::{BLOCK_SIZE, FileId};
@@ -21,6 +23,23 @@ pub trait BlockDevice {
 
     /// Makes every completed write durable.
     fn flush(&mut self) -> Result<(), Self::Error>;
+
+    /// Most consecutive blocks [`BlockDevice::write_run`] takes in one call; 1 (the
+    /// default) means write-back writes block by block.
+    fn max_run_blocks(&self) -> usize {
+        1
+    }
+
+    /// Writes `blocks` (at most [`BlockDevice::max_run_blocks`]) to consecutive blocks
+    /// from `start` in one request: for a device where each request costs much (a disk:
+    /// the controller's overhead, the platter's rotation). On an error none of them counts
+    /// as written. The default writes them one by one.
+    fn write_run(&mut self, start: u64, blocks: &[&[u8; BLOCK_SIZE]]) -> Result<(), Self::Error> {
+        for (offset, block) in blocks.iter().enumerate() {
+            self.write(start + offset as u64, block)?;
+        }
+        Ok(())
+    }
 }
 
 /// Why a [`CachedDevice`] call failed.
@@ -218,20 +237,29 @@ impl<D: BlockDevice, P: Policy> CachedDevice<D, P> {
     fn write_runs(&mut self, runs: &[Run]) -> Result<usize, CachedError<D::Error>> {
         let mut first_error = None;
         let mut written = 0;
-        for run in runs {
-            for (offset, &slot) in run.slots.iter().enumerate() {
-                let block = run.start + offset as u64;
-                let result = self.device.write(block, self.cache.data(slot)?);
-                match result {
-                    Ok(()) => {
-                        self.cache.complete_write(slot, Ok::<(), ()>(()))?;
-                        written += 1;
-                    }
-                    Err(error) => {
-                        self.cache.complete_write(slot, Err(()))?;
-                        first_error.get_or_insert(error);
-                    }
+        let most = self.device.max_run_blocks().max(1);
+        let pieces = runs.iter().flat_map(|run| run.slots.chunks(most).enumerate().map(move |(index, slots)| (run.start + (index * most) as u64, slots)));
+        for (start, slots) in pieces {
+            let result = if let [slot] = slots {
+                self.device.write(start, self.cache.data(*slot)?)
+            } else {
+                let mut blocks = Vec::with_capacity(slots.len());
+                for &slot in slots {
+                    blocks.push(self.cache.data(slot)?);
                 }
+                self.device.write_run(start, &blocks)
+            };
+            let failed = result.is_err();
+            for &slot in slots {
+                if failed {
+                    self.cache.complete_write(slot, Err(()))?;
+                } else {
+                    self.cache.complete_write(slot, Ok::<(), ()>(()))?;
+                    written += 1;
+                }
+            }
+            if let Err(error) = result {
+                first_error.get_or_insert(error);
             }
         }
         match first_error {

@@ -1,0 +1,193 @@
+//! Tests of the file-system service (`services::fs`): files through the buffer cache and
+//! back from a cold cache, a cache smaller than the file (dirty blocks written back
+//! before their buffers are reused), the specific errors, the file-system system calls
+//! from a user program (`fstest check`), programs and extensions loaded from the file
+//! system, open files closed by a process's exit leak nothing, and a corrupt superblock is
+//! refused with its reason (never a panic) and the file system mounts again once repaired.
+//!
+//! They work in `/ktest` of the machine's file system (xtask gives every test machine's
+//! disk one, with the image's `bin/` and `ext/`).
+
+use alloc::string::String;
+use alloc::vec::Vec;
+
+use spindle_abi::syscall::Error;
+
+use super::{KernelTest, TestResult};
+use crate::ensure;
+use crate::services::fs::{self, FsCallError};
+
+/// The file-system tests.
+pub const TESTS: &[KernelTest] = &[
+    KernelTest { name: "fs::file_round_trips_through_a_cold_cache", run: file_round_trips_through_a_cold_cache },
+    KernelTest { name: "fs::cache_smaller_than_the_file_loses_nothing", run: cache_smaller_than_the_file_loses_nothing },
+    KernelTest { name: "fs::errors_are_specific", run: errors_are_specific },
+    KernelTest { name: "fs::user_program_uses_the_file_calls", run: user_program_uses_the_file_calls },
+    KernelTest { name: "fs::programs_and_extensions_load_from_files", run: programs_and_extensions_load_from_files },
+    KernelTest { name: "fs::open_files_of_exited_processes_leak_nothing", run: open_files_of_exited_processes_leak_nothing },
+    KernelTest { name: "fs::corrupt_superblock_is_refused_then_repaired", run: corrupt_superblock_is_refused_then_repaired },
+];
+
+fn text(error: impl core::fmt::Display) -> String {
+    alloc::format!("{error}")
+}
+
+/// `length` bytes of `seed`'s pattern.
+fn pattern(seed: u64, length: usize) -> Vec<u8> {
+    (0..length).map(|index| ((index as u64 ^ seed.wrapping_mul(0x9e37_79b9_7f4a_7c15)).wrapping_mul(0x2545_f491_4f6c_dd1d) >> 56) as u8).collect()
+}
+
+/// Makes `/ktest` (if missing).
+fn work_directory() -> TestResult {
+    match fs::mkdir("/ktest") {
+        Ok(()) | Err(FsCallError::Fs(spindle_service_fs::FsError::Exists)) => Ok(()),
+        Err(error) => Err(alloc::format!("mkdir /ktest: {error}")),
+    }
+}
+
+/// Writes a 300 KiB file (direct and indirect blocks), reads it back, mounts again (a
+/// cold cache: every block from the disk) and reads it again.
+fn file_round_trips_through_a_cold_cache() -> TestResult {
+    work_directory()?;
+    let data = pattern(1, 300 * 1024 + 17);
+    fs::write_file("/ktest/round", &data).map_err(text)?;
+    ensure!(fs::read_file("/ktest/round").map_err(text)? == data, "the file read back differs (warm cache)");
+    fs::remount(fs::DEFAULT_CACHE_BLOCKS).map_err(text)?;
+    let before = fs::status().map_err(text)?;
+    // Read as a program would: 32 KiB at a time (the read-ahead rule sees a sequence).
+    let file = fs::open("/ktest/round", fs::OpenMode { read: true, ..fs::OpenMode::default() }).map_err(text)?;
+    let mut read = Vec::new();
+    let mut chunk = alloc::vec![0u8; 32 * 1024];
+    loop {
+        let count = fs::read(&file, &mut chunk).map_err(text)?;
+        if count == 0 {
+            break;
+        }
+        read.extend_from_slice(&chunk[..count]);
+    }
+    ensure!(read == data, "the file read back differs (cold cache)");
+    let after = fs::status().map_err(text)?;
+    let blocks = data.len().div_ceil(4096) as u64;
+    ensure!(
+        after.disk_reads - before.disk_reads >= blocks,
+        "a cold read of {blocks} blocks read only {} blocks from the disk",
+        after.disk_reads - before.disk_reads
+    );
+    ensure!(after.cache.prefetches > before.cache.prefetches, "a sequential read prefetched nothing: {:?}", after.cache);
+    fs::unlink("/ktest/round").map_err(text)?;
+    Ok(())
+}
+
+/// With a 32-buffer cache, a 512 KiB file (128 blocks) is written and read back: the
+/// dirty blocks are written back as their buffers are needed, and every byte survives,
+/// also after mounting again.
+fn cache_smaller_than_the_file_loses_nothing() -> TestResult {
+    work_directory()?;
+    fs::remount(32).map_err(text)?;
+    let outcome = (|| -> TestResult {
+        let data = pattern(2, 512 << 10);
+        fs::write_file("/ktest/large", &data).map_err(text)?;
+        super::progress();
+        let status = fs::status().map_err(text)?;
+        ensure!(status.cache.evictions > 0 && status.cache_blocks == 32, "no evictions with a 32-buffer cache: {:?}", status.cache);
+        ensure!(fs::read_file("/ktest/large").map_err(text)? == data, "the file read back differs (small cache)");
+        super::progress();
+        fs::remount(32).map_err(text)?;
+        ensure!(fs::read_file("/ktest/large").map_err(text)? == data, "the file read back differs (after mounting again)");
+        fs::unlink("/ktest/large").map_err(text)
+    })();
+    fs::remount(fs::DEFAULT_CACHE_BLOCKS).map_err(text)?;
+    outcome?;
+    let report = fs::check().map_err(text)?;
+    ensure!(!report.has_errors(), "the file system does not check clean:\n{report}");
+    Ok(())
+}
+
+/// Each misuse gets its own error, as the system calls report it.
+fn errors_are_specific() -> TestResult {
+    work_directory()?;
+    let code = |result: Result<(), FsCallError>| result.err().map(|error| error.code());
+    ensure!(code(fs::mkdir("/ktest")) == Some(Error::Exists), "mkdir of an existing directory");
+    ensure!(code(fs::read_file("/ktest/missing").map(drop)) == Some(Error::NotFound), "reading a missing file");
+    ensure!(code(fs::read_file("/ktest").map(drop)) == Some(Error::IsADirectory), "reading a directory as a file");
+    fs::write_file("/ktest/file", b"x").map_err(text)?;
+    ensure!(code(fs::list("/ktest/file").map(drop)) == Some(Error::NotADirectory), "listing a file");
+    ensure!(code(fs::read_file("/ktest/file/below").map(drop)) == Some(Error::NotADirectory), "a path through a file");
+    fs::mkdir("/ktest/full").map_err(text)?;
+    fs::write_file("/ktest/full/inside", b"y").map_err(text)?;
+    ensure!(code(fs::unlink("/ktest/full")) == Some(Error::NotEmpty), "removing a non-empty directory");
+    let long = alloc::format!("/ktest/{}", "n".repeat(200));
+    ensure!(code(fs::write_file(&long, b"z")) == Some(Error::BadArgument), "a name too long");
+    let write_only = fs::open("/ktest/file", fs::OpenMode { write: true, ..fs::OpenMode::default() }).map_err(text)?;
+    ensure!(fs::read(&write_only, &mut [0u8; 4]) == Err(FsCallError::NotPermitted), "reading a file opened for writing only");
+    for path in ["/ktest/full/inside", "/ktest/full", "/ktest/file"] {
+        fs::unlink(path).map_err(|error| alloc::format!("rm {path}: {error}"))?;
+    }
+    Ok(())
+}
+
+/// Runs `command_line` as a child of the kernel; its exit status.
+fn run(command_line: &str) -> Result<spindle_abi::syscall::ExitStatus, String> {
+    use crate::proc::{self, Grants, Parent};
+    let process = proc::spawn(command_line, Parent::Kernel, Grants::NONE).map_err(|error| alloc::format!("spawn {command_line:?}: {error}"))?;
+    proc::wait(process.pid(), Parent::Kernel, &|| false).map_err(|error| alloc::format!("wait for {command_line:?}: {error:?}"))
+}
+
+/// `fstest check`: every file-system call from user space, and its errors.
+fn user_program_uses_the_file_calls() -> TestResult {
+    let status = run("fstest check")?;
+    ensure!(status.is_success(), "fstest check ended {status} (its output is above)");
+    Ok(())
+}
+
+/// `run /bin/hello` and `ext load /ext/hello.kext` (and the Wasm one) work from files.
+fn programs_and_extensions_load_from_files() -> TestResult {
+    let status = run("/bin/hello 7")?;
+    ensure!(status == spindle_abi::syscall::ExitStatus::Exited(7), "/bin/hello 7 ended {status}");
+    let missing = run("/bin/missing");
+    ensure!(missing.is_err(), "a missing program file started: {missing:?}");
+    for (path, technology) in [("/ext/hello.kext", "native"), ("/ext/hello.wasm", "wasm")] {
+        let bytes = fs::read_file(path).map_err(text)?;
+        let extension = crate::ext::load_kext_bytes(&bytes).map_err(|error| alloc::format!("load {path}: {error}"))?;
+        let label = alloc::format!("{}", extension.technology);
+        crate::ext::unload("hello").map_err(|error| alloc::format!("unload hello: {error}"))?;
+        ensure!(label == technology, "{path} loaded as {label}, not {technology}");
+    }
+    Ok(())
+}
+
+/// A process that opens files and exits without closing them gives every byte back
+/// (its capability table, and with it the open files, goes with it).
+fn open_files_of_exited_processes_leak_nothing() -> TestResult {
+    super::leaks::repeat("fstest open /README (exit without close)", || {
+        let status = run("fstest open /README")?;
+        ensure!(status.is_success(), "fstest open ended {status}");
+        Ok(())
+    })
+}
+
+/// The superblock's sector overwritten: mounting is refused with the reason (the checksum
+/// or magic), reads answer `NoDevice`; written back, it mounts again.
+fn corrupt_superblock_is_refused_then_repaired() -> TestResult {
+    use crate::services::disk;
+    fs::sync().map_err(text)?;
+    let sector = crate::param::FS_REGION_START / disk::SECTOR_SIZE as u64;
+    let mut original = alloc::vec![0u8; disk::SECTOR_SIZE];
+    disk::read(sector, &mut original).map_err(text)?;
+    let mut damaged = original.clone();
+    damaged[40] ^= 0x5a;
+    damaged[100] ^= 0xff;
+    disk::write(sector, &damaged).map_err(text)?;
+    let refused = fs::remount(fs::DEFAULT_CACHE_BLOCKS);
+    let read = fs::read_file("/README");
+    disk::write(sector, &original).map_err(text)?;
+    let repaired = fs::remount(fs::DEFAULT_CACHE_BLOCKS);
+    match refused {
+        Err(FsCallError::NotMounted(why)) => ensure!(why.contains("superblock") || why.contains("checksum"), "refused, but for {why:?}"),
+        other => return Err(alloc::format!("a damaged superblock mounted: {other:?}")),
+    }
+    ensure!(read.as_ref().err().map(FsCallError::code) == Some(Error::NoDevice), "a read without a file system gave {read:?}");
+    repaired.map_err(|error| alloc::format!("the repaired file system does not mount: {error}"))?;
+    ensure!(!fs::read_file("/README").map_err(text)?.is_empty(), "/README is empty after the repair");
+    Ok(())
+}
