@@ -32,7 +32,8 @@
 //!
 //! **Read-ahead.** After a read, the cache's read-ahead rule (`cache.ReadAhead`'s default:
 //! clustered sequential) names file blocks to prefetch; they are read now, on the reading
-//! strand, into the cache (not yet overlapped with the caller's computation).
+//! strand, into the cache — consecutive device blocks in one request of up to 64 KiB — not
+//! yet overlapped with the caller's computation.
 //!
 //! Limitations: one file system; no rename or hard links; an open file whose inode is
 //! unlinked reads and writes a freed inode, which answers an error.
@@ -157,6 +158,15 @@ impl BlockDevice for Disk {
 
     fn max_run_blocks(&self) -> usize {
         RUN_BLOCKS
+    }
+
+    fn read_run(&mut self, start: u64, buf: &mut [u8]) -> Result<(), DiskIoError> {
+        let blocks = (buf.len() / BLOCK_BYTES) as u64;
+        if start.checked_add(blocks).is_none_or(|end| end > self.blocks) {
+            return Err(DiskIoError::OutOfRange(start));
+        }
+        DISK_READS.fetch_add(blocks, Ordering::Relaxed);
+        self.request(start, |sector| disk::read(sector, buf))
     }
 
     fn write_run(&mut self, start: u64, blocks: &[&[u8; BLOCK_BYTES]]) -> Result<(), DiskIoError> {
@@ -522,15 +532,20 @@ fn read_with_read_ahead(fs: &mut FileSystem<CacheStore>, inode: u32, offset: u64
         let first = offset / BLOCK_BYTES as u64;
         let last = (offset + count as u64 - 1) / BLOCK_BYTES as u64;
         // The read-ahead rule sees every block read, in order (a 32 KiB read is eight
-        // sequential block reads, not one jump of eight).
+        // sequential block reads, not one jump of eight); what it names is read in
+        // clusters, consecutive device blocks in one request.
+        let mut wanted = Vec::new();
         for block in first..=last {
             let prefetch = fs.store_mut().0.read_ahead(inode, block, file_blocks);
             for file_block in prefetch.first..prefetch.first.saturating_add(u64::from(prefetch.count)).min(file_blocks) {
                 if let Some(device_block) = fs.block_of(inode, file_block)? {
-                    // A prefetch that fails is only a lost hint: the read itself will ask again.
-                    let _ = fs.store_mut().0.prefetch(device_block, Owner::of(inode, file_block));
+                    wanted.push((device_block, Owner::of(inode, file_block)));
                 }
             }
+        }
+        if !wanted.is_empty() {
+            // A prefetch that fails is only a lost hint: a read will ask again.
+            let _ = fs.store_mut().0.prefetch_blocks(&wanted);
         }
     }
     Ok(count)

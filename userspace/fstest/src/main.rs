@@ -133,7 +133,7 @@ fn check() -> i32 {
     check.expect("fsync", arch::fsync(handle).is_ok());
     match arch::stat("/fstest/data") {
         Ok(stat) => check.expect("stat: a file of the written size", stat.kind == FileStat::FILE && stat.size == total as u64 && stat.links == 1),
-        Err(error) => check.expect(&alloc_free_message("stat", error), false),
+        Err(error) => check.expect(alloc_free_message("stat", error), false),
     }
     check.expect("close", arch::close(handle).is_ok());
     check.expect_error("read through a closed handle", arch::read(handle, &mut buffer), Error::BadHandle);
@@ -168,7 +168,7 @@ fn check() -> i32 {
             let text = core::str::from_utf8(&listing[..length.min(listing.len())]).unwrap_or("");
             check.expect("readdir lists the file and the directory", text.contains("f\t") && text.contains("\tdata\n") && text.contains("d\t") && text.contains("\tsub\n"));
         }
-        Err(error) => check.expect(&alloc_free_message("readdir", error), false),
+        Err(error) => check.expect(alloc_free_message("readdir", error), false),
     }
     check.expect_error("readdir of a file", arch::readdir("/fstest/data", &mut listing), Error::NotADirectory);
     check.expect_error("remove a non-empty directory", arch::unlink("/fstest/sub"), Error::NotEmpty);

@@ -30,6 +30,18 @@ pub trait BlockDevice {
         1
     }
 
+    /// Reads consecutive blocks from `start` into `buf` (`buf.len()` is a whole number of
+    /// blocks, at most [`BlockDevice::max_run_blocks`]) in one request. The default reads
+    /// them one by one.
+    fn read_run(&mut self, start: u64, buf: &mut [u8]) -> Result<(), Self::Error> {
+        for (offset, chunk) in buf.chunks_exact_mut(BLOCK_SIZE).enumerate() {
+            let mut block = [0u8; BLOCK_SIZE];
+            self.read(start + offset as u64, &mut block)?;
+            chunk.copy_from_slice(&block);
+        }
+        Ok(())
+    }
+
     /// Writes `blocks` (at most [`BlockDevice::max_run_blocks`]) to consecutive blocks
     /// from `start` in one request: for a device where each request costs much (a disk:
     /// the controller's overhead, the platter's rotation). On an error none of them counts
@@ -192,6 +204,59 @@ impl<D: BlockDevice, P: Policy> CachedDevice<D, P> {
         match self.cache.prefetch(block, owner, &mut self.policy) {
             PrefetchOutcome::Read(slot) => self.fill(slot, block).map(|()| true),
             PrefetchOutcome::Resident | PrefetchOutcome::Skipped => Ok(false),
+        }
+    }
+
+    /// Prefetches `blocks` (device block and owner each): the ones neither resident nor
+    /// refused by the cache are read, consecutive device blocks together in requests of up
+    /// to [`BlockDevice::max_run_blocks`] (a clustered read-ahead reaches the disk as one
+    /// request per cluster, not one per block). Returns how many blocks were read.
+    ///
+    /// Errors: the first device error (those blocks are not cached; later runs were tried).
+    pub fn prefetch_blocks(&mut self, blocks: &[(u64, Owner)]) -> Result<usize, CachedError<D::Error>> {
+        let most = self.device.max_run_blocks().max(1);
+        let mut reserved: Vec<(u64, Slot)> = Vec::new();
+        for &(block, owner) in blocks {
+            if let PrefetchOutcome::Read(slot) = self.cache.prefetch(block, owner, &mut self.policy) {
+                reserved.push((block, slot));
+            }
+        }
+        let mut first_error = None;
+        let mut read = 0;
+        let mut index = 0;
+        while index < reserved.len() {
+            let start = reserved[index].0;
+            let mut end = index + 1;
+            while end < reserved.len() && end - index < most && reserved[end].0 == start + (end - index) as u64 {
+                end += 1;
+            }
+            let run = &reserved[index..end];
+            let mut bytes = alloc::vec![0u8; run.len() * BLOCK_SIZE];
+            let result = if run.len() == 1 {
+                let mut block = [0u8; BLOCK_SIZE];
+                let result = self.device.read(start, &mut block);
+                bytes.copy_from_slice(&block);
+                result
+            } else {
+                self.device.read_run(start, &mut bytes)
+            };
+            for (offset, &(_, slot)) in run.iter().enumerate() {
+                if result.is_ok() {
+                    self.cache.read_buffer(slot)?.copy_from_slice(&bytes[offset * BLOCK_SIZE..(offset + 1) * BLOCK_SIZE]);
+                    self.cache.complete_read(slot, Ok::<(), ()>(()))?;
+                    read += 1;
+                } else {
+                    self.cache.complete_read(slot, Err(()))?;
+                }
+            }
+            if let Err(error) = result {
+                first_error.get_or_insert(error);
+            }
+            index = end;
+        }
+        match first_error {
+            None => Ok(read),
+            Some(error) => Err(CachedError::Device(error)),
         }
     }
 

@@ -1029,3 +1029,77 @@ fn async_model_with_overlapping_io_never_loses_data() {
         async_model_run(seed, Chaotic(Rng::new(seed + 200)));
     }
 }
+
+/// A device that counts its requests and can read and write runs.
+struct RunDevice {
+    blocks: alloc::vec::Vec<[u8; BLOCK_SIZE]>,
+    requests: usize,
+}
+
+impl crate::BlockDevice for RunDevice {
+    type Error = ();
+
+    fn read(&mut self, block: u64, buf: &mut [u8; BLOCK_SIZE]) -> Result<(), ()> {
+        self.requests += 1;
+        buf.copy_from_slice(self.blocks.get(block as usize).ok_or(())?);
+        Ok(())
+    }
+
+    fn write(&mut self, block: u64, buf: &[u8; BLOCK_SIZE]) -> Result<(), ()> {
+        self.requests += 1;
+        self.blocks.get_mut(block as usize).ok_or(())?.copy_from_slice(buf);
+        Ok(())
+    }
+
+    fn flush(&mut self) -> Result<(), ()> {
+        Ok(())
+    }
+
+    fn max_run_blocks(&self) -> usize {
+        4
+    }
+
+    fn read_run(&mut self, start: u64, buf: &mut [u8]) -> Result<(), ()> {
+        self.requests += 1;
+        for (offset, chunk) in buf.chunks_exact_mut(BLOCK_SIZE).enumerate() {
+            chunk.copy_from_slice(self.blocks.get(start as usize + offset).ok_or(())?);
+        }
+        Ok(())
+    }
+
+    fn write_run(&mut self, start: u64, blocks: &[&[u8; BLOCK_SIZE]]) -> Result<(), ()> {
+        self.requests += 1;
+        for (offset, block) in blocks.iter().enumerate() {
+            self.blocks.get_mut(start as usize + offset).ok_or(())?.copy_from_slice(&block[..]);
+        }
+        Ok(())
+    }
+}
+
+#[test]
+fn runs_reach_the_device_as_one_request_each() {
+    let blocks = (0..32u8).map(|index| [index; BLOCK_SIZE]).collect();
+    let mut cached = crate::CachedDevice::new(RunDevice { blocks, requests: 0 }, crate::Config::new(32), crate::DefaultPolicy).unwrap();
+    // Ten blocks to prefetch: 3..=9 consecutive (two runs: 4 + 3, the device takes 4), 12
+    // alone, 14 and 15 together; 5 is already resident.
+    let mut one = [0u8; 1];
+    cached.read(5, Owner::NONE, 0, &mut one).unwrap();
+    cached.device_mut().requests = 0;
+    let wanted: alloc::vec::Vec<(u64, Owner)> = [3, 4, 5, 6, 7, 8, 9, 12, 14, 15].iter().map(|&block| (block, Owner::NONE)).collect();
+    assert_eq!(cached.prefetch_blocks(&wanted), Ok(9));
+    // 3-4 (5 resident splits the run), 6-9, 12, 14-15.
+    assert_eq!(cached.device().requests, 4);
+    for block in [3u64, 4, 6, 9, 12, 15] {
+        cached.read(block, Owner::NONE, 0, &mut one).unwrap();
+        assert_eq!(one[0], block as u8, "block {block} holds another block's data");
+    }
+    assert_eq!(cached.device().requests, 4, "the prefetched blocks were hits");
+    // Ten dirty consecutive blocks are written back as runs of at most four.
+    for block in 20..30u64 {
+        cached.write(block, Owner::NONE, 0, &[0xee; BLOCK_SIZE]).unwrap();
+    }
+    cached.device_mut().requests = 0;
+    cached.sync().unwrap();
+    assert_eq!(cached.device().requests, 3);
+    assert!(cached.device().blocks[20..30].iter().all(|block| block.iter().all(|&byte| byte == 0xee)));
+}
