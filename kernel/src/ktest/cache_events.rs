@@ -277,12 +277,15 @@ fn broken_answers_are_rejected_and_the_default_used() -> TestResult {
     ];
     let whole = run(EventPolicy::whole_cache(), &accesses);
     let after: Vec<u64> = EVENT_NAMES[..4].iter().map(|event| faults(event)).collect();
-    // A per-file policy may name any block of its file: the primary module lets the
-    // answer through and the cache refuses it (0xdead is not resident).
-    let per_file = run(EventPolicy::for_file(FILE), &accesses);
     for binding in bindings {
         let _ = dispatcher.uninstall(binding);
     }
+    // A per-file policy may name any block of its file: the primary module lets the
+    // answer through and the cache refuses it (0xdead is not resident). A fresh binding:
+    // the first was disabled by the circuit breaker after three refused answers.
+    let binding = dispatcher.install(&CACHE_EVICT, BindingSpec::new("test", handler_fn("test.garbage", garbage_victim))).map_err(text)?;
+    let per_file = run(EventPolicy::for_file(FILE), &accesses);
+    let _ = dispatcher.uninstall(binding);
     let whole = whole?;
     ensure!(whole.log == default.log && whole.victims == default.victims, "garbage answers changed the run: {whole:?}\n  the default {default:?}");
     ensure!(whole.counters.rejections == [0; 4], "the cache saw answers the primary modules should have refused: {:?}", whole.counters.rejections);
@@ -400,10 +403,14 @@ fn lock_script(policy: &mut dyn GrantPolicy) -> Result<Vec<Granted>, String> {
             Requested::Queued { .. } => {}
         }
     }
-    for owner in 1..=6 {
-        now += 10;
-        for grant in table.unlock(1, owner, byte, now, policy).map_err(|error| alloc::format!("unlock {owner}: {error:?}"))? {
-            note(&grant);
+    // Each owner unlocks in turn until nothing is held or waits (a writer granted late
+    // unlocks in a later pass).
+    for _ in 0..6 {
+        for owner in 1..=6 {
+            now += 10;
+            for grant in table.unlock(1, owner, byte, now, policy).map_err(|error| alloc::format!("unlock {owner}: {error:?}"))? {
+                note(&grant);
+            }
         }
     }
     ensure!(table.waiting(1).is_empty(), "requests still waiting at the end: {:?}", table.waiting(1));
