@@ -13,7 +13,9 @@
 //! The kernel's own events are declared at the bottom of this module
 //! ([`CLOCK_TICK`], [`CONSOLE_LINE`], [`MM_RECLAIM`], [`MM_HOT_LIST_SET`], the block
 //! path's [`BLOCK_READ_FILTER`], [`BLOCK_READ_DONE`], [`BLOCK_WRITE`], [`BLOCK_MAP_LOOKUP`],
-//! [`BLOCK_FORMAT`], the scheduler's [`SCHED_BLOCK`], [`SCHED_UNBLOCK`],
+//! [`BLOCK_FORMAT`], the disk's [`DISK_SCHEDULE`], the buffer cache's [`CACHE_ENQUEUE`],
+//! [`CACHE_EVICT`], [`CACHE_WRITEBACK`], [`CACHE_READ_AHEAD`], the lock service's
+//! [`LOCK_GRANT`], the scheduler's [`SCHED_BLOCK`], [`SCHED_UNBLOCK`],
 //! [`SCHED_CHECKPOINT`], [`SCHED_RESUME`]) and listed in [`KERNEL_EVENTS`].
 //!
 //! Limitations: fields are integers only (no pointers, slices or `bool`); signed fields are
@@ -832,6 +834,426 @@ impl ConsoleVerdict {
     pub const UNCLAIMED: ConsoleVerdict = ConsoleVerdict { claimed: 0 };
 }
 
+declare_records! {
+    /// Arguments of `cache.Enqueue`: a block enters the buffer cache or is referenced again;
+    /// a replacement policy answers where it goes in the eviction queues.
+    pub struct CacheEnqueue {
+        /// Device block number of the referenced block.
+        pub block: u64,
+        /// Its block index inside its file (0 without a file).
+        pub file_block: u64,
+        /// The owner file (an inode number), or [`CACHE_NO_FILE`] (metadata, raw device
+        /// access). Guardable: a per-file binding has an equality guard on this field.
+        pub file: u32,
+        /// References since the block entered the cache, this one included (at least 1;
+        /// saturates).
+        pub references: u32,
+        /// Its eviction queue before this reference, `0..CacheEnqueue::LEVELS` (higher
+        /// levels are evicted later).
+        pub level: u16,
+        /// The kind of reference: [`CacheEnqueue::READ`], [`CacheEnqueue::WRITE`] or
+        /// [`CacheEnqueue::PREFETCH`].
+        pub access: u16,
+        /// 1 if the block just entered the cache, 0 if it was resident.
+        pub first: u16,
+        /// The block's state bits: [`CACHE_DIRTY`] (holds data not yet on the device) and
+        /// [`CACHE_PINNED`] (never evicted while pinned).
+        pub state: u16,
+    }
+
+    /// Result of `cache.Enqueue`: where the referenced block goes.
+    pub struct CachePlacement {
+        /// [`CachePlacement::NO_ANSWER`] (0: the cache's default, the MRU end of queue 0 —
+        /// LRU replacement), [`CachePlacement::MRU`] (evicted last within its queue),
+        /// [`CachePlacement::LRU`] (evicted first within its queue) or
+        /// [`CachePlacement::KEEP`] (no move; a block entering the cache goes to the MRU
+        /// end). Any other value is rejected (counted) and the default used.
+        pub place: u32,
+        /// The queue, `0..CacheEnqueue::LEVELS`; a higher level is evicted later. Ignored
+        /// with `NO_ANSWER`; a level out of range is rejected.
+        pub level: u32,
+    }
+
+    /// Arguments of `cache.Evict`: a buffer is needed for `block` and none is free. The
+    /// candidates (the first evictable buffers in eviction order, at most
+    /// [`CacheEvict::MAX_CANDIDATES`]) are read with the `cache` domain's
+    /// `spindle_cache_candidates` ([`CacheBlockEntry`]).
+    pub struct CacheEvict {
+        /// The device block that needs a buffer.
+        pub block: u64,
+        /// Its block index inside its file (0 without a file).
+        pub file_block: u64,
+        /// Its owner file, or [`CACHE_NO_FILE`]. Guardable: a per-file binding sees only
+        /// the evictions its file's blocks cause.
+        pub file: u32,
+        /// How many candidates are offered (at least 1).
+        pub candidates: u32,
+        /// 1 if the buffer is for a prefetch (a dirty victim is then skipped, not written).
+        pub prefetch: u32,
+        /// The file of the policy being asked (a per-file policy may also name any
+        /// evictable block of this file), or [`CACHE_NO_FILE`] for a whole-cache policy,
+        /// which must name a candidate.
+        pub scope: u32,
+    }
+
+    /// Result of `cache.Evict`: the block to give up.
+    pub struct CacheVictim {
+        /// A candidate's device block (or, for a per-file policy, any evictable block of
+        /// its file), or [`CacheVictim::NO_ANSWER`]: the default, the first candidate (LRU).
+        /// A block that is not resident, pinned, in flight or not allowed is rejected
+        /// (counted) and the default used.
+        pub block: u64,
+    }
+
+    /// Arguments of `cache.Writeback`: a write-back round. The offered dirty blocks (at
+    /// most [`CacheWriteback::MAX_OFFERED`], ascending block order) are read with the
+    /// `cache` domain's `spindle_cache_offered` ([`CacheBlockEntry`]).
+    pub struct CacheWriteback {
+        /// The file of the policy being asked, or [`CACHE_NO_FILE`] for the whole cache.
+        /// Guardable.
+        pub file: u32,
+        /// Why: [`CacheWriteback::SYNC`] (a sync round, blocks offered from a cursor) or
+        /// [`CacheWriteback::PRESSURE`] (more dirty buffers than the limit: those nearest
+        /// eviction are offered).
+        pub reason: u32,
+        /// Dirty buffers in the cache.
+        pub dirty: u32,
+        /// The dirty count above which the cache is under pressure.
+        pub limit: u32,
+        /// Buffers in the cache.
+        pub capacity: u32,
+        /// How many blocks are offered (1 to 64).
+        pub offered: u32,
+    }
+
+    /// Result of `cache.Writeback`: which offered blocks to write now.
+    pub struct CacheWritebackSet {
+        /// Bit `i` set: write the `i`-th offered block. The default (no binding, or a
+        /// rejected answer) is every offered block; a bit at or above `offered` is rejected.
+        pub mask: u64,
+    }
+
+    /// Arguments of `cache.ReadAhead`: a caller read block `file_block` of a file; a
+    /// read-ahead policy answers which file blocks to prefetch.
+    pub struct CacheReadAhead {
+        /// The block read (index inside the file).
+        pub file_block: u64,
+        /// Blocks in the file.
+        pub file_blocks: u64,
+        /// The first file block of this stream not yet prefetched (`file_block + 1` when
+        /// nothing beyond the read is).
+        pub ahead: u64,
+        /// The file. Guardable: a per-file binding sees only its file's reads.
+        pub file: u32,
+        /// Length of the sequential run this read belongs to (1: not sequential).
+        pub run: u32,
+    }
+
+    /// Result of `cache.ReadAhead`: prefetch file blocks `first .. first + count`.
+    pub struct CachePrefetch {
+        /// The first file block.
+        pub first: u64,
+        /// How many blocks (0: none), or [`CachePrefetch::NO_ANSWER`]: the cache's default
+        /// (clustered sequential read-ahead). A range past the end of the file or longer
+        /// than the cache's prefetch cap is rejected (counted) and the default used.
+        pub count: u64,
+    }
+
+    /// Arguments of `lock.Grant`: a file's byte-range locks changed while requests wait; a
+    /// lock-granting policy answers which grantable request to grant next. The candidates
+    /// (waiting requests compatible with every held lock) are read with the `lock` domain's
+    /// `spindle_lock_candidates` ([`LockCandidateEntry`]).
+    pub struct LockGrant {
+        /// Now, guest ns since boot.
+        pub now_ns: u64,
+        /// The request that just arrived (trigger [`LockGrant::ARRIVAL`]), else 0.
+        pub arriving: u64,
+        /// The file. Guardable: a per-file binding sees only its file's grants.
+        pub file: u32,
+        /// What changed: [`LockGrant::ARRIVAL`], [`LockGrant::RELEASE`] or
+        /// [`LockGrant::CANCEL`].
+        pub trigger: u32,
+        /// Requests waiting on the file, grantable or not.
+        pub waiting: u32,
+        /// Locks held on the file (each owner's merged).
+        pub holders: u32,
+    }
+
+    /// Result of `lock.Grant`: the request to grant next.
+    pub struct LockGrantChoice {
+        /// A candidate's request id; [`LockGrantChoice::DECLINE`] (0): grant nothing more
+        /// now (refused while nothing is held); [`LockGrantChoice::NO_ANSWER`]: the lock
+        /// service's default policy (FIFO/reader's priority). Anything else that is not a
+        /// candidate is rejected (counted) and the default policy answers.
+        pub request: u64,
+    }
+}
+
+/// The `u32` that stands for "no file" in the `cache.*` records (the buffer cache's
+/// `NO_FILE`).
+pub const CACHE_NO_FILE: u32 = u32::MAX;
+/// A state bit of [`CacheEnqueue::state`] and [`CacheBlockEntry::state`]: the block is dirty.
+pub const CACHE_DIRTY: u32 = 1;
+/// A state bit of [`CacheEnqueue::state`] and [`CacheBlockEntry::state`]: the block is pinned.
+pub const CACHE_PINNED: u32 = 2;
+
+impl CacheEnqueue {
+    /// Eviction queues (levels `0..LEVELS`).
+    pub const LEVELS: u32 = 4;
+    /// `access`: a read (or lookup).
+    pub const READ: u16 = 0;
+    /// `access`: a write.
+    pub const WRITE: u16 = 1;
+    /// `access`: a prefetch nobody waits for.
+    pub const PREFETCH: u16 = 2;
+}
+
+impl CachePlacement {
+    /// No answer: the cache's default placement.
+    pub const NO_ANSWER: u32 = 0;
+    /// The MRU end of the queue.
+    pub const MRU: u32 = 1;
+    /// The LRU end of the queue.
+    pub const LRU: u32 = 2;
+    /// No move (FIFO); a block entering the cache goes to the MRU end of `level`.
+    pub const KEEP: u32 = 3;
+}
+
+impl CacheEvict {
+    /// The most candidates offered.
+    pub const MAX_CANDIDATES: usize = 8;
+}
+
+impl CacheVictim {
+    /// No answer: the default victim (the first candidate).
+    pub const NO_ANSWER: u64 = u64::MAX;
+}
+
+impl CacheWriteback {
+    /// `reason`: a sync round.
+    pub const SYNC: u32 = 0;
+    /// `reason`: dirty buffers above the limit.
+    pub const PRESSURE: u32 = 1;
+    /// The most blocks offered (the answer is a 64-bit mask).
+    pub const MAX_OFFERED: usize = 64;
+}
+
+impl CachePrefetch {
+    /// No answer: the cache's default read-ahead.
+    pub const NO_ANSWER: u64 = u64::MAX;
+}
+
+impl LockGrant {
+    /// `trigger`: a request arrived while others were waiting.
+    pub const ARRIVAL: u32 = 0;
+    /// `trigger`: locks were released.
+    pub const RELEASE: u32 = 1;
+    /// `trigger`: a waiting request was withdrawn.
+    pub const CANCEL: u32 = 2;
+}
+
+impl LockGrantChoice {
+    /// Grant nothing more now.
+    pub const DECLINE: u64 = 0;
+    /// No answer: the lock service's default policy.
+    pub const NO_ANSWER: u64 = u64::MAX;
+}
+
+/// Hints an application sets for a file's cache policies, read by extensions with the
+/// `cache` domain's `spindle_cache_file_hint(file, hint)` ([`CacheHint::UNSET`] when not set).
+pub struct CacheHint;
+
+impl CacheHint {
+    /// Blocks `readahead_app` prefetches after each read of the file.
+    pub const READ_AHEAD_COUNT: u64 = 1;
+    /// First file block of the range `evict_pinrange` keeps resident.
+    pub const PIN_FIRST: u64 = 2;
+    /// One past the last file block of that range.
+    pub const PIN_END: u64 = 3;
+    /// What `spindle_cache_file_hint` answers for a hint that is not set.
+    pub const UNSET: u64 = u64::MAX;
+    /// Reads `hint` of `file` (`spindle_cache_file_hint`, domain `cache`); `None` if unset.
+    pub fn get(file: u32, hint: u64) -> Option<u64> {
+        let value = crate::host::cache_file_hint(u64::from(file), hint);
+        // Without a kernel (host tests) the call answers 0: treat it as unset too.
+        (value != Self::UNSET && !(value == 0 && crate::host::domains::cache.get().is_none())).then_some(value)
+    }
+}
+
+/// One cached block as `spindle_cache_candidates`, `spindle_cache_offered` and
+/// `spindle_cache_victims` (domain `cache`) copy it out: three little-endian `u64`s then
+/// four little-endian `u32`s (40 bytes).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CacheBlockEntry {
+    /// Device block number.
+    pub block: u64,
+    /// Block index inside its file (0 without a file).
+    pub file_block: u64,
+    /// References to any block since this one was last referenced (0: the latest).
+    pub age: u64,
+    /// The owner file, or [`CACHE_NO_FILE`].
+    pub file: u32,
+    /// References since the block entered the cache (at least 1; saturates).
+    pub references: u32,
+    /// Its eviction queue (`0..CacheEnqueue::LEVELS`).
+    pub level: u32,
+    /// State bits: [`CACHE_DIRTY`], [`CACHE_PINNED`].
+    pub state: u32,
+}
+
+impl CacheBlockEntry {
+    /// Bytes of one entry.
+    pub const SIZE: usize = 40;
+
+    /// The entry's bytes.
+    pub fn to_bytes(&self) -> [u8; Self::SIZE] {
+        let mut bytes = [0u8; Self::SIZE];
+        for (chunk, word) in bytes[..24].chunks_exact_mut(8).zip([self.block, self.file_block, self.age]) {
+            chunk.copy_from_slice(&word.to_le_bytes());
+        }
+        for (chunk, word) in bytes[24..].chunks_exact_mut(4).zip([self.file, self.references, self.level, self.state]) {
+            chunk.copy_from_slice(&word.to_le_bytes());
+        }
+        bytes
+    }
+
+    /// Reads an entry from the first [`Self::SIZE`] bytes; `None` if there are fewer.
+    pub fn from_bytes(bytes: &[u8]) -> Option<CacheBlockEntry> {
+        let bytes = bytes.get(..Self::SIZE)?;
+        Some(CacheBlockEntry {
+            block: le_u64(bytes, 0),
+            file_block: le_u64(bytes, 8),
+            age: le_u64(bytes, 16),
+            file: le_u32(bytes, 24),
+            references: le_u32(bytes, 28),
+            level: le_u32(bytes, 32),
+            state: le_u32(bytes, 36),
+        })
+    }
+
+    /// Whether the block is dirty.
+    pub fn dirty(&self) -> bool {
+        self.state & CACHE_DIRTY != 0
+    }
+
+    /// Whether the block is pinned.
+    pub fn pinned(&self) -> bool {
+        self.state & CACHE_PINNED != 0
+    }
+
+    /// The entries in `bytes` (whole entries only).
+    pub fn all(bytes: &[u8]) -> impl Iterator<Item = CacheBlockEntry> + Clone + '_ {
+        bytes.chunks_exact(Self::SIZE).filter_map(CacheBlockEntry::from_bytes)
+    }
+
+    /// Reads the current `cache.Evict` raise's candidates into `buffer`
+    /// (`spindle_cache_candidates`) and returns them in eviction order (as many as fit).
+    pub fn read_candidates(buffer: &mut [u8]) -> impl Iterator<Item = CacheBlockEntry> + Clone + '_ {
+        let count = crate::host::cache_candidates(buffer) as usize;
+        Self::first(buffer, count)
+    }
+
+    /// Reads the current `cache.Writeback` raise's offered blocks into `buffer`
+    /// (`spindle_cache_offered`) and returns them in offered order (as many as fit).
+    pub fn read_offered(buffer: &mut [u8]) -> impl Iterator<Item = CacheBlockEntry> + Clone + '_ {
+        let count = crate::host::cache_offered(buffer) as usize;
+        Self::first(buffer, count)
+    }
+
+    fn first(buffer: &[u8], count: usize) -> impl Iterator<Item = CacheBlockEntry> + Clone + '_ {
+        let length = count.saturating_mul(Self::SIZE).min(buffer.len());
+        Self::all(&buffer[..length])
+    }
+}
+
+/// One `lock.Grant` candidate as `spindle_lock_candidates` (domain `lock`) copies it out:
+/// five little-endian `u64`s then four little-endian `u32`s (56 bytes).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LockCandidateEntry {
+    /// The request (what `lock.Grant` answers).
+    pub request: u64,
+    /// The first byte.
+    pub start: u64,
+    /// One past the last byte (`u64::MAX`: to the end of the file).
+    pub end: u64,
+    /// Arrival order on the lock table: lower arrived earlier.
+    pub sequence: u64,
+    /// How long it has waited, ns.
+    pub waited_ns: u64,
+    /// Its owner.
+    pub owner: u32,
+    /// [`LockCandidateEntry::READ`] or [`LockCandidateEntry::WRITE`].
+    pub kind: u32,
+    /// Its place in the file's waiting queue, 0 = the oldest waiting request.
+    pub position: u32,
+    /// 1 if an earlier waiting request of another owner conflicts with it.
+    pub overtakes: u32,
+}
+
+impl LockCandidateEntry {
+    /// Bytes of one entry.
+    pub const SIZE: usize = 56;
+    /// `kind`: a shared lock.
+    pub const READ: u32 = 0;
+    /// `kind`: an exclusive lock.
+    pub const WRITE: u32 = 1;
+
+    /// The entry's bytes.
+    pub fn to_bytes(&self) -> [u8; Self::SIZE] {
+        let mut bytes = [0u8; Self::SIZE];
+        for (chunk, word) in bytes[..40].chunks_exact_mut(8).zip([self.request, self.start, self.end, self.sequence, self.waited_ns]) {
+            chunk.copy_from_slice(&word.to_le_bytes());
+        }
+        for (chunk, word) in bytes[40..].chunks_exact_mut(4).zip([self.owner, self.kind, self.position, self.overtakes]) {
+            chunk.copy_from_slice(&word.to_le_bytes());
+        }
+        bytes
+    }
+
+    /// Reads an entry from the first [`Self::SIZE`] bytes; `None` if there are fewer.
+    pub fn from_bytes(bytes: &[u8]) -> Option<LockCandidateEntry> {
+        let bytes = bytes.get(..Self::SIZE)?;
+        Some(LockCandidateEntry {
+            request: le_u64(bytes, 0),
+            start: le_u64(bytes, 8),
+            end: le_u64(bytes, 16),
+            sequence: le_u64(bytes, 24),
+            waited_ns: le_u64(bytes, 32),
+            owner: le_u32(bytes, 40),
+            kind: le_u32(bytes, 44),
+            position: le_u32(bytes, 48),
+            overtakes: le_u32(bytes, 52),
+        })
+    }
+
+    /// The entries in `bytes` (whole entries only).
+    pub fn all(bytes: &[u8]) -> impl Iterator<Item = LockCandidateEntry> + Clone + '_ {
+        bytes.chunks_exact(Self::SIZE).filter_map(LockCandidateEntry::from_bytes)
+    }
+
+    /// Reads the current `lock.Grant` raise's candidates into `buffer`
+    /// (`spindle_lock_candidates`) and returns them (as many as fit).
+    pub fn read_candidates(buffer: &mut [u8]) -> impl Iterator<Item = LockCandidateEntry> + Clone + '_ {
+        let count = crate::host::lock_candidates(buffer) as usize;
+        let length = count.saturating_mul(Self::SIZE).min(buffer.len());
+        Self::all(&buffer[..length])
+    }
+}
+
+/// The little-endian `u64` at `offset` of `bytes` (which the caller sized).
+fn le_u64(bytes: &[u8], offset: usize) -> u64 {
+    let mut word = [0u8; 8];
+    word.copy_from_slice(&bytes[offset..offset + 8]);
+    u64::from_le_bytes(word)
+}
+
+/// The little-endian `u32` at `offset` of `bytes` (which the caller sized).
+fn le_u32(bytes: &[u8], offset: usize) -> u32 {
+    let mut word = [0u8; 4];
+    word.copy_from_slice(&bytes[offset..offset + 4]);
+    u32::from_le_bytes(word)
+}
+
 declare_events! {
     /// Every event the kernel raises, in id order.
     pub list KERNEL_EVENTS, visit visit_kernel_event;
@@ -878,6 +1300,27 @@ declare_events! {
     /// The disk fell idle with requests queued: the answer names the request to serve
     /// next (Seltzer '95's disk-scheduling graft). Default: the block service's FIFO.
     pub event DISK_SCHEDULE = 10, "disk.Schedule", fn(DiskSchedule) -> ScheduleChoice;
+
+    /// A block enters the buffer cache or is referenced again: the answer places it in the
+    /// eviction queues (Seltzer et al.'s enqueue). Default: the MRU end of queue 0 (LRU).
+    pub event CACHE_ENQUEUE = 11, "cache.Enqueue", fn(CacheEnqueue) -> CachePlacement;
+
+    /// The buffer cache needs a buffer and none is free: the answer names the victim among
+    /// the candidates `spindle_cache_candidates` lists (evict). Default: the first (LRU).
+    pub event CACHE_EVICT = 12, "cache.Evict", fn(CacheEvict) -> CacheVictim;
+
+    /// A write-back round: the answer selects which offered dirty blocks
+    /// (`spindle_cache_offered`) to write now (synchronize). Default: all of them.
+    pub event CACHE_WRITEBACK = 13, "cache.Writeback", fn(CacheWriteback) -> CacheWritebackSet;
+
+    /// A file block was read: the answer names the file blocks to prefetch (preallocate).
+    /// Default: clustered sequential read-ahead.
+    pub event CACHE_READ_AHEAD = 14, "cache.ReadAhead", fn(CacheReadAhead) -> CachePrefetch;
+
+    /// A file's byte-range locks changed while requests wait: the answer names the
+    /// grantable request (`spindle_lock_candidates`) to grant next. Default: the lock
+    /// service's default policy (FIFO/reader's priority).
+    pub event LOCK_GRANT = 15, "lock.Grant", fn(LockGrant) -> LockGrantChoice;
 
     /// A strand is about to wait (SPIN's strand `Block`): raised by the global scheduler on
     /// the strand itself, before it gives up the hart. An announcement: handlers return
@@ -1132,7 +1575,7 @@ mod tests {
 
     #[test]
     fn kernel_events_are_declared() {
-        assert_eq!(KERNEL_EVENTS.len(), 14);
+        assert_eq!(KERNEL_EVENTS.len(), 19);
         assert_eq!(CLOCK_TICK.name(), "clock.Tick");
         assert_eq!(CONSOLE_LINE.id(), EventId(2));
         assert_eq!(MM_RECLAIM.descriptor().result.fields[0].name, "frame");

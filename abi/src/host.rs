@@ -277,6 +277,29 @@ macro_rules! for_each_kernel_function {
                 /// active, the range lies outside it, or `destination` is longer than 4 KiB.
                 fn block_read(request: u64, offset: u64, destination: BytesMut) -> u64;
             }
+            domain cache: Cache {
+                /// Copies the candidates of the `cache.Evict` raise being answered, in
+                /// eviction order, into `destination` as `spindle_abi::event::CacheBlockEntry`
+                /// records (40 bytes each, as many as fit); returns how many were copied.
+                fn cache_candidates(destination: BytesMut) -> u64;
+                /// Copies the dirty blocks offered by the `cache.Writeback` raise being
+                /// answered, in offered order (bit `i` of the answer is entry `i`), into
+                /// `destination` as `CacheBlockEntry` records; returns how many were copied.
+                fn cache_offered(destination: BytesMut) -> u64;
+                /// Exported state (Infokernel): the buffer cache's next victims, first to
+                /// last, as last published by the cache's owner, into `destination` as
+                /// `CacheBlockEntry` records; returns how many were copied.
+                fn cache_victims(destination: BytesMut) -> u64;
+                /// The value an application set for hint `hint` (`spindle_abi::event::CacheHint`)
+                /// of file `file`, or `CacheHint::UNSET` (`u64::MAX`) if none is set.
+                fn cache_file_hint(file: u64, hint: u64) -> u64;
+            }
+            domain lock: Lock {
+                /// Copies the candidates of the `lock.Grant` raise being answered into
+                /// `destination` as `spindle_abi::event::LockCandidateEntry` records (56
+                /// bytes each, as many as fit); returns how many were copied.
+                fn lock_candidates(destination: BytesMut) -> u64;
+            }
         }
     };
 }

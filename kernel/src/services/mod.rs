@@ -7,15 +7,21 @@
 //! | [`blockpath`] (the block path; in memory until the storage service lands) | `spindle-service-blockpath` | `block.ReadFilter`, `block.ReadDone`, `block.Write`, `block.MapLookup`, `block.Format` | domain `block` |
 //! | [`disk`] (the disk: queue, timing model, scheduling) | `spindle-service-disk` | `disk.Schedule` | domain `disk` |
 //! | [`fs`] (the file system over the buffer cache over the disk) | `spindle-service-fs`, `spindle-service-bcache` | (cache events: to come) | — |
+//! | [`cache_events`] (the buffer cache's decision points; the cache is its owner's) | `spindle-service-bcache` | `cache.Enqueue`, `cache.Evict`, `cache.Writeback`, `cache.ReadAhead` | domain `cache` |
+//! | [`lock_events`] (the byte-range lock tables' granting decision) | `spindle-service-locks` | `lock.Grant` | domain `lock` |
 
 pub mod blockpath;
+pub mod cache_events;
 pub mod disk;
 pub mod fs;
 pub mod frames;
+pub mod lock_events;
 
 /// Registers every service's events with the kernel dispatcher.
 pub fn init() {
     frames::init();
     blockpath::init();
     disk::init();
+    cache_events::init();
+    lock_events::init();
 }

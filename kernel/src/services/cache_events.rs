@@ -1,0 +1,472 @@
+//! The buffer cache's decision points as events: `cache.Enqueue`, `cache.Evict`,
+//! `cache.Writeback` and `cache.ReadAhead` (docs/buffer-cache.md).
+//!
+//! The cache itself is the policy crate's ([`spindle_service_bcache::Cache`]); whoever owns
+//! a cache (the file-system service) hands it an [`EventPolicy`], which implements the
+//! crate's [`Policy`] by raising the events:
+//!
+//! - with nothing bound to an event, the method answers `None` at once (one load: the cache
+//!   then uses its default — LRU, write everything, clustered sequential read-ahead);
+//! - otherwise it fills the record, and for `cache.Evict` / `cache.Writeback` the list the
+//!   `cache` domain's `spindle_cache_candidates` / `spindle_cache_offered` copy from
+//!   ([`CacheBlockEntry`]), raises the event outside every lock of this module (raises of
+//!   those two events are serialised by a gate, so the list a handler reads is its raise's),
+//!   and maps the answer back (`NO_ANSWER`: `None`).
+//!
+//! Each event's primary module rejects the answers it can judge from the record and the
+//! list (counted as a fault of the binding, which contributes the default: `NO_ANSWER`);
+//! the cache core checks every answer again with the crate's `check_*` functions and counts
+//! what it refuses ([`spindle_service_bcache::Counters::rejections`]) — an answer can be
+//! valid when raised and refused by the core only where the primary module cannot see the
+//! cache (a per-file policy's victim outside the candidates, a prefetch above the cache's
+//! cap).
+//!
+//! Per-file policies: every record carries the file as a guardable field (`file`). A
+//! binding narrows itself with a guard `file == F`; for an extension, whose guards are
+//! fixed when it is built, [`assign`] names the file its bindings are for: the primary
+//! modules then impose `file == F` on every binding that owner installs afterwards, so
+//! policies for different files coexist, each seeing only its file's events.
+//!
+//! Application hints ([`set_hint`]): per-file values extensions read with
+//! `spindle_cache_file_hint` (`readahead_app`'s count, `evict_pinrange`'s range).
+//! Exported state: [`publish_victims`] stores a cache's next victims for
+//! `spindle_cache_victims`.
+
+use alloc::collections::BTreeMap;
+use alloc::string::String;
+use alloc::sync::Arc;
+use alloc::vec::Vec;
+
+use spindle_abi::event::{
+    CACHE_DIRTY, CACHE_ENQUEUE, CACHE_EVICT, CACHE_NO_FILE, CACHE_PINNED, CACHE_READ_AHEAD, CACHE_WRITEBACK, CacheBlockEntry, CacheEnqueue,
+    CacheEvict, CacheHint, CachePlacement, CachePrefetch, CacheReadAhead, CacheVictim, CacheWriteback, CacheWritebackSet, EventRecord,
+    field_index,
+};
+use spindle_dispatch::{Authorization, Combiner, DeclarativeGuard, EventTable, InstallRequest, PrimaryModule, Refusal, ResultRejection};
+use spindle_service_bcache::{
+    Access, BlockInfo, Cache, EnqueueEvent, EvictEvent, FileId, LEVELS, Place, Placement, Policy, Prefetch, ReadAheadEvent, Victim,
+    WritebackEvent, WritebackReason, WritebackSet, policy::encode_file,
+};
+
+use crate::arch::csr::without_interrupts;
+
+/// How many victims [`publish_victims`] keeps for `spindle_cache_victims`.
+pub const EXPORTED_VICTIMS: usize = 64;
+
+static ENQUEUE: spin::Once<Arc<EventTable<CacheEnqueue, CachePlacement>>> = spin::Once::new();
+static EVICT: spin::Once<Arc<EventTable<CacheEvict, CacheVictim>>> = spin::Once::new();
+static WRITEBACK: spin::Once<Arc<EventTable<CacheWriteback, CacheWritebackSet>>> = spin::Once::new();
+static READ_AHEAD: spin::Once<Arc<EventTable<CacheReadAhead, CachePrefetch>>> = spin::Once::new();
+
+/// The candidates of the `cache.Evict` raise in progress (what `spindle_cache_candidates`
+/// copies).
+static CANDIDATES: spin::Mutex<Vec<CacheBlockEntry>> = spin::Mutex::new(Vec::new());
+/// The blocks the `cache.Writeback` raise in progress offers (`spindle_cache_offered`).
+static OFFERED: spin::Mutex<Vec<CacheBlockEntry>> = spin::Mutex::new(Vec::new());
+/// The last published victim list (`spindle_cache_victims`).
+static VICTIMS: spin::Mutex<Vec<CacheBlockEntry>> = spin::Mutex::new(Vec::new());
+/// Application hints: (file, hint) → value.
+static HINTS: spin::Mutex<BTreeMap<(u32, u64), u64>> = spin::Mutex::new(BTreeMap::new());
+/// Owners whose bindings are imposed a `file == F` guard.
+static ASSIGNMENTS: spin::Mutex<BTreeMap<String, u32>> = spin::Mutex::new(BTreeMap::new());
+/// Serialises the raises whose handlers read a list ([`CANDIDATES`], [`OFFERED`]).
+static GATE: spin::Mutex<()> = spin::Mutex::new(());
+
+/// Runs `body` holding [`GATE`], yielding (not spinning) while another strand holds it.
+fn gated<T>(body: impl FnOnce() -> T) -> T {
+    loop {
+        if let Some(_gate) = GATE.try_lock() {
+            return body();
+        }
+        crate::sched::yield_now();
+    }
+}
+
+/// Registers the four events with their primary modules (at boot, from `services::init`).
+pub fn init() {
+    let dispatcher = crate::events::dispatcher();
+    ENQUEUE.call_once(|| dispatcher.register(&CACHE_ENQUEUE, Arc::new(EnqueueModule)).expect("cache.Enqueue registered twice"));
+    EVICT.call_once(|| dispatcher.register(&CACHE_EVICT, Arc::new(EvictModule)).expect("cache.Evict registered twice"));
+    WRITEBACK.call_once(|| dispatcher.register(&CACHE_WRITEBACK, Arc::new(WritebackModule)).expect("cache.Writeback registered twice"));
+    READ_AHEAD.call_once(|| dispatcher.register(&CACHE_READ_AHEAD, Arc::new(ReadAheadModule)).expect("cache.ReadAhead registered twice"));
+}
+
+/// From now on, every binding `owner` (an extension's name) installs on a `cache.*` event
+/// is for `file` only: its primary module imposes the guard `file == file`. `None` removes
+/// the assignment (bindings installed later see every file). Bindings installed before are
+/// not changed: assign, then load.
+pub fn assign(owner: &str, file: Option<FileId>) {
+    without_interrupts(|| {
+        let mut assignments = ASSIGNMENTS.lock();
+        match file {
+            Some(file) => assignments.insert(String::from(owner), file),
+            None => assignments.remove(owner),
+        }
+    });
+}
+
+/// The file `owner`'s cache bindings are assigned to ([`assign`]).
+pub fn assignment(owner: &str) -> Option<FileId> {
+    without_interrupts(|| ASSIGNMENTS.lock().get(owner).copied())
+}
+
+/// Sets (`Some`) or clears (`None`) an application hint of `file`
+/// ([`spindle_abi::event::CacheHint`]: the read-ahead count, the pinned range).
+pub fn set_hint(file: FileId, hint: u64, value: Option<u64>) {
+    without_interrupts(|| {
+        let mut hints = HINTS.lock();
+        match value {
+            Some(value) => hints.insert((file, hint), value),
+            None => hints.remove(&(file, hint)),
+        }
+    });
+}
+
+/// Forgets every hint of `file` (its unlink).
+pub fn clear_hints(file: FileId) {
+    without_interrupts(|| HINTS.lock().retain(|&(owner, _), _| owner != file));
+}
+
+/// Exported state: stores `cache`'s next victims (at most [`EXPORTED_VICTIMS`], first to
+/// last) for `spindle_cache_victims`. The cache's owner calls it when it wants the list
+/// current (e.g. after each operation, or on a timer).
+pub fn publish_victims(cache: &Cache) {
+    let mut victims = [BlockInfo::default(); EXPORTED_VICTIMS];
+    let count = cache.next_victims(&mut victims);
+    let entries: Vec<CacheBlockEntry> = victims[..count].iter().map(entry).collect();
+    without_interrupts(|| *VICTIMS.lock() = entries);
+}
+
+/// A block as the `cache` domain copies it out.
+pub fn entry(info: &BlockInfo) -> CacheBlockEntry {
+    CacheBlockEntry {
+        block: info.block,
+        file_block: info.file_block,
+        age: info.age,
+        file: encode_file(info.file),
+        references: info.references,
+        level: u32::from(info.level),
+        state: state_bits(info),
+    }
+}
+
+fn state_bits(info: &BlockInfo) -> u32 {
+    (if info.dirty { CACHE_DIRTY } else { 0 }) | (if info.pinned { CACHE_PINNED } else { 0 })
+}
+
+/// The imposed file guard for `request`'s owner, if it is assigned a file.
+fn authorize_for_file<A: EventRecord>(request: &InstallRequest<'_, A>) -> Result<Authorization<A>, Refusal> {
+    let field = field_index(A::FIELDS, "file").ok_or(Refusal::Other("the record has no file field"))?;
+    Ok(match assignment(request.owner) {
+        Some(file) => Authorization::allow().impose(DeclarativeGuard::equals(field, u64::from(file))),
+        None => Authorization::allow(),
+    })
+}
+
+/// `cache.Enqueue`'s primary module.
+struct EnqueueModule;
+
+impl PrimaryModule<CacheEnqueue, CachePlacement> for EnqueueModule {
+    fn name(&self) -> &str {
+        "cache"
+    }
+
+    fn default_result(&self, _: &CacheEnqueue) -> CachePlacement {
+        CachePlacement { place: CachePlacement::NO_ANSWER, level: 0 }
+    }
+
+    fn combiner(&self) -> Combiner<CachePlacement> {
+        Combiner::FirstNonDefault
+    }
+
+    fn authorize(&self, request: &InstallRequest<'_, CacheEnqueue>) -> Result<Authorization<CacheEnqueue>, Refusal> {
+        authorize_for_file(request)
+    }
+
+    fn validates_results(&self) -> bool {
+        true
+    }
+
+    fn validate_result(&self, _: &CacheEnqueue, result: &CachePlacement) -> Result<(), ResultRejection> {
+        match result.place {
+            CachePlacement::NO_ANSWER => Ok(()),
+            CachePlacement::MRU | CachePlacement::LRU | CachePlacement::KEEP if result.level < CacheEnqueue::LEVELS => Ok(()),
+            CachePlacement::MRU | CachePlacement::LRU | CachePlacement::KEEP => Err(ResultRejection { reason: "names a queue level that does not exist" }),
+            _ => Err(ResultRejection { reason: "names no place (MRU, LRU or KEEP)" }),
+        }
+    }
+}
+
+/// `cache.Evict`'s primary module.
+struct EvictModule;
+
+impl PrimaryModule<CacheEvict, CacheVictim> for EvictModule {
+    fn name(&self) -> &str {
+        "cache"
+    }
+
+    fn default_result(&self, _: &CacheEvict) -> CacheVictim {
+        CacheVictim { block: CacheVictim::NO_ANSWER }
+    }
+
+    fn combiner(&self) -> Combiner<CacheVictim> {
+        Combiner::FirstNonDefault
+    }
+
+    fn authorize(&self, request: &InstallRequest<'_, CacheEvict>) -> Result<Authorization<CacheEvict>, Refusal> {
+        authorize_for_file(request)
+    }
+
+    fn validates_results(&self) -> bool {
+        true
+    }
+
+    fn validate_result(&self, args: &CacheEvict, result: &CacheVictim) -> Result<(), ResultRejection> {
+        // A per-file policy may name any block of its file: only the cache can tell.
+        if result.block == CacheVictim::NO_ANSWER || args.scope != CACHE_NO_FILE {
+            return Ok(());
+        }
+        match without_interrupts(|| CANDIDATES.lock().iter().find(|candidate| candidate.block == result.block).copied()) {
+            Some(candidate) if candidate.pinned() => Err(ResultRejection { reason: "the victim is pinned" }),
+            Some(_) => Ok(()),
+            None => Err(ResultRejection { reason: "the victim is not a candidate" }),
+        }
+    }
+}
+
+/// `cache.Writeback`'s primary module.
+struct WritebackModule;
+
+/// The mask of the first `offered` blocks.
+fn mask_of(offered: u32) -> u64 {
+    if offered >= 64 { u64::MAX } else { (1u64 << offered) - 1 }
+}
+
+impl PrimaryModule<CacheWriteback, CacheWritebackSet> for WritebackModule {
+    fn name(&self) -> &str {
+        "cache"
+    }
+
+    fn default_result(&self, args: &CacheWriteback) -> CacheWritebackSet {
+        CacheWritebackSet { mask: mask_of(args.offered) }
+    }
+
+    fn combiner(&self) -> Combiner<CacheWritebackSet> {
+        Combiner::FirstNonDefault
+    }
+
+    fn authorize(&self, request: &InstallRequest<'_, CacheWriteback>) -> Result<Authorization<CacheWriteback>, Refusal> {
+        authorize_for_file(request)
+    }
+
+    fn validates_results(&self) -> bool {
+        true
+    }
+
+    fn validate_result(&self, args: &CacheWriteback, result: &CacheWritebackSet) -> Result<(), ResultRejection> {
+        if result.mask & !mask_of(args.offered) == 0 { Ok(()) } else { Err(ResultRejection { reason: "selects a block that was not offered" }) }
+    }
+}
+
+/// `cache.ReadAhead`'s primary module.
+struct ReadAheadModule;
+
+impl PrimaryModule<CacheReadAhead, CachePrefetch> for ReadAheadModule {
+    fn name(&self) -> &str {
+        "cache"
+    }
+
+    fn default_result(&self, _: &CacheReadAhead) -> CachePrefetch {
+        CachePrefetch { first: 0, count: CachePrefetch::NO_ANSWER }
+    }
+
+    fn combiner(&self) -> Combiner<CachePrefetch> {
+        Combiner::FirstNonDefault
+    }
+
+    fn authorize(&self, request: &InstallRequest<'_, CacheReadAhead>) -> Result<Authorization<CacheReadAhead>, Refusal> {
+        authorize_for_file(request)
+    }
+
+    fn validates_results(&self) -> bool {
+        true
+    }
+
+    fn validate_result(&self, args: &CacheReadAhead, result: &CachePrefetch) -> Result<(), ResultRejection> {
+        // The cap is the cache's: the core checks it.
+        if result.count == CachePrefetch::NO_ANSWER || result.count == 0 {
+            return Ok(());
+        }
+        match result.first.checked_add(result.count) {
+            Some(end) if end <= args.file_blocks && result.count <= u64::from(u32::MAX) => Ok(()),
+            _ => Err(ResultRejection { reason: "the prefetch reaches past the end of the file" }),
+        }
+    }
+}
+
+/// A [`Policy`] that raises the `cache.*` events (see the module documentation).
+///
+/// [`EventPolicy::whole_cache`] is the cache-wide policy; [`EventPolicy::for_file`] a
+/// per-file one, whose `cache.Evict` answers may also name any evictable block of its file
+/// ([`Policy::scope`]) and whose `cache.Writeback` raises carry its file. The events'
+/// `file` field is always the file of the block concerned, so bindings guarded on a file
+/// see that file's blocks whichever policy raises.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct EventPolicy {
+    /// The file this policy is for (`None`: the whole cache).
+    pub file: Option<FileId>,
+}
+
+impl EventPolicy {
+    /// The policy of the whole cache.
+    pub const fn whole_cache() -> EventPolicy {
+        EventPolicy { file: None }
+    }
+
+    /// The policy of `file`.
+    pub const fn for_file(file: FileId) -> EventPolicy {
+        EventPolicy { file: Some(file) }
+    }
+}
+
+/// The table of an event, if it has a binding (else `None`: answer the default).
+fn bound<A: EventRecord, R: EventRecord>(table: &spin::Once<Arc<EventTable<A, R>>>) -> Option<&Arc<EventTable<A, R>>> {
+    table.get().filter(|table| table.has_bindings())
+}
+
+fn access_code(access: Access) -> u16 {
+    match access {
+        Access::Read => CacheEnqueue::READ,
+        Access::Write => CacheEnqueue::WRITE,
+        Access::Prefetch => CacheEnqueue::PREFETCH,
+    }
+}
+
+/// The `cache.Enqueue` record of `event`.
+pub fn enqueue_record(event: &EnqueueEvent) -> CacheEnqueue {
+    CacheEnqueue {
+        block: event.info.block,
+        file_block: event.info.file_block,
+        file: encode_file(event.info.file),
+        references: event.info.references,
+        level: u16::from(event.info.level),
+        access: access_code(event.access),
+        first: u16::from(event.first),
+        state: state_bits(&event.info) as u16,
+    }
+}
+
+/// The crate's placement for a `cache.Enqueue` answer (`None`: no answer).
+pub fn placement(answer: CachePlacement) -> Option<Placement> {
+    let place = match answer.place {
+        CachePlacement::MRU => Place::Mru,
+        CachePlacement::LRU => Place::Lru,
+        CachePlacement::KEEP => Place::Keep,
+        _ => return None,
+    };
+    // An out-of-range level stays out of range, so the core refuses and counts it.
+    Some(Placement { place, level: u8::try_from(answer.level).unwrap_or(u8::MAX) })
+}
+
+impl Policy for EventPolicy {
+    fn scope(&self) -> Option<FileId> {
+        self.file
+    }
+
+    fn enqueue(&mut self, event: &EnqueueEvent) -> Option<Placement> {
+        let table = bound(&ENQUEUE)?;
+        placement(crate::events::raise(table, &enqueue_record(event)))
+    }
+
+    fn evict(&mut self, event: &EvictEvent, candidates: &[BlockInfo]) -> Option<Victim> {
+        let table = bound(&EVICT)?;
+        let args = CacheEvict {
+            block: event.block,
+            file_block: event.file_block,
+            file: encode_file(event.file),
+            candidates: candidates.len() as u32,
+            prefetch: u32::from(event.prefetch),
+            scope: encode_file(self.file),
+        };
+        let entries: Vec<CacheBlockEntry> = candidates.iter().map(entry).collect();
+        let answer = gated(|| {
+            without_interrupts(|| *CANDIDATES.lock() = entries);
+            let answer = crate::events::raise(table, &args);
+            without_interrupts(|| CANDIDATES.lock().clear());
+            answer
+        });
+        (answer.block != CacheVictim::NO_ANSWER).then_some(Victim { block: answer.block })
+    }
+
+    fn writeback(&mut self, event: &WritebackEvent, offered: &[BlockInfo]) -> Option<WritebackSet> {
+        let table = bound(&WRITEBACK)?;
+        let args = CacheWriteback {
+            file: encode_file(self.file),
+            reason: match event.reason {
+                WritebackReason::Sync => CacheWriteback::SYNC,
+                WritebackReason::Pressure => CacheWriteback::PRESSURE,
+            },
+            dirty: event.dirty,
+            limit: event.limit,
+            capacity: event.capacity,
+            offered: event.offered,
+        };
+        let entries: Vec<CacheBlockEntry> = offered.iter().map(entry).collect();
+        let answer = gated(|| {
+            without_interrupts(|| *OFFERED.lock() = entries);
+            let answer = crate::events::raise(table, &args);
+            without_interrupts(|| OFFERED.lock().clear());
+            answer
+        });
+        Some(WritebackSet { mask: answer.mask })
+    }
+
+    fn read_ahead(&mut self, event: &ReadAheadEvent) -> Option<Prefetch> {
+        let table = bound(&READ_AHEAD)?;
+        let args = CacheReadAhead { file_block: event.file_block, file_blocks: event.file_blocks, ahead: event.ahead, file: event.file, run: event.run };
+        let answer = crate::events::raise(table, &args);
+        (answer.count != CachePrefetch::NO_ANSWER).then(|| Prefetch { first: answer.first, count: u32::try_from(answer.count).unwrap_or(u32::MAX) })
+    }
+}
+
+/// Copies `entries` into `destination` as whole [`CacheBlockEntry`] records; how many.
+fn copy_entries(entries: &spin::Mutex<Vec<CacheBlockEntry>>, destination: &mut [u8]) -> u64 {
+    without_interrupts(|| {
+        let entries = entries.lock();
+        let mut copied = 0;
+        for (chunk, entry) in destination.chunks_exact_mut(CacheBlockEntry::SIZE).zip(entries.iter()) {
+            chunk.copy_from_slice(&entry.to_bytes());
+            copied += 1;
+        }
+        copied
+    })
+}
+
+/// Domain `cache` of the kernel functions (`spindle_abi::host`).
+impl spindle_abi::host::domains::Cache for crate::ext::glue::KernelFunctions {
+    /// The candidates of the `cache.Evict` raise being answered.
+    fn cache_candidates(&self, destination: &mut [u8]) -> u64 {
+        copy_entries(&CANDIDATES, destination)
+    }
+
+    /// The blocks the `cache.Writeback` raise being answered offers.
+    fn cache_offered(&self, destination: &mut [u8]) -> u64 {
+        copy_entries(&OFFERED, destination)
+    }
+
+    /// The last published victim list.
+    fn cache_victims(&self, destination: &mut [u8]) -> u64 {
+        copy_entries(&VICTIMS, destination)
+    }
+
+    /// An application hint of a file.
+    fn cache_file_hint(&self, file: u64, hint: u64) -> u64 {
+        let Ok(file) = u32::try_from(file) else { return CacheHint::UNSET };
+        without_interrupts(|| HINTS.lock().get(&(file, hint)).copied()).unwrap_or(CacheHint::UNSET)
+    }
+}
+
+const _: () = assert!(LEVELS as u32 == CacheEnqueue::LEVELS);
+const _: () = assert!(spindle_service_bcache::EVICT_CANDIDATES == CacheEvict::MAX_CANDIDATES);
+const _: () = assert!(spindle_service_bcache::WRITEBACK_BATCH == CacheWriteback::MAX_OFFERED);
+const _: () = assert!(spindle_service_bcache::policy::NO_FILE == CACHE_NO_FILE);
