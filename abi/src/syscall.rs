@@ -616,6 +616,36 @@ declare_syscalls! {
     /// this file's data and the metadata it needs — is on the disk. Errors: `BadHandle`,
     /// `Io`.
     Fsync = 36, "fsync", (handle) -> "0";
+    /// `setpolicy(pointer, length, name_pointer, name_length, technology) -> 0`: binds the
+    /// policy extension NAME (e.g. `evict_mru`, `readahead_app`, `lockgrant_fifo`) to the
+    /// file at the path only: the extension is loaded with [`Technology`] `technology`, and
+    /// every binding it installs on the `cache.*` and `lock.Grant` events carries the guard
+    /// `file == the file's inode`, so policies of different files coexist. Needs the
+    /// extension-loading capability. Errors: `NotPermitted`, `BadLength`, `BadAddress`,
+    /// `BadArgument` (not UTF-8, unknown technology), the path's errors as for `open`,
+    /// `NotFound` (no such extension), `Refused` (already loaded, or the loader refused;
+    /// see [`Syscall::LastError`]).
+    SetPolicy = 37, "setpolicy", (pointer, length, name_pointer, name_length, technology) -> "0";
+    /// `getpolicy(pointer, length, out_pointer, out_length) -> total`: the policy
+    /// extensions bound to the file at the path, one per line (`NAME TECHNOLOGY`,
+    /// tab-separated); copy semantics as [`Syscall::ExtList`]. Errors: the path's as for
+    /// `open`, `BadLength`/`BadAddress` for the output.
+    GetPolicy = 38, "getpolicy", (pointer, length, out_pointer, out_length) -> "length of the listing";
+    /// `cache_hint(pointer, length, hint, value) -> 0`: sets an application hint of the file
+    /// at the path for its policy extensions (`event::CacheHint`: the read-ahead count
+    /// `readahead_app` uses, the block range `evict_pinrange` keeps); `value`
+    /// `CacheHint::UNSET` clears it. Errors: the path's as for `open`, `BadArgument`
+    /// (unknown hint).
+    CacheHint = 39, "cache_hint", (pointer, length, hint, value) -> "0";
+    /// `cache_state(pointer, length, out_pointer, out_length) -> total`: the buffer cache's
+    /// exported state as text: a `counters` line (buffers, dirty, hits, misses, prefetches,
+    /// prefetch hits, evictions, write-backs, write errors, rejected answers), a `file`
+    /// line for the path (its inode, resident and dirty blocks; `length` 0: no file), then
+    /// one `victim` line per block in eviction order (device block, file or `-`, file
+    /// block, dirty, references), next victim first; copy semantics as
+    /// [`Syscall::ExtList`]. Errors: `NoDevice` (no file system), the path's errors,
+    /// `BadLength`/`BadAddress` for the output.
+    CacheState = 40, "cache_state", (pointer, length, out_pointer, out_length) -> "length of the state";
 }
 
 /// Longest path [`Syscall::Open`] and the other file-system calls accept.

@@ -86,6 +86,9 @@ pub static COMMANDS: &[Command] = &[
     Command { name: "disk", usage: "disk", help: "the disk service: model, queue, counters (requests, modelled seek, busy time, response mean/p99)", run: disk },
     Command { name: "blockdev", usage: "blockdev [read SECTOR | write SECTOR TEXT…]", help: "the disk and its counters; read a sector (as text), or write TEXT into one (zero-padded)", run: blockdev },
     Command { name: "fs", usage: "fs [format [SIZE] | sync | check | remount [BUFFERS]]", help: "the file system (at 1 GiB on the disk) and its buffer cache; format (SIZE e.g. 256M; default the whole region), write back, check, mount again", run: fs },
+    Command { name: "cache", usage: "cache [PATH]", help: "the buffer cache's exported state: counters, the file's blocks, the next victims", run: cache },
+    Command { name: "setpolicy", usage: "setpolicy PATH NAME [builtin|wasm|user]", help: "load policy extension NAME for the file at PATH only (its cache.*/lock.Grant bindings guarded on the file)", run: setpolicy },
+    Command { name: "getpolicy", usage: "getpolicy PATH", help: "the policy extensions bound to the file at PATH", run: getpolicy },
     Command { name: "ls", usage: "ls [PATH]", help: "list a directory of the file system (default /)", run: ls },
     Command { name: "cat", usage: "cat PATH", help: "print a file of the file system", run: cat },
     Command { name: "write", usage: "write PATH TEXT…", help: "create or replace a file with TEXT and a newline, then fsync", run: write_file },
@@ -620,6 +623,46 @@ fn fs(arguments: &[&str]) -> Result<(), CommandError> {
         }
         _ => Err(CommandError::Usage(USAGE)),
     }
+}
+
+fn cache(arguments: &[&str]) -> Result<(), CommandError> {
+    let path = match arguments {
+        [] => None,
+        [path] => Some(*path),
+        _ => return Err(CommandError::Usage("cache [PATH]")),
+    };
+    let text = crate::services::policy::cache_state_text(path).map_err(|error| fs_failed("cache", error))?;
+    crate::print!("{text}");
+    Ok(())
+}
+
+fn setpolicy(arguments: &[&str]) -> Result<(), CommandError> {
+    const USAGE: &str = "setpolicy PATH NAME [builtin|wasm|user]";
+    let (path, name) = match arguments {
+        [path, name] | [path, name, "builtin" | "wasm" | "user"] => (*path, *name),
+        _ => return Err(CommandError::Usage(USAGE)),
+    };
+    let preference = match arguments.get(2) {
+        Some(&"builtin") => crate::ext::Preference::BuiltIn,
+        Some(&"wasm") => crate::ext::Preference::Wasm,
+        Some(&"user") => crate::ext::Preference::User,
+        _ => crate::ext::Preference::Default,
+    };
+    crate::services::policy::bind_to_file(path, name, preference).map_err(|error| CommandError::Failed(alloc::format!("setpolicy: {error}")))?;
+    crate::println!("`{name}` bound to {path}");
+    Ok(())
+}
+
+fn getpolicy(arguments: &[&str]) -> Result<(), CommandError> {
+    let [path] = arguments else { return Err(CommandError::Usage("getpolicy PATH")) };
+    let bound = crate::services::policy::bound_to_file(path).map_err(|error| fs_failed("getpolicy", error))?;
+    if bound.is_empty() {
+        crate::println!("{path}: the cache-wide policies");
+    }
+    for (name, technology) in bound {
+        crate::println!("{name}\t{technology}");
+    }
+    Ok(())
 }
 
 fn ls(arguments: &[&str]) -> Result<(), CommandError> {

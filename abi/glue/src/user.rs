@@ -54,7 +54,7 @@ fn reading_call(syscall: Syscall, arguments: [usize; 6]) -> Result<usize, Error>
         Syscall::Write | Syscall::Yield | Syscall::GetPid | Syscall::Spawn | Syscall::Wait | Syscall::SleepTicks
             | Syscall::EventCount | Syscall::Kill | Syscall::MapAnonymous | Syscall::ExtLoad | Syscall::ExtUnload
             | Syscall::KernelCommand | Syscall::Open | Syscall::Close | Syscall::Seek | Syscall::MakeDir | Syscall::Unlink
-            | Syscall::Fsync
+            | Syscall::Fsync | Syscall::SetPolicy | Syscall::CacheHint
     ));
     // SAFETY: these calls write no user memory and unmap nothing (map_anonymous only
     // adds a new mapping; extension and console commands act on the kernel), so no
@@ -257,6 +257,36 @@ pub fn readdir(path: &str, buffer: &mut [u8]) -> Result<usize, Error> {
     // SAFETY: the kernel writes at most `buffer.len()` bytes into `buffer`, exclusively
     // borrowed here, and only reads the path.
     unsafe { call(Syscall::ReadDir, arguments) }
+}
+
+/// Binds policy extension `name` (loaded as `technology`) to the file at `path` only.
+/// Errors as for [`Syscall::SetPolicy`].
+pub fn setpolicy(path: &str, name: &str, technology: Technology) -> Result<(), Error> {
+    reading_call(Syscall::SetPolicy, [path.as_ptr() as usize, path.len(), name.as_ptr() as usize, name.len(), technology as usize, 0]).map(|_| ())
+}
+
+/// Copies the policy extensions bound to `path` (`NAME\tTECHNOLOGY` lines) into `buffer`;
+/// returns the listing's full length. Errors as for [`Syscall::GetPolicy`].
+pub fn getpolicy(path: &str, buffer: &mut [u8]) -> Result<usize, Error> {
+    let arguments = [path.as_ptr() as usize, path.len(), buffer.as_mut_ptr() as usize, buffer.len(), 0, 0];
+    // SAFETY: the kernel writes at most `buffer.len()` bytes into `buffer`, exclusively
+    // borrowed here, and only reads the path.
+    unsafe { call(Syscall::GetPolicy, arguments) }
+}
+
+/// Sets application hint `hint` (`spindle_abi::event::CacheHint`) of the file at `path`
+/// to `value` (`CacheHint::UNSET` clears it). Errors as for [`Syscall::CacheHint`].
+pub fn cache_hint(path: &str, hint: u64, value: u64) -> Result<(), Error> {
+    reading_call(Syscall::CacheHint, [path.as_ptr() as usize, path.len(), hint as usize, value as usize, 0, 0]).map(|_| ())
+}
+
+/// Copies the buffer cache's exported state (text; `path` "" for no file line) into
+/// `buffer`; returns its full length. Errors as for [`Syscall::CacheState`].
+pub fn cache_state(path: &str, buffer: &mut [u8]) -> Result<usize, Error> {
+    let arguments = [path.as_ptr() as usize, path.len(), buffer.as_mut_ptr() as usize, buffer.len(), 0, 0];
+    // SAFETY: the kernel writes at most `buffer.len()` bytes into `buffer`, exclusively
+    // borrowed here, and only reads the path.
+    unsafe { call(Syscall::CacheState, arguments) }
 }
 
 /// Copies the dispatcher's event listing into `buffer`; returns its full length.

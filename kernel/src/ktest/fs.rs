@@ -26,6 +26,7 @@ pub const TESTS: &[KernelTest] = &[
     KernelTest { name: "fs::programs_and_extensions_load_from_files", run: programs_and_extensions_load_from_files },
     KernelTest { name: "fs::open_files_of_exited_processes_leak_nothing", run: open_files_of_exited_processes_leak_nothing },
     KernelTest { name: "fs::corrupt_superblock_is_refused_then_repaired", run: corrupt_superblock_is_refused_then_repaired },
+    KernelTest { name: "fs::per_file_read_ahead_policy_in_every_technology", run: per_file_read_ahead_policy_in_every_technology },
 ];
 
 fn text(error: impl core::fmt::Display) -> String {
@@ -190,4 +191,60 @@ fn corrupt_superblock_is_refused_then_repaired() -> TestResult {
     repaired.map_err(|error| alloc::format!("the repaired file system does not mount: {error}"))?;
     ensure!(!fs::read_file("/README").map_err(text)?.is_empty(), "/README is empty after the repair");
     Ok(())
+}
+
+/// Resident blocks of the file at `path` in the cache.
+fn resident(path: &str) -> Result<u64, String> {
+    let (_, _, file) = fs::cache_state(0, Some(path)).map_err(text)?;
+    Ok(file.ok_or("no file line")?.resident)
+}
+
+/// `readahead_app` bound to one file (`setpolicy`) with the application's count 8
+/// (`cache_hint`), in every technology: after a cold mount, the first 4 KiB read of that
+/// file brings 1 + 8 blocks into the cache; the same read of another file, under the
+/// default rule (nothing on a first read), brings 1. Unbound, the file is back to 1.
+fn per_file_read_ahead_policy_in_every_technology() -> TestResult {
+    use crate::ext::Preference;
+    use spindle_abi::event::CacheHint;
+    work_directory()?;
+    fs::write_file("/ktest/app", &pattern(3, 64 * 4096)).map_err(text)?;
+    fs::write_file("/ktest/other", &pattern(4, 64 * 4096)).map_err(text)?;
+    let app = fs::inode_of("/ktest/app").map_err(text)?;
+    crate::services::cache_events::set_hint(app, CacheHint::READ_AHEAD_COUNT, Some(8));
+    let first_read = |path: &str| -> Result<u64, String> {
+        let file = fs::open(path, fs::OpenMode { read: true, ..fs::OpenMode::default() }).map_err(text)?;
+        fs::read(&file, &mut [0u8; 4096]).map_err(text)?;
+        resident(path)
+    };
+    let outcome = (|| -> TestResult {
+        for preference in [Preference::BuiltIn, Preference::Default, Preference::Wasm, Preference::User] {
+            crate::services::policy::bind_to_file("/ktest/app", "readahead_app", preference).map_err(text)?;
+            let bound = crate::services::policy::bound_to_file("/ktest/app").map_err(text)?;
+            let result = (|| -> TestResult {
+                ensure!(bound.len() == 1 && bound[0].0 == "readahead_app", "getpolicy /ktest/app: {bound:?}");
+                fs::remount(fs::DEFAULT_CACHE_BLOCKS).map_err(text)?;
+                let with_policy = first_read("/ktest/app")?;
+                let without = first_read("/ktest/other")?;
+                ensure!(with_policy == 9, "{}: the bound file has {with_policy} blocks resident after its first read, expected 1 + 8", preference.label());
+                ensure!(without == 1, "{}: the other file has {without} blocks resident after its first read, expected 1 (the default prefetches nothing yet)", preference.label());
+                Ok(())
+            })();
+            let server = crate::ext::user::serving_pid("readahead_app");
+            crate::ext::unload("readahead_app").map_err(|error| alloc::format!("unload readahead_app: {error}"))?;
+            if let Some(pid) = server {
+                crate::proc::wait_until_reaped(pid, 200);
+            }
+            crate::services::cache_events::assign("readahead_app", None);
+            crate::services::lock_events::assign("readahead_app", None);
+            result?;
+            super::progress();
+        }
+        fs::remount(fs::DEFAULT_CACHE_BLOCKS).map_err(text)?;
+        ensure!(first_read("/ktest/app")? == 1, "unbound, the file still prefetches on its first read");
+        Ok(())
+    })();
+    crate::services::cache_events::clear_hints(app);
+    fs::unlink("/ktest/app").map_err(text)?;
+    fs::unlink("/ktest/other").map_err(text)?;
+    outcome
 }

@@ -46,9 +46,10 @@ use core::fmt;
 use core::sync::atomic::{AtomicU64, Ordering};
 
 use spindle_capability::{KernelObject, ObjectKind};
-use spindle_service_bcache::{BlockDevice, CachedDevice, CachedError, Config, Counters, DefaultPolicy, Owner};
+use spindle_service_bcache::{BlockDevice, CachedDevice, CachedError, Config, Counters, Owner};
 use spindle_service_fs::{BLOCK_BYTES, BlockStore, DirEntry, FileSystem, FormatOptions, FsError, FsStats, IoError, Kind, Stat, Usage};
 
+use super::cache_events::{self, EventPolicy};
 use super::disk::{self, DiskError};
 use crate::sched::SleepLock;
 
@@ -191,8 +192,9 @@ impl BlockDevice for Disk {
 static DISK_READS: AtomicU64 = AtomicU64::new(0);
 static DISK_WRITES: AtomicU64 = AtomicU64::new(0);
 
-/// The cache over the region.
-type Cached = CachedDevice<Disk, DefaultPolicy>;
+/// The cache over the region; its decisions are the `cache.*` events' (the defaults when
+/// nothing is bound).
+type Cached = CachedDevice<Disk, EventPolicy>;
 
 /// The file system's store: every block through the cache, tagged with its owner (the
 /// file and its block for file data, nobody for metadata).
@@ -314,7 +316,7 @@ fn region() -> Result<Disk, String> {
 }
 
 fn cached(disk: Disk, cache_blocks: usize) -> Result<Cached, String> {
-    CachedDevice::new(disk, Config::new(cache_blocks), DefaultPolicy).map_err(|error| alloc::format!("cache: {error}"))
+    CachedDevice::new(disk, Config::new(cache_blocks), EventPolicy::whole_cache()).map_err(|error| alloc::format!("cache: {error}"))
 }
 
 /// Mounts the file system in the region (with a cache of `cache_blocks` buffers).
@@ -350,7 +352,12 @@ fn with_fs<T>(body: impl FnOnce(&mut FileSystem<CacheStore>) -> Result<T, FsCall
         *state = mount_now(DEFAULT_CACHE_BLOCKS);
     }
     match &mut *state {
-        State::Mounted(fs) => body(fs),
+        State::Mounted(fs) => {
+            let result = body(fs);
+            // Infokernel-style exported state: the victim list as of the end of this call.
+            cache_events::publish_victims(fs.store_mut().0.cache());
+            result
+        }
         State::Refused(why) => Err(FsCallError::NotMounted(why.clone())),
         State::Unmounted => Err(FsCallError::NotMounted(String::from("not mounted"))),
     }
@@ -649,7 +656,44 @@ pub fn unlink(path: &str) -> Result<(), FsCallError> {
         let inode = fs.lookup_in(dir, name)?;
         fs.unlink(dir, name)?;
         fs.store_mut().0.invalidate_file(inode, 0);
+        cache_events::clear_hints(inode);
         Ok(())
+    })
+}
+
+/// The inode of `path` (for binding a policy to the file).
+pub fn inode_of(path: &str) -> Result<u32, FsCallError> {
+    with_fs(|fs| Ok(fs.lookup(path)?))
+}
+
+/// What the cache holds of one file: resident and dirty blocks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FileCacheState {
+    /// The file's inode.
+    pub inode: u32,
+    /// Its blocks in the cache.
+    pub resident: u64,
+    /// Of those, the ones not yet written back.
+    pub dirty: u64,
+}
+
+/// The cache's exported state (Infokernel): counters, the next victims in eviction order
+/// (at most `victims`), and, for `file` (a path), its resident and dirty blocks.
+pub fn cache_state(victims: usize, file: Option<&str>) -> Result<(FsStatus, Vec<spindle_service_bcache::BlockInfo>, Option<FileCacheState>), FsCallError> {
+    let status = status()?;
+    with_fs(|fs| {
+        let per_file = match file {
+            Some(path) => {
+                let inode = fs.lookup(path)?;
+                let counts = fs.store_mut().0.cache().file_counts(inode);
+                Some(FileCacheState { inode, resident: counts.resident as u64, dirty: counts.dirty as u64 })
+            }
+            None => None,
+        };
+        let mut next = alloc::vec![spindle_service_bcache::BlockInfo::default(); victims];
+        let count = fs.store_mut().0.cache().next_victims(&mut next);
+        next.truncate(count);
+        Ok((status.clone(), next, per_file))
     })
 }
 

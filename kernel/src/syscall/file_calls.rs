@@ -154,3 +154,53 @@ pub fn unlink(space: &AddressSpace, [pointer, length, ..]: Arguments) -> Result<
     let path = read_path(space, pointer, length)?;
     fs::unlink(&path).map(|()| 0).map_err(code)
 }
+
+/// `setpolicy(pointer, length, name_pointer, name_length, technology)`.
+pub fn setpolicy(process: &Process, space: &AddressSpace, [pointer, length, name_pointer, name_length, technology, ..]: Arguments) -> Result<usize, Error> {
+    if !process.capabilities().may_load_extensions() {
+        return Err(Error::NotPermitted);
+    }
+    let path = read_path(space, pointer, length)?;
+    if name_length == 0 {
+        return Err(Error::BadLength);
+    }
+    let range = user_range(name_pointer, name_length, spindle_abi::syscall::MAX_NAME)?;
+    let mut name = vec![0u8; range.len()];
+    space.read(range.start, &mut name)?;
+    let name = String::from_utf8(name).map_err(|_| Error::BadArgument)?;
+    let technology = crate::ext::Preference::from_number(technology).ok_or(Error::BadArgument)?;
+    match crate::services::policy::bind_to_file(&path, &name, technology) {
+        Ok(()) => Ok(0),
+        Err(crate::services::policy::BindError::File(error)) => Err(error.code()),
+        Err(crate::services::policy::BindError::Unknown) => Err(Error::NotFound),
+        Err(crate::services::policy::BindError::Refused(why)) => Err(super::shell_calls::refuse(process, why)),
+    }
+}
+
+/// `getpolicy(pointer, length, out_pointer, out_length)`.
+pub fn getpolicy(space: &AddressSpace, [pointer, length, out_pointer, out_length, ..]: Arguments) -> Result<usize, Error> {
+    let path = read_path(space, pointer, length)?;
+    let bound = crate::services::policy::bound_to_file(&path).map_err(code)?;
+    let text: String = bound.iter().map(|(name, technology)| alloc::format!("{name}\t{technology}\n")).collect();
+    copy_out(space, out_pointer, out_length, text.as_bytes())
+}
+
+/// `cache_hint(pointer, length, hint, value)`.
+pub fn cache_hint(space: &AddressSpace, [pointer, length, hint, value, ..]: Arguments) -> Result<usize, Error> {
+    use spindle_abi::event::CacheHint;
+    let path = read_path(space, pointer, length)?;
+    if ![CacheHint::READ_AHEAD_COUNT, CacheHint::PIN_FIRST, CacheHint::PIN_END].contains(&(hint as u64)) {
+        return Err(Error::BadArgument);
+    }
+    let inode = fs::inode_of(&path).map_err(code)?;
+    let value = value as u64;
+    crate::services::cache_events::set_hint(inode, hint as u64, (value != CacheHint::UNSET).then_some(value));
+    Ok(0)
+}
+
+/// `cache_state(pointer, length, out_pointer, out_length)`.
+pub fn cache_state(space: &AddressSpace, [pointer, length, out_pointer, out_length, ..]: Arguments) -> Result<usize, Error> {
+    let path = if length == 0 { None } else { Some(read_path(space, pointer, length)?) };
+    let text = crate::services::policy::cache_state_text(path.as_deref()).map_err(code)?;
+    copy_out(space, out_pointer, out_length, text.as_bytes())
+}

@@ -59,7 +59,7 @@ fn read_text<'buffer>(
 }
 
 /// Answers `Refused`, keeping `reason` for the caller's `last_error`.
-fn refuse(process: &Process, reason: String) -> Error {
+pub(super) fn refuse(process: &Process, reason: String) -> Error {
     process.set_last_error(reason);
     Error::Refused
 }

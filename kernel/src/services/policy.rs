@@ -1,0 +1,110 @@
+//! Per-file policies (Seltzer '95 §2: a policy for one file, not the whole system): binds
+//! a policy extension to one file of the file system, and the cache's exported state as
+//! text (what `setpolicy`, `getpolicy`, `cache_state` and the console's `setpolicy`,
+//! `getpolicy` and `cache` use).
+//!
+//! Binding is by guard, not by a table of its own: the file's inode is assigned to the
+//! extension's name in [`super::cache_events`] and [`super::lock_events`] before it loads,
+//! so every binding it installs on `cache.*` or `lock.Grant` carries the guard
+//! `file == inode` (imposed by the events' primary modules). Policies for different files
+//! coexist on one event, and dispatch stays one indexed lookup.
+
+use alloc::string::String;
+use alloc::vec::Vec;
+use core::fmt::Write;
+
+use super::fs::{self, FsCallError};
+use super::{cache_events, lock_events};
+
+/// Why [`bind_to_file`] failed.
+#[derive(Debug)]
+pub enum BindError {
+    /// The path: as the file system said.
+    File(FsCallError),
+    /// No extension of that name is available.
+    Unknown,
+    /// The extension is loaded already, or the loader refused it (the words say why).
+    Refused(String),
+}
+
+impl core::fmt::Display for BindError {
+    fn fmt(&self, formatter: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            BindError::File(error) => error.fmt(formatter),
+            BindError::Unknown => formatter.write_str("no such extension"),
+            BindError::Refused(why) => formatter.write_str(why),
+        }
+    }
+}
+
+/// Loads extension `name` as `technology`, its `cache.*` and `lock.Grant` bindings for the
+/// file at `path` only.
+pub fn bind_to_file(path: &str, name: &str, technology: crate::ext::Preference) -> Result<(), BindError> {
+    let inode = fs::inode_of(path).map_err(BindError::File)?;
+    if crate::ext::find(name).is_some() {
+        return Err(BindError::Refused(alloc::format!("setpolicy {path} {name}: `{name}` is loaded already (unload it first)")));
+    }
+    cache_events::assign(name, Some(inode));
+    lock_events::assign(name, Some(inode));
+    match crate::ext::load(name, technology) {
+        Ok(_) => Ok(()),
+        Err(error) => {
+            cache_events::assign(name, None);
+            lock_events::assign(name, None);
+            match error {
+                crate::ext::ExtensionError::Unknown(_) => Err(BindError::Unknown),
+                error => Err(BindError::Refused(alloc::format!("setpolicy {path} {name}: {error}"))),
+            }
+        }
+    }
+}
+
+/// The loaded extensions bound to the file at `path`: (name, technology).
+pub fn bound_to_file(path: &str) -> Result<Vec<(String, String)>, FsCallError> {
+    let inode = fs::inode_of(path)?;
+    Ok(crate::ext::list()
+        .iter()
+        .filter(|extension| cache_events::assignment(&extension.name) == Some(inode))
+        .map(|extension| (extension.name.clone(), alloc::format!("{}", extension.technology)))
+        .collect())
+}
+
+/// Victims listed by [`cache_state_text`].
+pub const LISTED_VICTIMS: usize = 16;
+
+/// The cache's exported state as text (see `spindle_abi::syscall::Syscall::CacheState`).
+pub fn cache_state_text(path: Option<&str>) -> Result<String, FsCallError> {
+    let (status, victims, file) = fs::cache_state(LISTED_VICTIMS, path)?;
+    let counters = status.cache;
+    let mut text = String::new();
+    let rejected: u64 = counters.rejections.iter().sum();
+    let _ = writeln!(
+        text,
+        "counters\tbuffers {}\tdirty {}\thits {}\tmisses {}\tprefetches {}\tprefetch_hits {}\tevictions {}\twritebacks {}\twrite_errors {}\trejected {}",
+        status.cache_blocks,
+        status.dirty,
+        counters.hits,
+        counters.misses,
+        counters.prefetches,
+        counters.prefetch_hits,
+        counters.evictions,
+        counters.writebacks,
+        counters.write_errors,
+        rejected
+    );
+    if let Some(file) = file {
+        let _ = writeln!(text, "file\tinode {}\tresident {}\tdirty {}", file.inode, file.resident, file.dirty);
+    }
+    for victim in victims {
+        let owner = victim.file.map_or(String::from("-"), |file| alloc::format!("{file}"));
+        let _ = writeln!(
+            text,
+            "victim\tblock {}\tfile {owner}\tfile_block {}\t{}\treferences {}",
+            victim.block,
+            victim.file_block,
+            if victim.dirty { "dirty" } else { "clean" },
+            victim.references
+        );
+    }
+    Ok(text)
+}
