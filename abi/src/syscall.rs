@@ -224,6 +224,10 @@ pub enum Error {
     Io = 22,
     /// The file system's data on the disk is inconsistent (a corrupt image).
     Corrupt = 23,
+    /// The lock cannot be granted now and the caller asked not to wait.
+    WouldBlock = 24,
+    /// Waiting for the lock would close a cycle of processes waiting for each other.
+    Deadlock = 25,
 }
 
 impl Error {
@@ -252,6 +256,8 @@ impl Error {
         Error::NoSpace,
         Error::Io,
         Error::Corrupt,
+        Error::WouldBlock,
+        Error::Deadlock,
     ];
 
     /// The code returned in `a0`.
@@ -290,6 +296,8 @@ impl Error {
             Error::NoSpace => "no space left",
             Error::Io => "input/output error",
             Error::Corrupt => "file system corrupt",
+            Error::WouldBlock => "would block",
+            Error::Deadlock => "deadlock",
         }
     }
 }
@@ -646,7 +654,30 @@ declare_syscalls! {
     /// [`Syscall::ExtList`]. Errors: `NoDevice` (no file system), the path's errors,
     /// `BadLength`/`BadAddress` for the output.
     CacheState = 40, "cache_state", (pointer, length, out_pointer, out_length) -> "length of the state";
+    /// `lock(handle, start, length, flags) -> 0`: locks bytes `[start, start + length)`
+    /// (`length` 0: to the end of the file, however long it grows) of the open file for
+    /// the calling process — shared ([`LOCK_READ`]) or exclusive ([`LOCK_WRITE`]), POSIX
+    /// style: a process's own locks never conflict with each other and a new lock replaces
+    /// its old ones on the range. With [`LOCK_WAIT`] the call waits until the lock is
+    /// granted, in the order `lock.Grant` decides (default FRP: readers first, writers in
+    /// arrival order; `lockgrant_fifo`: strict arrival order). A process's locks go when it
+    /// ends. Errors: `BadHandle`, `BadArgument` (unknown flags, an empty or overflowing
+    /// range), `WouldBlock` (without [`LOCK_WAIT`]), `Deadlock`, `TooMany` (the file's queue
+    /// or the lock table is full).
+    Lock = 41, "lock", (handle, start, length, flags) -> "0";
+    /// `unlock(handle, start, length) -> 0`: releases the calling process's locks on the
+    /// range (splitting a lock that reaches outside it); what it does not hold is not an
+    /// error. Errors: `BadHandle`, `BadArgument` (a bad range), `TooMany` (a split would
+    /// pass the lock table's limit).
+    Unlock = 42, "unlock", (handle, start, length) -> "0";
 }
+
+/// [`Syscall::Lock`] flag: a shared (read) lock (the default: no flag).
+pub const LOCK_READ: usize = 0;
+/// [`Syscall::Lock`] flag: an exclusive (write) lock.
+pub const LOCK_WRITE: usize = 1;
+/// [`Syscall::Lock`] flag: wait until it can be granted.
+pub const LOCK_WAIT: usize = 2;
 
 /// Longest path [`Syscall::Open`] and the other file-system calls accept.
 pub const MAX_PATH: usize = 256;

@@ -54,7 +54,7 @@ fn reading_call(syscall: Syscall, arguments: [usize; 6]) -> Result<usize, Error>
         Syscall::Write | Syscall::Yield | Syscall::GetPid | Syscall::Spawn | Syscall::Wait | Syscall::SleepTicks
             | Syscall::EventCount | Syscall::Kill | Syscall::MapAnonymous | Syscall::ExtLoad | Syscall::ExtUnload
             | Syscall::KernelCommand | Syscall::Open | Syscall::Close | Syscall::Seek | Syscall::MakeDir | Syscall::Unlink
-            | Syscall::Fsync | Syscall::SetPolicy | Syscall::CacheHint
+            | Syscall::Fsync | Syscall::SetPolicy | Syscall::CacheHint | Syscall::Lock | Syscall::Unlock
     ));
     // SAFETY: these calls write no user memory and unmap nothing (map_anonymous only
     // adds a new mapping; extension and console commands act on the kernel), so no
@@ -287,6 +287,19 @@ pub fn cache_state(path: &str, buffer: &mut [u8]) -> Result<usize, Error> {
     // SAFETY: the kernel writes at most `buffer.len()` bytes into `buffer`, exclusively
     // borrowed here, and only reads the path.
     unsafe { call(Syscall::CacheState, arguments) }
+}
+
+/// Locks bytes `[start, start + length)` (`length` 0: to the end) of the open file
+/// `handle` (`flags`: `spindle_abi::syscall::LOCK_WRITE`, `LOCK_WAIT`). Errors as for
+/// [`Syscall::Lock`].
+pub fn lock(handle: usize, start: u64, length: u64, flags: usize) -> Result<(), Error> {
+    reading_call(Syscall::Lock, [handle, start as usize, length as usize, flags, 0, 0]).map(|_| ())
+}
+
+/// Releases the caller's locks on `[start, start + length)` of `handle`. Errors as for
+/// [`Syscall::Unlock`].
+pub fn unlock(handle: usize, start: u64, length: u64) -> Result<(), Error> {
+    reading_call(Syscall::Unlock, [handle, start as usize, length as usize, 0, 0, 0]).map(|_| ())
 }
 
 /// Copies the dispatcher's event listing into `buffer`; returns its full length.

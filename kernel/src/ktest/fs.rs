@@ -27,6 +27,7 @@ pub const TESTS: &[KernelTest] = &[
     KernelTest { name: "fs::open_files_of_exited_processes_leak_nothing", run: open_files_of_exited_processes_leak_nothing },
     KernelTest { name: "fs::corrupt_superblock_is_refused_then_repaired", run: corrupt_superblock_is_refused_then_repaired },
     KernelTest { name: "fs::per_file_read_ahead_policy_in_every_technology", run: per_file_read_ahead_policy_in_every_technology },
+    KernelTest { name: "fs::lock_grant_order_frp_then_fifo_in_every_technology", run: lock_grant_order_frp_then_fifo_in_every_technology },
 ];
 
 fn text(error: impl core::fmt::Display) -> String {
@@ -247,4 +248,65 @@ fn per_file_read_ahead_policy_in_every_technology() -> TestResult {
     fs::unlink("/ktest/app").map_err(text)?;
     fs::unlink("/ktest/other").map_err(text)?;
     outcome
+}
+
+/// The scripted sequence of Seltzer '95 §4.4 on a file, owners being strands: R1 holds a
+/// read lock; W2 asks for a write lock and waits; R3 asks for a read lock. Under FRP (the
+/// default) R3 is granted at once, before W2; with `lockgrant_fifo` bound to the file
+/// (`setpolicy`, every technology) R3 waits behind W2. Returns the grant order.
+fn lock_script() -> Result<Vec<u32>, String> {
+    use crate::services::locks;
+    use alloc::sync::Arc;
+    use spindle_service_locks::LockKind;
+    let file = fs::inode_of("/ktest/locked").map_err(text)?;
+    let order: Arc<spin::Mutex<Vec<u32>>> = Arc::new(spin::Mutex::new(Vec::new()));
+    let whole = locks::range(0, 0).map_err(|error| alloc::format!("{error:?}"))?;
+    let record = |order: &Arc<spin::Mutex<Vec<u32>>>, owner: u32| crate::arch::csr::without_interrupts(|| order.lock().push(owner));
+    locks::lock(file, 1, LockKind::Read, whole, true, &|| false).map_err(|error| alloc::format!("R1: {error:?}"))?;
+    record(&order, 1);
+    let mut strands = Vec::new();
+    for (owner, kind) in [(2u32, LockKind::Write), (3, LockKind::Read)] {
+        let order = order.clone();
+        let strand = crate::sched::spawn("test-lock", crate::sched::Priority::NORMAL, move || {
+            if locks::lock(file, owner, kind, whole, true, &|| false).is_ok() {
+                crate::arch::csr::without_interrupts(|| order.lock().push(owner));
+                // Hold it a little, then let the next one in.
+                crate::sched::sleep_ticks(2);
+                let _ = locks::unlock(file, owner, whole);
+            }
+        })
+        .map_err(|error| alloc::format!("{error:?}"))?;
+        strands.push(strand);
+        // Let it reach the table before the next arrives.
+        crate::sched::sleep_ticks(1);
+    }
+    crate::sched::sleep_ticks(1);
+    locks::unlock(file, 1, whole).map_err(|error| alloc::format!("unlock R1: {error:?}"))?;
+    for strand in &strands {
+        strand.join();
+    }
+    Ok(crate::arch::csr::without_interrupts(|| order.lock().clone()))
+}
+
+fn lock_grant_order_frp_then_fifo_in_every_technology() -> TestResult {
+    use crate::ext::Preference;
+    work_directory()?;
+    fs::write_file("/ktest/locked", b"record").map_err(text)?;
+    let frp = lock_script()?;
+    ensure!(frp == [1, 3, 2], "FRP granted in the order {frp:?}, expected [1, 3, 2] (the reader first)");
+    for preference in [Preference::BuiltIn, Preference::Default, Preference::Wasm, Preference::User] {
+        crate::services::policy::bind_to_file("/ktest/locked", "lockgrant_fifo", preference).map_err(text)?;
+        let fifo = lock_script();
+        let server = crate::ext::user::serving_pid("lockgrant_fifo");
+        crate::ext::unload("lockgrant_fifo").map_err(|error| alloc::format!("unload lockgrant_fifo: {error}"))?;
+        if let Some(pid) = server {
+            crate::proc::wait_until_reaped(pid, 200);
+        }
+        crate::services::cache_events::assign("lockgrant_fifo", None);
+        crate::services::lock_events::assign("lockgrant_fifo", None);
+        let fifo = fifo?;
+        ensure!(fifo == [1, 2, 3], "{}: lockgrant_fifo granted in the order {fifo:?}, expected [1, 2, 3] (arrival order)", preference.label());
+    }
+    fs::unlink("/ktest/locked").map_err(text)?;
+    Ok(())
 }

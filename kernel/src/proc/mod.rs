@@ -342,6 +342,8 @@ fn process_main(process: Arc<Process>, space: AddressSpace, entry: usize) {
     drop(context);
     drop(space);
     process.set_mapped_bytes(0);
+    // Its byte-range locks and waiting lock requests go with it.
+    crate::services::locks::release_owner(process.pid as u32);
     finish(&process, status);
 }
 

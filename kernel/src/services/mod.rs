@@ -14,6 +14,7 @@ pub mod blockpath;
 pub mod cache_events;
 pub mod disk;
 pub mod fs;
+pub mod locks;
 pub mod policy;
 pub mod frames;
 pub mod lock_events;

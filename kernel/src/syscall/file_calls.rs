@@ -204,3 +204,33 @@ pub fn cache_state(space: &AddressSpace, [pointer, length, out_pointer, out_leng
     let text = crate::services::policy::cache_state_text(path.as_deref()).map_err(code)?;
     copy_out(space, out_pointer, out_length, text.as_bytes())
 }
+
+/// `lock(handle, start, length, flags)`; `None` when the process was killed while waiting.
+pub fn lock(process: &Process, [handle, start, length, flags, ..]: Arguments) -> Option<Result<usize, Error>> {
+    use spindle_abi::syscall::{LOCK_WAIT, LOCK_WRITE};
+    use spindle_service_locks::LockKind;
+    let checked = (|| {
+        let file = process.capabilities().file(handle, Rights::NONE)?;
+        if flags & !(LOCK_WRITE | LOCK_WAIT) != 0 {
+            return Err(Error::BadArgument);
+        }
+        let range = crate::services::locks::range(start as u64, length as u64).map_err(|_| Error::BadArgument)?;
+        Ok((file, range))
+    })();
+    let (file, range) = match checked {
+        Ok(checked) => checked,
+        Err(error) => return Some(Err(error)),
+    };
+    let kind = if flags & LOCK_WRITE != 0 { LockKind::Write } else { LockKind::Read };
+    match crate::services::locks::lock(file.inode(), process.pid() as u32, kind, range, flags & LOCK_WAIT != 0, &|| process.kill_requested()) {
+        Ok(()) => Some(Ok(0)),
+        Err(error) => error.code().map(Err),
+    }
+}
+
+/// `unlock(handle, start, length)`.
+pub fn unlock(process: &Process, [handle, start, length, ..]: Arguments) -> Result<usize, Error> {
+    let file = process.capabilities().file(handle, Rights::NONE)?;
+    let range = crate::services::locks::range(start as u64, length as u64).map_err(|_| Error::BadArgument)?;
+    crate::services::locks::unlock(file.inode(), process.pid() as u32, range).map(|()| 0).map_err(|_| Error::TooMany)
+}

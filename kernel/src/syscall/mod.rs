@@ -104,6 +104,11 @@ pub fn handle(process: &Arc<Process>, space: &mut AddressSpace, context: &mut Us
         Some(Syscall::GetPolicy) => file_calls::getpolicy(space, arguments),
         Some(Syscall::CacheHint) => file_calls::cache_hint(space, arguments),
         Some(Syscall::CacheState) => file_calls::cache_state(space, arguments),
+        Some(Syscall::Lock) => match file_calls::lock(process, arguments) {
+            Some(result) => result,
+            None => return Outcome::Killed,
+        },
+        Some(Syscall::Unlock) => file_calls::unlock(process, arguments),
         Some(Syscall::Events) => shell_calls::events(process, space, arguments),
         Some(Syscall::Processes) => shell_calls::processes(process, space, arguments),
         Some(Syscall::LastError) => shell_calls::last_error(process, space, arguments),

@@ -4,7 +4,7 @@
 //! - `check`: writes, reads back, seeks, stats, lists and removes files and directories
 //!   under `/fstest`, and checks that bad uses get their documented errors (a closed or
 //!   forged handle, a file opened read-only written to, a directory opened for writing, a
-//!   missing path, a non-empty directory removed). Exits 0 if everything held, else 1
+//!   missing path, a non-empty directory removed, lock flags and ranges). Exits 0 if everything held, else 1
 //!   after printing what did not.
 //! - `durable PATH SEED`: writes [`DURABLE_BYTES`] bytes of SEED's pattern to PATH, calls
 //!   `fsync`, prints `fstest: fsync returned`, then spins until it is killed (the test
@@ -16,7 +16,7 @@
 #![no_main]
 #![forbid(unsafe_code)]
 
-use spindle_runtime::arch::{self, Error, FileStat, OPEN_APPEND, OPEN_CREATE, OPEN_READ, OPEN_TRUNCATE, OPEN_WRITE, SEEK_END, SEEK_START};
+use spindle_runtime::arch::{self, Error, FileStat, LOCK_READ, LOCK_WAIT, LOCK_WRITE, OPEN_APPEND, OPEN_CREATE, OPEN_READ, OPEN_TRUNCATE, OPEN_WRITE, SEEK_END, SEEK_START};
 use spindle_runtime::{Arguments, println};
 
 spindle_runtime::entry!(main);
@@ -145,6 +145,18 @@ fn check() -> i32 {
         let _ = arch::close(reader);
     } else {
         check.expect("open for reading", false);
+    }
+    // Byte-range locks: a process's own locks never conflict; bad flags and ranges refused.
+    if let Ok(locker) = arch::open("/fstest/data", OPEN_READ) {
+        check.expect("lock bytes 0..100 for writing", arch::lock(locker, 0, 100, LOCK_WRITE).is_ok());
+        check.expect("re-lock part of it for reading (the owner's own lock)", arch::lock(locker, 10, 10, LOCK_READ | LOCK_WAIT).is_ok());
+        check.expect_error("lock with unknown flags", arch::lock(locker, 0, 1, 0x40), Error::BadArgument);
+        check.expect_error("lock an overflowing range", arch::lock(locker, u64::MAX - 1, 10, LOCK_WRITE), Error::BadArgument);
+        check.expect("unlock everything", arch::unlock(locker, 0, 0).is_ok());
+        let _ = arch::close(locker);
+        check.expect_error("lock through a closed handle", arch::lock(locker, 0, 1, LOCK_WRITE), Error::BadHandle);
+    } else {
+        check.expect("open for locking", false);
     }
     if let Ok(appender) = arch::open("/fstest/data", OPEN_WRITE | OPEN_APPEND) {
         check.expect_error("read from a write-only file", arch::read(appender, &mut buffer), Error::NotPermitted);

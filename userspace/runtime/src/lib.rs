@@ -58,7 +58,7 @@ pub mod arch {
         SPAWN_CONSOLE, SPAWN_EXTENSION_LOADER, Syscall, Technology,
     };
     pub use spindle_abi::syscall::DiskState;
-    pub use spindle_abi::syscall::{FileStat, MAX_PATH, OPEN_APPEND, OPEN_CREATE, OPEN_READ, OPEN_TRUNCATE, OPEN_WRITE, SEEK_CURRENT, SEEK_END, SEEK_START};
+    pub use spindle_abi::syscall::{FileStat, LOCK_READ, LOCK_WAIT, LOCK_WRITE, MAX_PATH, OPEN_APPEND, OPEN_CREATE, OPEN_READ, OPEN_TRUNCATE, OPEN_WRITE, SEEK_CURRENT, SEEK_END, SEEK_START};
     pub use spindle_abi::event::DiskQueueEntry;
 }
 
