@@ -68,6 +68,7 @@ fn file_round_trips_through_a_cold_cache() -> TestResult {
         read.extend_from_slice(&chunk[..count]);
     }
     ensure!(read == data, "the file read back differs (cold cache)");
+    fs::settle_read_ahead();
     let after = fs::status().map_err(text)?;
     let blocks = data.len().div_ceil(4096) as u64;
     ensure!(
@@ -215,6 +216,7 @@ fn per_file_read_ahead_policy_in_every_technology() -> TestResult {
     let first_read = |path: &str| -> Result<u64, String> {
         let file = fs::open(path, fs::OpenMode { read: true, ..fs::OpenMode::default() }).map_err(text)?;
         fs::read(&file, &mut [0u8; 4096]).map_err(text)?;
+        fs::settle_read_ahead();
         resident(path)
     };
     let outcome = (|| -> TestResult {

@@ -30,10 +30,12 @@
 //! driver could flush (QEMU writes a completed request to the host file), so a completed
 //! write survives QEMU being killed; it would not survive the host losing power.
 //!
-//! **Read-ahead.** After a read, the cache's read-ahead rule (`cache.ReadAhead`'s default:
-//! clustered sequential) names file blocks to prefetch; they are read now, on the reading
-//! strand, into the cache — consecutive device blocks in one request of up to 64 KiB — not
-//! yet overlapped with the caller's computation.
+//! **Read-ahead.** After a read, the cache's read-ahead rule (`cache.ReadAhead`: the
+//! default clustered sequential rule, or a policy extension) names file blocks to prefetch;
+//! a read-ahead strand (above the readers, below the disk service) reads them into the
+//! cache — consecutive device blocks in one request of up to 64 KiB — while the reader goes
+//! on computing. A reader that asks for a block being prefetched waits for the file
+//! system's lock, which the prefetch holds until its blocks are in.
 //!
 //! Limitations: one file system; no rename or hard links; an open file whose inode is
 //! unlinked reads and writes a freed inode, which answers an error.
@@ -392,6 +394,7 @@ pub fn format(bytes: u64) -> Result<FsStats, FsCallError> {
 /// Writes back and mounts again with a cache of `cache_blocks` buffers (tests and
 /// benchmarks that need a cold or a smaller cache).
 pub fn remount(cache_blocks: usize) -> Result<FsStats, FsCallError> {
+    settle_read_ahead();
     let mut state = FS.lock();
     unmount(&mut state)?;
     *state = mount_now(cache_blocks);
@@ -521,12 +524,18 @@ pub fn read(file: &OpenFile, buffer: &mut [u8]) -> Result<usize, FsCallError> {
     if !file.mode.read {
         return Err(FsCallError::NotPermitted);
     }
-    with_fs(|fs| {
+    let count = with_fs(|fs| {
         let position = file.position();
         let count = read_with_read_ahead(fs, file.inode, position, buffer)?;
         file.set_position(position + count as u64);
         Ok(count)
-    })
+    })?;
+    // The file system is free now: let the read-ahead strand (higher priority) start the
+    // prefetch before this strand goes back to its computation.
+    if READ_AHEAD_DONE.load(Ordering::Relaxed) < READ_AHEAD_QUEUED.load(Ordering::Relaxed) {
+        crate::sched::yield_now();
+    }
+    Ok(count)
 }
 
 /// Reads at `offset` and then asks the cache's read-ahead rule what to prefetch after the
@@ -551,11 +560,60 @@ fn read_with_read_ahead(fs: &mut FileSystem<CacheStore>, inode: u32, offset: u64
             }
         }
         if !wanted.is_empty() {
-            // A prefetch that fails is only a lost hint: a read will ask again.
-            let _ = fs.store_mut().0.prefetch_blocks(&wanted);
+            read_ahead_later(wanted);
+        }    }
+    Ok(count)
+}
+
+/// Blocks named by read-ahead, waiting for the read-ahead strand.
+static READ_AHEAD_QUEUE: spin::Mutex<alloc::collections::VecDeque<Vec<(u64, Owner)>>> = spin::Mutex::new(alloc::collections::VecDeque::new());
+/// The read-ahead strand (started at the first read-ahead).
+static READ_AHEAD_STRAND: spin::Once<Arc<crate::sched::Strand>> = spin::Once::new();
+/// Read-ahead batches queued and done since boot.
+static READ_AHEAD_QUEUED: AtomicU64 = AtomicU64::new(0);
+static READ_AHEAD_DONE: AtomicU64 = AtomicU64::new(0);
+
+/// Queues `wanted` for the read-ahead strand, which reads them into the cache while the
+/// reader goes on (the reader's call yields to it once the file system is free, see
+/// [`read`]): the disk works while the program computes, as read-ahead is meant to.
+fn read_ahead_later(wanted: Vec<(u64, Owner)>) {
+    crate::arch::csr::without_interrupts(|| READ_AHEAD_QUEUE.lock().push_back(wanted));
+    READ_AHEAD_QUEUED.fetch_add(1, Ordering::Relaxed);
+    let strand = READ_AHEAD_STRAND.call_once(|| {
+        // Above the readers (NORMAL), below the disk service: it runs as soon as a reader
+        // lets go of the file system, submits its cluster and sleeps on the disk.
+        let priority = crate::sched::Priority::new(crate::sched::Priority::HIGHEST.level() as u8 - 1);
+        crate::sched::spawn("fs-readahead", priority, read_ahead_strand).expect("the read-ahead strand's stack")
+    });
+    crate::sched::unblock(strand);
+}
+
+/// The read-ahead strand: prefetches queued batches, one at a time, under the file
+/// system's lock.
+fn read_ahead_strand() {
+    loop {
+        let batch = crate::arch::csr::without_interrupts(|| READ_AHEAD_QUEUE.lock().pop_front());
+        match batch {
+            Some(wanted) => {
+                let mut state = FS.lock();
+                if let State::Mounted(fs) = &mut *state {
+                    // A prefetch that fails is only a lost hint: a read will ask again.
+                    let _ = fs.store_mut().0.prefetch_blocks(&wanted);
+                }
+                drop(state);
+                READ_AHEAD_DONE.fetch_add(1, Ordering::Relaxed);
+            }
+            None => crate::sched::block_current(),
         }
     }
-    Ok(count)
+}
+
+/// Waits until every queued read-ahead is done (tests and benchmarks that count disk
+/// requests or remount).
+pub fn settle_read_ahead() {
+    while READ_AHEAD_DONE.load(Ordering::Relaxed) < READ_AHEAD_QUEUED.load(Ordering::Relaxed) {
+        crate::sched::sleep_ticks(1);
+    }
 }
 
 /// Writes `data` at the file's position (the end for an append file) and advances it.
