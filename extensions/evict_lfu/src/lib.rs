@@ -37,13 +37,8 @@ fn enqueue(args: &CacheEnqueue) -> CachePlacement {
 
 /// The candidate with the fewest references; ties to the earlier one.
 pub fn choose(candidates: impl Iterator<Item = CacheBlockEntry>) -> Option<CacheBlockEntry> {
-    let mut best: Option<CacheBlockEntry> = None;
-    for candidate in candidates {
-        if best.is_none_or(|best| candidate.references < best.references) {
-            best = Some(candidate);
-        }
-    }
-    best
+    // `min_by_key` keeps the first of equal minima.
+    candidates.min_by_key(|candidate| candidate.references)
 }
 
 /// `cache.Evict`: the least frequently used candidate, or no answer.

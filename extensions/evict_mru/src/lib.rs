@@ -32,13 +32,8 @@ fn enqueue(_: &CacheEnqueue) -> CachePlacement {
 
 /// The candidate referenced most recently (smallest age); ties to the earlier one.
 pub fn choose(candidates: impl Iterator<Item = CacheBlockEntry>) -> Option<CacheBlockEntry> {
-    let mut best: Option<CacheBlockEntry> = None;
-    for candidate in candidates {
-        if best.is_none_or(|best| candidate.age < best.age) {
-            best = Some(candidate);
-        }
-    }
-    best
+    // `min_by_key` keeps the first of equal minima.
+    candidates.min_by_key(|candidate| candidate.age)
 }
 
 /// `cache.Evict`: the most recently used candidate, or no answer if none can be read.

@@ -26,7 +26,7 @@ use super::{KernelTest, TestResult};
 use crate::ensure;
 use crate::ext::{self, Preference};
 use crate::services::cache_events::{self, EventPolicy};
-use crate::services::lock_events::{self, EventGrantPolicy};
+use crate::services::lock_events::EventGrantPolicy;
 
 /// The tests.
 pub const TESTS: &[KernelTest] = &[
@@ -68,7 +68,6 @@ fn clean(test: fn() -> TestResult) -> TestResult {
     let outcome = test();
     for owner in ["evict_mru", "evict_lfu", "evict_pinrange", "readahead_app", "lockgrant_fifo", "test.file-a", "test.file-b"] {
         cache_events::assign(owner, None);
-        lock_events::assign(owner, None);
     }
     cache_events::clear_hints(FILE);
     cache_events::clear_hints(OTHER);

@@ -238,7 +238,6 @@ fn per_file_read_ahead_policy_in_every_technology() -> TestResult {
                 crate::proc::wait_until_reaped(pid, 200);
             }
             crate::services::cache_events::assign("readahead_app", None);
-            crate::services::lock_events::assign("readahead_app", None);
             result?;
             super::progress();
         }
@@ -305,7 +304,6 @@ fn lock_grant_order_frp_then_fifo_in_every_technology() -> TestResult {
             crate::proc::wait_until_reaped(pid, 200);
         }
         crate::services::cache_events::assign("lockgrant_fifo", None);
-        crate::services::lock_events::assign("lockgrant_fifo", None);
         let fifo = fifo?;
         ensure!(fifo == [1, 2, 3], "{}: lockgrant_fifo granted in the order {fifo:?}, expected [1, 2, 3] (arrival order)", preference.label());
     }

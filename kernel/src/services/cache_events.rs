@@ -92,7 +92,7 @@ pub fn init() {
 }
 
 /// From now on, every binding `owner` (an extension's name) installs on a `cache.*` event
-/// is for `file` only: its primary module imposes the guard `file == file`. `None` removes
+/// or `lock.Grant` is for `file` only: the primary module imposes the guard `file == file`. `None` removes
 /// the assignment (bindings installed later see every file). Bindings installed before are
 /// not changed: assign, then load.
 pub fn assign(owner: &str, file: Option<FileId>) {
@@ -155,7 +155,7 @@ fn state_bits(info: &BlockInfo) -> u32 {
 }
 
 /// The imposed file guard for `request`'s owner, if it is assigned a file.
-fn authorize_for_file<A: EventRecord>(request: &InstallRequest<'_, A>) -> Result<Authorization<A>, Refusal> {
+pub(super) fn authorize_for_file<A: EventRecord>(request: &InstallRequest<'_, A>) -> Result<Authorization<A>, Refusal> {
     let field = field_index(A::FIELDS, "file").ok_or(Refusal::Other("the record has no file field"))?;
     Ok(match assignment(request.owner) {
         Some(file) => Authorization::allow().impose(DeclarativeGuard::equals(field, u64::from(file))),

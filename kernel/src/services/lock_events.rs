@@ -13,25 +13,22 @@
 //! contributes `NO_ANSWER`); the table validates the answer again
 //! ([`spindle_service_locks::validate`]) and counts what it refuses.
 //!
-//! Per-file policies: `file` is a guardable field of the record; [`assign`] makes the
-//! primary module impose `file == F` on an owner's bindings, as for the cache events.
+//! Per-file policies: `file` is a guardable field of the record; `cache_events::assign`
+//! (one table for both services) makes the primary module impose `file == F` on an owner's
+//! bindings.
 
-use alloc::collections::BTreeMap;
-use alloc::string::String;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 
-use spindle_abi::event::{LOCK_GRANT, LockCandidateEntry, LockGrant, LockGrantChoice, field_index};
-use spindle_dispatch::{Authorization, Combiner, DeclarativeGuard, EventTable, InstallRequest, PrimaryModule, Refusal, ResultRejection};
-use spindle_service_locks::{Candidate, FileId, GrantChoice, GrantPolicy, GrantQuery, LockKind, Policy, Trigger, choose};
+use spindle_abi::event::{LOCK_GRANT, LockCandidateEntry, LockGrant, LockGrantChoice};
+use spindle_dispatch::{Authorization, Combiner, EventTable, InstallRequest, PrimaryModule, Refusal, ResultRejection};
+use spindle_service_locks::{Candidate, GrantChoice, GrantPolicy, GrantQuery, LockKind, Policy, Trigger, choose};
 
 use crate::arch::csr::without_interrupts;
 
 static TABLE: spin::Once<Arc<EventTable<LockGrant, LockGrantChoice>>> = spin::Once::new();
 /// The candidates of the raise in progress (what `spindle_lock_candidates` copies).
 static CANDIDATES: spin::Mutex<Vec<LockCandidateEntry>> = spin::Mutex::new(Vec::new());
-/// Owners whose bindings are imposed a `file == F` guard.
-static ASSIGNMENTS: spin::Mutex<BTreeMap<String, u32>> = spin::Mutex::new(BTreeMap::new());
 /// Serialises raises (one candidate list at a time).
 static GATE: spin::Mutex<()> = spin::Mutex::new(());
 
@@ -39,18 +36,6 @@ static GATE: spin::Mutex<()> = spin::Mutex::new(());
 pub fn init() {
     let dispatcher = crate::events::dispatcher();
     TABLE.call_once(|| dispatcher.register(&LOCK_GRANT, Arc::new(GrantModule)).expect("lock.Grant registered twice"));
-}
-
-/// From now on, every binding `owner` installs on `lock.Grant` is for `file` only (the
-/// primary module imposes `file == file`); `None` removes the assignment.
-pub fn assign(owner: &str, file: Option<FileId>) {
-    without_interrupts(|| {
-        let mut assignments = ASSIGNMENTS.lock();
-        match file {
-            Some(file) => assignments.insert(String::from(owner), file),
-            None => assignments.remove(owner),
-        }
-    });
 }
 
 /// A candidate as the `lock` domain copies it out.
@@ -104,12 +89,9 @@ impl PrimaryModule<LockGrant, LockGrantChoice> for GrantModule {
     }
 
     fn authorize(&self, request: &InstallRequest<'_, LockGrant>) -> Result<Authorization<LockGrant>, Refusal> {
-        let field = field_index(<LockGrant as spindle_abi::event::EventRecord>::FIELDS, "file").ok_or(Refusal::Other("no file field"))?;
-        let file = without_interrupts(|| ASSIGNMENTS.lock().get(request.owner).copied());
-        Ok(match file {
-            Some(file) => Authorization::allow().impose(DeclarativeGuard::equals(field, u64::from(file))),
-            None => Authorization::allow(),
-        })
+        // One assignment table for the cache's events and this one: a policy extension
+        // bound to a file is bound for all of them (`cache_events::assign`).
+        super::cache_events::authorize_for_file(request)
     }
 
     fn validates_results(&self) -> bool {

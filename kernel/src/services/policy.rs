@@ -4,7 +4,8 @@
 //! `getpolicy` and `cache` use).
 //!
 //! Binding is by guard, not by a table of its own: the file's inode is assigned to the
-//! extension's name in [`super::cache_events`] and [`super::lock_events`] before it loads,
+//! extension's name ([`super::cache_events::assign`], one table for `cache.*` and
+//! `lock.Grant`) before it loads,
 //! so every binding it installs on `cache.*` or `lock.Grant` carries the guard
 //! `file == inode` (imposed by the events' primary modules). Policies for different files
 //! coexist on one event, and dispatch stays one indexed lookup.
@@ -14,7 +15,7 @@ use alloc::vec::Vec;
 use core::fmt::Write;
 
 use super::fs::{self, FsCallError};
-use super::{cache_events, lock_events};
+use super::cache_events;
 
 /// Why [`bind_to_file`] failed.
 #[derive(Debug)]
@@ -45,12 +46,10 @@ pub fn bind_to_file(path: &str, name: &str, technology: crate::ext::Preference) 
         return Err(BindError::Refused(alloc::format!("setpolicy {path} {name}: `{name}` is loaded already (unload it first)")));
     }
     cache_events::assign(name, Some(inode));
-    lock_events::assign(name, Some(inode));
     match crate::ext::load(name, technology) {
         Ok(_) => Ok(()),
         Err(error) => {
             cache_events::assign(name, None);
-            lock_events::assign(name, None);
             match error {
                 crate::ext::ExtensionError::Unknown(_) => Err(BindError::Unknown),
                 error => Err(BindError::Refused(alloc::format!("setpolicy {path} {name}: {error}"))),
