@@ -26,6 +26,7 @@ pub const TESTS: &[KernelTest] = &[
     KernelTest { name: "fs::programs_and_extensions_load_from_files", run: programs_and_extensions_load_from_files },
     KernelTest { name: "fs::open_files_of_exited_processes_leak_nothing", run: open_files_of_exited_processes_leak_nothing },
     KernelTest { name: "fs::corrupt_superblock_is_refused_then_repaired", run: corrupt_superblock_is_refused_then_repaired },
+    KernelTest { name: "fs::corrupt_root_inode_is_confined", run: corrupt_root_inode_is_confined },
     KernelTest { name: "fs::per_file_read_ahead_policy_in_every_technology", run: per_file_read_ahead_policy_in_every_technology },
     KernelTest { name: "fs::lock_grant_order_frp_then_fifo_in_every_technology", run: lock_grant_order_frp_then_fifo_in_every_technology },
 ];
@@ -308,5 +309,42 @@ fn lock_grant_order_frp_then_fifo_in_every_technology() -> TestResult {
         ensure!(fifo == [1, 2, 3], "{}: lockgrant_fifo granted in the order {fifo:?}, expected [1, 2, 3] (arrival order)", preference.label());
     }
     fs::unlink("/ktest/locked").map_err(text)?;
+    Ok(())
+}
+
+/// The root directory's inode overwritten with garbage on the disk: the file system still
+/// mounts (the superblock is fine), and every call that needs the root answers `Corrupt`
+/// naming the inode — no panic, no hang; restored, everything works again.
+fn corrupt_root_inode_is_confined() -> TestResult {
+    use crate::services::disk;
+    use spindle_service_fs::{BLOCK_BYTES, INODE_BYTES, ROOT_INODE, Superblock};
+    fs::sync().map_err(text)?;
+    let start = crate::param::FS_REGION_START / disk::SECTOR_SIZE as u64;
+    let sectors_per_block = (BLOCK_BYTES / disk::SECTOR_SIZE) as u64;
+    let mut block = [0u8; BLOCK_BYTES];
+    disk::read(start, &mut block).map_err(text)?;
+    let superblock = Superblock::decode(&block).map_err(|error| alloc::format!("superblock: {error:?}"))?;
+    let table = start + superblock.inode_start * sectors_per_block;
+    let mut original = [0u8; BLOCK_BYTES];
+    disk::read(table, &mut original).map_err(text)?;
+    let mut damaged = original;
+    let root = ROOT_INODE as usize * INODE_BYTES;
+    for (offset, byte) in damaged[root..root + INODE_BYTES].iter_mut().enumerate() {
+        *byte = 0xa5 ^ offset as u8;
+    }
+    disk::write(table, &damaged).map_err(text)?;
+    let mounted = fs::remount(fs::DEFAULT_CACHE_BLOCKS);
+    let listed = fs::list("/").map(|entries| entries.len());
+    let read = fs::read_file("/README").map(|bytes| bytes.len());
+    disk::write(table, &original).map_err(text)?;
+    fs::remount(fs::DEFAULT_CACHE_BLOCKS).map_err(|error| alloc::format!("the repaired file system does not mount: {error}"))?;
+    mounted.map_err(|error| alloc::format!("a damaged inode (not the superblock) stopped the mount: {error}"))?;
+    for (what, result) in [("ls /", listed), ("cat /README", read)] {
+        match result {
+            Err(error) => ensure!(error.code() == Error::Corrupt, "{what} with a corrupt root inode gave {error} ({:?}), not Corrupt", error.code()),
+            Ok(count) => return Err(alloc::format!("{what} with a corrupt root inode succeeded ({count})")),
+        }
+    }
+    ensure!(!fs::list("/").map_err(text)?.is_empty(), "after the repair / is empty");
     Ok(())
 }
