@@ -522,6 +522,46 @@ impl FrameTable {
         Ok(indices.into_iter().map(|index| self.release(index as usize)).collect())
     }
 
+    /// Moves `frame` to `owner` (a pager extension's frame mapped into the faulting
+    /// address space, which is then charged for it). The frame keeps its mapping and bits
+    /// and goes to the tail of the new owner's queue (and of the global one).
+    ///
+    /// Errors: [`FrameError::NotAFrame`], [`FrameError::FrameIsFree`],
+    /// [`FrameError::Pinned`], [`FrameError::NoOwner`], [`FrameError::NotLimitable`] (to or
+    /// from the kernel: kernel frames never change hands), and
+    /// [`FrameError::OverLimit`] for the new owner.
+    pub fn transfer(&mut self, frame: u64, owner: Owner) -> Result<(), FrameError> {
+        let index = self.owned_index(frame)?;
+        let info = self.frames[index];
+        if info.pinned {
+            return Err(FrameError::Pinned(frame));
+        }
+        check_owner(owner)?;
+        if !info.owner.is_reclaimable() || !owner.is_reclaimable() {
+            return Err(FrameError::NotLimitable(Owner::Kernel));
+        }
+        if owner == info.owner {
+            return Ok(());
+        }
+        if let Some(limit) = self.limit(owner) {
+            let held = self.held(owner);
+            if held >= limit {
+                return Err(FrameError::OverLimit { owner, limit, held, asked: 1 });
+            }
+        }
+        self.lists.unlink(index as u32, info.owner);
+        if let Some(count) = self.held.get_mut(&info.owner) {
+            *count -= 1;
+            if *count == 0 {
+                self.held.remove(&info.owner);
+            }
+        }
+        *self.held.entry(owner).or_insert(0) += 1;
+        self.frames[index].owner = owner;
+        self.lists.push_back(index as u32, owner);
+        Ok(())
+    }
+
     /// Records that `frame` is mapped at `page` of address space `space`.
     ///
     /// Errors: [`FrameError::NotAFrame`], [`FrameError::FrameIsFree`],

@@ -168,6 +168,28 @@ fn releasing_an_owner_frees_all_its_frames() {
     table.audit().unwrap();
 }
 
+#[test]
+fn transfer_moves_a_frame_between_owners() {
+    let mut table = table(8);
+    let arena = Owner::ExtensionArena(4);
+    let frame = table.allocate(arena).unwrap();
+    table.map(frame, 1, 0x4000).unwrap();
+    table.set_limit(SPACE, Some(1)).unwrap();
+    table.transfer(frame, SPACE).unwrap();
+    assert_eq!((table.held(arena), table.held(SPACE)), (0, 1));
+    assert_eq!(table.queue(SPACE), [frame]);
+    assert_eq!(table.info(frame).unwrap().mapped, Some(Mapping { space: 1, page: 0x4000 }), "the mapping stays");
+    let second = table.allocate(arena).unwrap();
+    assert!(matches!(table.transfer(second, SPACE), Err(FrameError::OverLimit { .. })));
+    assert_eq!(table.transfer(second, Owner::Kernel), Err(FrameError::NotLimitable(Owner::Kernel)));
+    assert_eq!(table.transfer(second, Owner::Free), Err(FrameError::NoOwner));
+    table.pin(second).unwrap();
+    assert_eq!(table.transfer(second, OTHER), Err(FrameError::Pinned(second)));
+    assert_eq!(table.transfer(BASE + 7, OTHER), Err(FrameError::FrameIsFree(BASE + 7)));
+    table.transfer(frame, SPACE).unwrap();
+    table.audit().unwrap();
+}
+
 // ---- clock --------------------------------------------------------------------------
 
 #[test]
@@ -458,6 +480,14 @@ fn random_sequences_keep_the_table_consistent() {
                     (Ok(()), Some(entry)) if !entry.1 => entry.1 = true,
                     (Err(FrameError::Pinned(_)), Some((_, true))) | (Err(_), None) => {}
                     (result, expected) => panic!("seed {seed} step {step}: pin: {result:?}, model {expected:?}"),
+                },
+                8 if rng.below(2) == 0 => match (table.transfer(frame, owner), model.get_mut(&frame)) {
+                    (Ok(()), Some(entry)) => {
+                        assert!(!entry.1 && entry.0.is_reclaimable() && owner.is_reclaimable());
+                        entry.0 = owner;
+                    }
+                    (Err(_), _) => {}
+                    (result, expected) => panic!("seed {seed} step {step}: transfer: {result:?}, model {expected:?}"),
                 },
                 8 => match (table.unpin(frame), model.get_mut(&frame)) {
                     (Ok(()), Some(entry)) if entry.1 => entry.1 = false,
