@@ -272,7 +272,7 @@ pub enum Outcome {
         /// Its protection.
         protection: Protection,
     },
-    /// Apply the change (already checked; record it with [`RegionTable::apply`]), then
+    /// Apply the change (checked; record it with [`RegionTable::apply`]), then
     /// resume.
     Protect(ProtChange),
     /// Allocate a zeroed frame for the address space, map it at `page` with `protection`,

@@ -118,17 +118,27 @@ impl RegionTable {
         Ok(ProtChange { region: id, start, count, protection })
     }
 
-    /// Records a checked change (from [`RegionTable::check_protect`]).
-    pub fn apply(&mut self, change: &ProtChange) {
-        let Some(ceiling) = self.region(change.region).map(|region| region.protection) else { return };
-        for index in 0..change.count {
-            let page = change.start + index * PAGE_SIZE;
-            if change.protection == ceiling {
+    /// Records a change (from [`RegionTable::check_protect`]); the change is checked again,
+    /// so a stale or hand-made one is refused rather than recorded.
+    ///
+    /// Errors: as [`RegionTable::check_protect`]; [`PrimitiveError::NoSuchRegion`] if the
+    /// pages are no longer in `change.region`.
+    pub fn apply(&mut self, change: &ProtChange) -> Result<(), PrimitiveError> {
+        let checked = self.check_protect(change.start, change.count, change.protection)?;
+        if checked.region != change.region {
+            return Err(PrimitiveError::NoSuchRegion(change.region));
+        }
+        let ceiling = self.region(checked.region).ok_or(PrimitiveError::NoSuchRegion(checked.region))?.protection;
+        // Cannot overflow: `check_protect` checked that the range ends inside the region.
+        for index in 0..checked.count {
+            let page = checked.start + index * PAGE_SIZE;
+            if checked.protection == ceiling {
                 self.page_protection.remove(&page);
             } else {
-                self.page_protection.insert(page, change.protection);
+                self.page_protection.insert(page, checked.protection);
             }
         }
+        Ok(())
     }
 
     /// `dirty(page)`: whether the page was written since it was last cleaned, from the
@@ -153,7 +163,7 @@ impl RegionTable {
     /// Errors: as [`RegionTable::check_protect`].
     pub fn prot_n(&mut self, start: u64, count: u64, protection: Protection) -> Result<ProtChange, PrimitiveError> {
         let change = self.check_protect(start, count, protection)?;
-        self.apply(&change);
+        self.apply(&change)?;
         Ok(change)
     }
 

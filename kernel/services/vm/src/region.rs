@@ -131,9 +131,10 @@ pub struct Region {
 }
 
 impl Region {
-    /// One past its last address (no overflow: regions lie inside the user window).
+    /// One past its last address (regions of a table lie inside the user window; a
+    /// hand-made one saturates rather than overflows).
     pub fn end(&self) -> u64 {
-        self.start + self.length
+        self.start.saturating_add(self.length)
     }
 
     /// Whether `address` lies inside it.

@@ -218,7 +218,11 @@ fn protection_answers_are_checked() {
     let Outcome::Protect(change) = ok else { panic!("{ok:?}") };
     assert_eq!((change.start, change.count), (page, 2));
     assert_eq!(w.regions.protection_of(page), Some(Protection::NONE), "checking records nothing");
-    w.regions.apply(&change);
+    w.regions.apply(&change).unwrap();
+    let stale = ProtChange { region: 1, ..change };
+    assert_eq!(w.regions.apply(&stale), Err(PrimitiveError::NoSuchRegion(1)), "the pages are not in region 1");
+    let wild = ProtChange { start: u64::MAX - 4095, ..change };
+    assert_eq!(w.regions.apply(&wild), Err(PrimitiveError::NotUserAddress(u64::MAX - 4095)));
     assert_eq!(w.regions.protection_of(page + PAGE_SIZE), Some(Protection::READ_WRITE));
     let cases = [
         (protect(page, 0, Protection::READ_WRITE), AnswerRejection::BadRange),
