@@ -5,7 +5,35 @@
 //! kernel file (`kernel/src/services/frames.rs`) wires it to the dispatcher and the kernel
 //! functions of the `mm` domain.
 //!
-//! Today the service has one owner's **reclaim queue** ([`ReclaimQueue`]): a run of frames
+//! The service has two halves that live side by side until the kernel is wired to the
+//! second:
+//!
+//! - the **synthetic reclaim queue** ([`ReclaimQueue`], what `kernel/src/services/frames.rs`
+//!   raises `mm.Reclaim` over today), described below;
+//! - the **real physical-memory policy**, ready for the virtual-memory issue:
+//!   [`owners`] (the [`FrameTable`]: every frame's [`Owner`], mapping, sampled
+//!   accessed/dirty bits, pin; per-owner counts, per-owner limits, the low-water mark),
+//!   [`clock`] (per-owner and global reclaim queues maintained as clock / second chance
+//!   from sampled accessed bits) and [`decision`] (the `mm.Allocate` and `mm.Reclaim`
+//!   decisions: checks of every answer, the defaults, and the exported [`OwnerState`]).
+//!
+//! ```
+//! use spindle_service_frames::{FrameTable, Owner};
+//!
+//! let mut table = FrameTable::new(0x8_0000, 8).unwrap();
+//! let process = Owner::AddressSpace(7);
+//! table.set_limit(process, Some(2)).unwrap();
+//! let a = table.allocate(process).unwrap();
+//! let b = table.allocate(process).unwrap();
+//! assert!(table.allocate(process).is_err(), "above the limit");
+//! table.sample(a, true, false).unwrap(); // the kernel read `a`'s accessed bit
+//! let sweep = table.next_victims(1);
+//! assert_eq!(sweep.clear_accessed, [a]); // second chance: clear the bit in the page table
+//! assert_eq!(sweep.candidates, [b]);
+//! assert_eq!(table.queue(process), [b, a]);
+//! ```
+//!
+//! The synthetic queue: one owner's **reclaim queue** ([`ReclaimQueue`]): a run of frames
 //! in least-recently-used order (the queue the `mm` kernel functions expose to the owner's
 //! extension), and the owner's **hot list** as the kernel mirrors it (slot → frame, plus a
 //! bitmap of hot queue positions for constant-time checks). `mm.Reclaim` offers a
@@ -16,6 +44,24 @@
 #![no_std]
 #![forbid(unsafe_code)]
 
+extern crate alloc;
+
+pub mod clock;
+pub mod decision;
+pub mod owners;
+
+#[cfg(test)]
+mod tests;
+
+pub use clock::{MAX_SWEEP, Sweep};
+pub use decision::{
+    AllocateAnswer, AllocateDecision, AllocateRefusal, AllocateRequest, MAX_ALLOCATE, OwnerState, Purpose, ReclaimDecision, ReclaimQuestion,
+    check_allocate_answer, check_reclaim_answer, check_request, decide_allocate, decide_reclaim, default_allocate, default_reclaim,
+    owner_state, reclaim_question,
+};
+pub use owners::{AuditError, ConfigError, FrameError, FrameInfo, FrameTable, Freed, MAX_FRAMES, MAX_OWNER_ID, Mapping, Owner, PAGE_SIZE};
+
+use core::fmt;
 use core::sync::atomic::{AtomicU64, Ordering};
 
 use spindle_abi::event::HotListEntry;
@@ -26,13 +72,30 @@ pub const SLOTS: usize = HotListEntry::SLOTS as usize;
 /// Most frames a queue may hold (the bitmap is sized for it).
 pub const MAX_QUEUE_FRAMES: u64 = 1024;
 
-/// Why a volunteered frame was refused.
+/// Why an answer to an `mm` event was refused (the synthetic queue's
+/// [`ReclaimQueue::validate`] and the real-frame checks of [`decision`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Rejection {
-    /// The frame is not in the owner's queue.
+    /// The frame is not in the owner's queue (synthetic queue).
     NotQueued,
-    /// The frame is on the owner's hot list.
+    /// The frame is on the owner's hot list (synthetic queue).
     Hot,
+    /// `mm.Reclaim`: the volunteered frame is not in the frame table.
+    NotAFrame,
+    /// `mm.Reclaim`: the volunteered frame is free (not resident).
+    NotResident,
+    /// `mm.Reclaim`: the volunteered frame is the kernel's.
+    KernelFrame,
+    /// `mm.Reclaim`: the volunteered frame belongs to another owner.
+    OtherOwner,
+    /// `mm.Reclaim`: the volunteered frame is pinned.
+    Pinned,
+    /// `mm.Allocate`: a handler refused the kernel's own allocation.
+    RefusedKernel,
+    /// `mm.Allocate`: a handler granted above the owner's limit.
+    GrantOverLimit,
+    /// `mm.Allocate`: a handler granted more frames than are free (or a bad request).
+    GrantWithoutFrames,
 }
 
 impl Rejection {
@@ -41,9 +104,25 @@ impl Rejection {
         match self {
             Rejection::NotQueued => "volunteered frame is not in the owner's LRU queue",
             Rejection::Hot => "volunteered frame is on the owner's hot list",
+            Rejection::NotAFrame => "volunteered frame is not a frame the service manages",
+            Rejection::NotResident => "volunteered frame is free, not resident",
+            Rejection::KernelFrame => "volunteered frame belongs to the kernel",
+            Rejection::OtherOwner => "volunteered frame belongs to another owner",
+            Rejection::Pinned => "volunteered frame is pinned",
+            Rejection::RefusedKernel => "the kernel's own allocation cannot be refused",
+            Rejection::GrantOverLimit => "grant exceeds the owner's memory limit",
+            Rejection::GrantWithoutFrames => "grant exceeds the free frames",
         }
     }
 }
+
+impl fmt::Display for Rejection {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        formatter.write_str(self.reason())
+    }
+}
+
+impl core::error::Error for Rejection {}
 
 /// One owner's reclaim queue and hot-list mirror. Safe to share: every field is atomic,
 /// so raises (which read) and the console (which sets the hot list) need no lock; a
@@ -158,7 +237,7 @@ impl ReclaimQueue {
 }
 
 #[cfg(test)]
-mod tests {
+mod queue_tests {
     use super::*;
 
     const BASE: u64 = 0x8_0400;
