@@ -1027,6 +1027,20 @@ impl CacheEvict {
 impl CacheVictim {
     /// No answer: the default victim (the first candidate).
     pub const NO_ANSWER: u64 = u64::MAX;
+
+    /// The answer of a policy that picks among the current `cache.Evict` raise's
+    /// candidates (read with `spindle_cache_candidates`, eviction order): `choose`'s pick,
+    /// or [`CacheVictim::NO_ANSWER`] if it picks none.
+    pub fn choose_among_candidates(choose: impl FnOnce(&[CacheBlockEntry]) -> Option<CacheBlockEntry>) -> CacheVictim {
+        let mut bytes = [0u8; CacheEvict::MAX_CANDIDATES * CacheBlockEntry::SIZE];
+        let mut entries = [CacheBlockEntry::default(); CacheEvict::MAX_CANDIDATES];
+        let mut count = 0;
+        for (slot, entry) in entries.iter_mut().zip(CacheBlockEntry::read_candidates(&mut bytes)) {
+            *slot = entry;
+            count += 1;
+        }
+        CacheVictim { block: choose(&entries[..count]).map_or(Self::NO_ANSWER, |candidate| candidate.block) }
+    }
 }
 
 impl CacheWriteback {

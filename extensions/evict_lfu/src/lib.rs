@@ -43,9 +43,7 @@ pub fn choose(candidates: impl Iterator<Item = CacheBlockEntry>) -> Option<Cache
 
 /// `cache.Evict`: the least frequently used candidate, or no answer.
 fn evict(_: &CacheEvict) -> CacheVictim {
-    let mut bytes = [0u8; CacheEvict::MAX_CANDIDATES * CacheBlockEntry::SIZE];
-    let candidates = CacheBlockEntry::read_candidates(&mut bytes);
-    CacheVictim { block: choose(candidates).map_or(CacheVictim::NO_ANSWER, |candidate| candidate.block) }
+    CacheVictim::choose_among_candidates(|candidates| choose(candidates.iter().copied()))
 }
 
 #[cfg(test)]

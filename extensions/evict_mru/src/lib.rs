@@ -38,9 +38,7 @@ pub fn choose(candidates: impl Iterator<Item = CacheBlockEntry>) -> Option<Cache
 
 /// `cache.Evict`: the most recently used candidate, or no answer if none can be read.
 fn evict(_: &CacheEvict) -> CacheVictim {
-    let mut bytes = [0u8; CacheEvict::MAX_CANDIDATES * CacheBlockEntry::SIZE];
-    let candidates = CacheBlockEntry::read_candidates(&mut bytes);
-    CacheVictim { block: choose(candidates).map_or(CacheVictim::NO_ANSWER, |candidate| candidate.block) }
+    CacheVictim::choose_among_candidates(|candidates| choose(candidates.iter().copied()))
 }
 
 #[cfg(test)]

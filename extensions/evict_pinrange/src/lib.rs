@@ -84,9 +84,7 @@ fn enqueue(args: &CacheEnqueue) -> CachePlacement {
 fn evict(args: &CacheEvict) -> CacheVictim {
     let file = if args.scope != CACHE_NO_FILE { args.scope } else { args.file };
     let range = Range::read(file);
-    let mut bytes = [0u8; CacheEvict::MAX_CANDIDATES * CacheBlockEntry::SIZE];
-    let candidates = CacheBlockEntry::read_candidates(&mut bytes);
-    CacheVictim { block: choose(&range, candidates).map_or(CacheVictim::NO_ANSWER, |candidate| candidate.block) }
+    CacheVictim::choose_among_candidates(|candidates| choose(&range, candidates.iter().copied()))
 }
 
 #[cfg(test)]
