@@ -228,6 +228,8 @@ pub enum Error {
     WouldBlock = 24,
     /// Waiting for the lock would close a cycle of processes waiting for each other.
     Deadlock = 25,
+    /// The object is in use: a file that is open cannot be removed.
+    Busy = 26,
 }
 
 impl Error {
@@ -258,6 +260,7 @@ impl Error {
         Error::Corrupt,
         Error::WouldBlock,
         Error::Deadlock,
+        Error::Busy,
     ];
 
     /// The code returned in `a0`.
@@ -298,6 +301,7 @@ impl Error {
             Error::Corrupt => "file system corrupt",
             Error::WouldBlock => "would block",
             Error::Deadlock => "deadlock",
+            Error::Busy => "in use",
         }
     }
 }
@@ -618,7 +622,7 @@ declare_syscalls! {
     /// exist). Errors: as `open`'s, and `Exists`.
     MakeDir = 34, "mkdir", (pointer, length) -> "0";
     /// `unlink(pointer, length) -> 0`: removes the file or empty directory at the path.
-    /// Errors: as `open`'s, and `NotEmpty`.
+    /// Errors: as `open`'s, `NotEmpty`, and `Busy` (it is open, by any process).
     Unlink = 35, "unlink", (pointer, length) -> "0";
     /// `fsync(handle) -> 0`: returns when everything written to the file system so far —
     /// this file's data and the metadata it needs — is on the disk. Errors: `BadHandle`,

@@ -68,6 +68,7 @@ fn file_round_trips_through_a_cold_cache() -> TestResult {
         }
         read.extend_from_slice(&chunk[..count]);
     }
+    drop(file);
     ensure!(read == data, "the file read back differs (cold cache)");
     fs::settle_read_ahead();
     let after = fs::status().map_err(text)?;
@@ -124,6 +125,9 @@ fn errors_are_specific() -> TestResult {
     ensure!(code(fs::write_file(&long, b"z")) == Some(Error::BadArgument), "a name too long");
     let write_only = fs::open("/ktest/file", fs::OpenMode { write: true, ..fs::OpenMode::default() }).map_err(text)?;
     ensure!(fs::read(&write_only, &mut [0u8; 4]) == Err(FsCallError::NotPermitted), "reading a file opened for writing only");
+    // An open file cannot be removed (its inode could be reused under the handle).
+    ensure!(code(fs::unlink("/ktest/file")) == Some(Error::Busy), "removing an open file");
+    drop(write_only);
     for path in ["/ktest/full/inside", "/ktest/full", "/ktest/file"] {
         fs::unlink(path).map_err(|error| alloc::format!("rm {path}: {error}"))?;
     }

@@ -37,8 +37,12 @@
 //! on computing. A reader that asks for a block being prefetched waits for the file
 //! system's lock, which the prefetch holds until its blocks are in.
 //!
-//! Limitations: one file system; no rename or hard links; an open file whose inode is
-//! unlinked reads and writes a freed inode, which answers an error.
+//! **Open files** are counted per inode: a file or directory that is open cannot be
+//! removed ([`FsCallError::Busy`]), so an inode number is never freed — and reused by
+//! another file — under a handle that still names it.
+//!
+//! Limitations: one file system; no rename or hard links; no deferred removal of an open
+//! file (POSIX lets `unlink` succeed and frees the file at its last close).
 
 use alloc::boxed::Box;
 use alloc::string::String;
@@ -245,6 +249,8 @@ pub enum FsCallError {
     TooLarge(u64),
     /// A seek to a negative or overflowing offset, or an unknown origin.
     BadSeek,
+    /// The file is open (by this or another process): it cannot be removed.
+    Busy,
 }
 
 impl fmt::Display for FsCallError {
@@ -255,6 +261,7 @@ impl fmt::Display for FsCallError {
             FsCallError::NotPermitted => formatter.write_str("the file is not open for that"),
             FsCallError::TooLarge(size) => write!(formatter, "the file has {size} bytes, more than {MAX_WHOLE_FILE} can be read at once"),
             FsCallError::BadSeek => formatter.write_str("bad seek (negative or overflowing offset, or unknown origin)"),
+            FsCallError::Busy => formatter.write_str("the file is open"),
         }
     }
 }
@@ -274,6 +281,7 @@ impl FsCallError {
             FsCallError::NotPermitted => Error::NotPermitted,
             FsCallError::TooLarge(_) => Error::BadLength,
             FsCallError::BadSeek => Error::BadArgument,
+            FsCallError::Busy => Error::Busy,
             FsCallError::Fs(error) => match error {
                 FsError::NotFound => Error::NotFound,
                 FsError::Exists => Error::Exists,
@@ -479,6 +487,28 @@ impl KernelObject for OpenFile {
     const KIND: ObjectKind = ObjectKind::File;
 }
 
+/// Open files per inode (see the module's note on open files).
+static OPEN_COUNTS: spin::Mutex<alloc::collections::BTreeMap<u32, u32>> = spin::Mutex::new(alloc::collections::BTreeMap::new());
+
+/// Whether `inode` is open.
+fn is_open(inode: u32) -> bool {
+    crate::arch::csr::without_interrupts(|| OPEN_COUNTS.lock().contains_key(&inode))
+}
+
+impl Drop for OpenFile {
+    fn drop(&mut self) {
+        crate::arch::csr::without_interrupts(|| {
+            let mut counts = OPEN_COUNTS.lock();
+            if let Some(count) = counts.get_mut(&self.inode) {
+                *count -= 1;
+                if *count == 0 {
+                    counts.remove(&self.inode);
+                }
+            }
+        });
+    }
+}
+
 impl OpenFile {
     /// Its inode.
     pub fn inode(&self) -> u32 {
@@ -515,6 +545,8 @@ pub fn open(path: &str, mode: OpenMode) -> Result<Arc<OpenFile>, FsCallError> {
             fs.truncate(inode, 0)?;
             fs.store_mut().0.invalidate_file(inode, 0);
         }
+        // Counted under the file system's lock, so an unlink cannot slip in between.
+        crate::arch::csr::without_interrupts(|| *OPEN_COUNTS.lock().entry(inode).or_insert(0) += 1);
         Ok(Arc::new(OpenFile { inode, mode, position: spin::Mutex::new(0) }))
     })
 }
@@ -706,12 +738,16 @@ fn split(path: &str) -> Result<(&str, &str), FsCallError> {
     }
 }
 
-/// Removes the file or empty directory `path`; its cached blocks go too.
+/// Removes the file or empty directory `path`; its cached blocks go too. Errors: as the
+/// file system says, and [`FsCallError::Busy`] while it is open.
 pub fn unlink(path: &str) -> Result<(), FsCallError> {
     let (parent, name) = split(path)?;
     with_fs(|fs| {
         let dir = fs.lookup(parent)?;
         let inode = fs.lookup_in(dir, name)?;
+        if is_open(inode) {
+            return Err(FsCallError::Busy);
+        }
         fs.unlink(dir, name)?;
         fs.store_mut().0.invalidate_file(inode, 0);
         cache_events::clear_hints(inode);

@@ -185,6 +185,10 @@ fn check() -> i32 {
     check.expect_error("readdir of a file", arch::readdir("/fstest/data", &mut listing), Error::NotADirectory);
     check.expect_error("remove a non-empty directory", arch::unlink("/fstest/sub"), Error::NotEmpty);
     check.expect("remove in order", arch::unlink("/fstest/sub/deep").is_ok() && arch::unlink("/fstest/sub").is_ok());
+    if let Ok(open) = arch::open("/fstest/data", OPEN_READ) {
+        check.expect_error("remove an open file", arch::unlink("/fstest/data"), Error::Busy);
+        let _ = arch::close(open);
+    }
     check.expect("remove the file", arch::unlink("/fstest/data").is_ok());
     check.expect_error("the removed file is gone", arch::stat("/fstest/data"), Error::NotFound);
     check.expect("remove the directory", arch::unlink("/fstest").is_ok());
