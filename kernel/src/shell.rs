@@ -569,16 +569,7 @@ fn fs(arguments: &[&str]) -> Result<(), CommandError> {
     match arguments {
         [] => {
             let status = fs::status().map_err(|error| fs_failed("fs", error))?;
-            let stats = status.stats;
-            crate::println!(
-                "file system: {} MiB at {} MiB on the disk; {} of {} data blocks free, {} of {} inodes free",
-                (stats.blocks * stats.block_bytes) >> 20,
-                crate::param::FS_REGION_START >> 20,
-                stats.free_blocks,
-                stats.data_blocks,
-                stats.free_inodes,
-                stats.inodes
-            );
+            crate::println!("file system: {}", fs::summary(&status.stats));
             let cache = status.cache;
             crate::println!(
                 "cache: {} buffers ({} KiB), {} dirty; {} hits, {} misses, {} prefetches ({} hit), {} evictions, {} write-backs, {} write errors",

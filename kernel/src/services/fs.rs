@@ -329,6 +329,19 @@ fn cached(disk: Disk, cache_blocks: usize) -> Result<Cached, String> {
     CachedDevice::new(disk, Config::new(cache_blocks), EventPolicy::whole_cache()).map_err(|error| alloc::format!("cache: {error}"))
 }
 
+/// One line about a mounted file system: size, place, free blocks and inodes.
+pub fn summary(stats: &FsStats) -> String {
+    alloc::format!(
+        "{} MiB at {} MiB on the disk; {} of {} data blocks free, {} of {} inodes free",
+        (stats.blocks * stats.block_bytes) >> 20,
+        crate::param::FS_REGION_START >> 20,
+        stats.free_blocks,
+        stats.data_blocks,
+        stats.free_inodes,
+        stats.inodes
+    )
+}
+
 /// Mounts the file system in the region (with a cache of `cache_blocks` buffers).
 fn mount_now(cache_blocks: usize) -> State {
     let attempt = || -> Result<FileSystem<CacheStore>, String> {
@@ -339,16 +352,7 @@ fn mount_now(cache_blocks: usize) -> State {
     match attempt() {
         Ok(fs) => {
             let stats = fs.statfs();
-            crate::println!(
-                "[fs] mounted: {} MiB at {} MiB on the disk, {} of {} blocks free, {} of {} inodes free, cache {} KiB",
-                (stats.blocks * stats.block_bytes) >> 20,
-                crate::param::FS_REGION_START >> 20,
-                stats.free_blocks,
-                stats.data_blocks,
-                stats.free_inodes,
-                stats.inodes,
-                cache_blocks * BLOCK_BYTES / 1024
-            );
+            crate::println!("[fs] mounted: {}, cache {} KiB", summary(&stats), cache_blocks * BLOCK_BYTES / 1024);
             State::Mounted(Box::new(fs))
         }
         Err(why) => State::Refused(why),
