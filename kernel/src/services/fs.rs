@@ -388,9 +388,14 @@ fn unmount(state: &mut State) -> Result<(), FsCallError> {
 }
 
 /// Formats the region with a file system of `bytes` (rounded down to blocks; 0: the whole
-/// region) and mounts it. What was there is lost.
+/// region) and mounts it. What was there is lost. Errors: [`FsCallError::Busy`] while any
+/// file is open, the region's and the format's.
 pub fn format(bytes: u64) -> Result<FsStats, FsCallError> {
     let mut state = FS.lock();
+    // Handles name inodes: a new file system would give their numbers to other files.
+    if crate::arch::csr::without_interrupts(|| !OPEN_COUNTS.lock().is_empty()) {
+        return Err(FsCallError::Busy);
+    }
     unmount(&mut state)?;
     let disk = region().map_err(FsCallError::NotMounted)?;
     let available = disk.blocks;
