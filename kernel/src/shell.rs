@@ -602,7 +602,7 @@ fn fs(arguments: &[&str]) -> Result<(), CommandError> {
         ["sync"] => fs::sync().map_err(|error| fs_failed("fs sync", error)),
         ["check"] => {
             let report = fs::check().map_err(|error| fs_failed("fs check", error))?;
-            crate::print!("{report}");
+            crate::println!("{}", alloc::format!("{report}").trim_end());
             if report.has_errors() { Err(CommandError::Failed("fs check: the file system has errors".into())) } else { Ok(()) }
         }
         ["remount"] | ["remount", _] => {
