@@ -65,8 +65,8 @@ const TICK_NS: u64 = 1_000_000_000 / crate::param::TICKS_PER_SECOND;
 
 // --- Read-ahead (Seltzer '95 §4.3) ------------------------------------------------------
 
-/// The gunzip-like reader's file: 4 MiB.
-pub const STREAM_BYTES: u64 = 4 << 20;
+/// The gunzip-like reader's file: 8 MiB.
+pub const STREAM_BYTES: u64 = 8 << 20;
 /// Bytes per read call (gunzip's 32 KiB).
 pub const READ_BYTES: usize = 32 * 1024;
 /// Modelled computation after each read, ns: four times the time a 32 KiB read takes
@@ -89,7 +89,7 @@ pub const RECORD_BYTES: usize = 8192;
 /// Concurrent workers (the paper's level of multiprogramming, 4).
 pub const WORKERS: u32 = 4;
 /// Lock operations per worker and run.
-pub const LOCK_ITERATIONS: u32 = 40;
+pub const LOCK_ITERATIONS: u32 = 100;
 /// Computation while holding the lock, ns (the paper's 15 ms).
 pub const HOLD_COMPUTE_NS: u64 = 15_000_000;
 /// The write percentages (Fig. 3).
