@@ -11,7 +11,8 @@
 //! disk <policy> <technology> <streams> <requests> <elapsed_ns> <busy_ns>
 //! <mean_response_ns> <p99_response_ns> <seek_cylinders> <decisions>
 //! <decision_instructions>` ([`disk`]), and, for the block grafts on the disk model, `bench
-//! blockio read|md5|write …` ([`blockio`]). A `bench FAILED …` line fails the run.
+//! blockio read|md5|write …` ([`blockio`]), and, for the per-file policies group, `bench
+//! policies <experiment> …` ([`policies`]). A `bench FAILED …` line fails the run.
 //! [`report`] turns them into the terminal tables,
 //! `target/bench/results.json`, `target/bench/report.md` and the SVG charts of [`charts`];
 //! [`model`] holds the cycle and disk models with their sources, [`grafts`] the per-graft
