@@ -230,13 +230,16 @@ struct StreamRun {
     prefetches: u64,
 }
 
+/// What the reader strand hands back: (reads, elapsed ns, ns inside the read calls).
+type ReaderOutcome = Option<Result<(u64, u64, u64), String>>;
+
 /// The gunzip-like reader: a strand at `NORMAL` reads the stream file 32 KiB at a time
 /// from a cold cache, computing `compute_ns` after each read, and checks what it read.
 fn stream_once(compute_ns: u64) -> Result<StreamRun, String> {
     fs::remount(fs::DEFAULT_CACHE_BLOCKS).map_err(text)?;
     let file = fs::open(STREAM_FILE, fs::OpenMode { read: true, ..fs::OpenMode::default() }).map_err(text)?;
     let disk_before = disk_reads()?;
-    let outcome: Arc<spin::Mutex<Option<Result<(u64, u64, u64), String>>>> = Arc::new(spin::Mutex::new(None));
+    let outcome: Arc<spin::Mutex<ReaderOutcome>> = Arc::new(spin::Mutex::new(None));
     let slot = outcome.clone();
     let reader = sched::spawn("bench-gunzip", Priority::NORMAL, move || {
         let result = (|| -> Result<(u64, u64, u64), String> {
@@ -575,6 +578,9 @@ fn zipf_once(policy: &str, technology: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// One replacement experiment's run, given the policy and technology words it prints.
+type ReplacementRun = fn(&str, &str) -> Result<(), String>;
+
 /// PinRange, scan and Zipf: each without a replacement policy (LRU), then with its
 /// extension bound to the file as every technology. Read-ahead is off for the file
 /// (`readahead_app` with count 0, built in): every block the cache holds was asked for.
@@ -586,7 +592,7 @@ fn replacement_runs(outcome: &mut impl FnMut(&str, Result<(), String>)) {
     cache_events::set_hint(inode, CacheHint::READ_AHEAD_COUNT, Some(0));
     cache_events::set_hint(inode, CacheHint::PIN_FIRST, Some(0));
     cache_events::set_hint(inode, CacheHint::PIN_END, Some(INDEX_TREE_BLOCKS));
-    let experiments: [(&str, &str, fn(&str, &str) -> Result<(), String>); 3] =
+    let experiments: [(&str, &str, ReplacementRun); 3] =
         [("pinrange", "evict_pinrange", pinrange_once), ("scan", "evict_mru", scan_once), ("zipf", "evict_lfu", zipf_once)];
     let result = with_bound(INDEX_FILE, "readahead_app", Preference::BuiltIn, || {
         for (experiment, extension, run) in experiments {

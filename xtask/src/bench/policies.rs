@@ -476,8 +476,11 @@ pub fn markdown(text: &mut String, runs: &[PolicyRun], analysis: &PoliciesAnalys
     let _ = writeln!(text);
 }
 
-/// The charts: (file name, title, axis, bars).
-pub fn charts(runs: &[PolicyRun]) -> Vec<(String, String, String, Vec<(String, f64)>)> {
+/// One chart: file name, title, axis description, bars (label, value).
+pub type Chart = (String, String, String, Vec<(String, f64)>);
+
+/// The charts, one per experiment that printed lines (scan and Zipf share one).
+pub fn charts(runs: &[PolicyRun]) -> Vec<Chart> {
     let mut charts = Vec::new();
     let bars = |experiment: &str, label: &dyn Fn(&PolicyRun) -> String, value: &dyn Fn(&PolicyRun) -> f64| -> Vec<(String, f64)> {
         runs.iter().filter(|run| run.experiment == experiment).map(|run| (label(run), value(run))).collect()
