@@ -300,7 +300,8 @@ struct Table {
 
 fn readahead_table(runs: &[PolicyRun]) -> Table {
     let mut mine: Vec<&PolicyRun> = runs.iter().filter(|run| run.experiment == "readahead").collect();
-    mine.sort_by_key(|run| (run.policy == "default", technology_rank(&run.technology), run.get("count")));
+    // The native sweep by count, then the other technologies, then the default rule.
+    mine.sort_by_key(|run| (run.policy == "default", run.technology != "native", technology_rank(&run.technology), run.get("count")));
     let none = find(runs, "readahead", "none", "native").next().map(|run| run.get("elapsed_ns") as f64);
     let default = find(runs, "readahead", "default", "none").next().map(|run| run.get("elapsed_ns") as f64);
     let rows = mine
