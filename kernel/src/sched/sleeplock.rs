@@ -48,7 +48,7 @@ impl<T> SleepLock<T> {
     /// wait) tries again and keeps its place instead of queueing a second time, and takes
     /// its entry out when it gets the lock. A stale entry would otherwise be the one a
     /// release wakes, and the strand really waiting behind it would sleep for ever (the
-    /// `policies` benchmark's lock runs stalled so, about one run in thirty).
+    /// `policies` benchmark's lock runs stalled so, twice in about 180 runs).
     pub fn lock(&self) -> SleepGuard<'_, T> {
         let me = super::current();
         loop {
