@@ -20,6 +20,7 @@
 pub mod blackbox;
 pub mod blockio;
 pub(crate) mod disk;
+pub mod policies;
 mod calls;
 mod dispatch;
 mod extensions;
@@ -125,10 +126,11 @@ pub fn run() -> ! {
     // `spindle.bench.io=off` (the variant builds of `cargo xtask bench`, which keep only
     // the extension-cost and graft groups): no disk groups.
     if crate::bootargs::value(crate::devicetree::bootargs(), "spindle.bench.io") == Some("off") {
-        crate::println!("bench: disk and blockio groups skipped (spindle.bench.io=off)");
+        crate::println!("bench: disk, blockio and policies groups skipped (spindle.bench.io=off)");
     } else {
         grafts_clean &= disk::run();
         grafts_clean &= blockio::run();
+        grafts_clean &= policies::run();
     }
     if !grafts_clean {
         // No `bench end`: xtask reports the run as failed.
@@ -196,6 +198,12 @@ static COMMANDS: &[crate::shell::Command] = &[
         usage: "blockio [none|builtin|native|wasm|user] [WRITES]",
         help: "write WRITES (default 4096) stamped 4 KiB blocks of the 80/20 workload to the disk in place (none) or through the logdisk graft, sync, read each back by content; prints the modelled disk time",
         run: blockio_command,
+    },
+    crate::shell::Command {
+        name: "policybench",
+        usage: "policybench [readahead|locks|replacement|overhead]...",
+        help: "run experiments of the benchmark group `policies` (default: all) on the file system's /bench files; prints their `bench policies` lines",
+        run: policybench_command,
     },
     crate::shell::Command { name: "logdisk", usage: "logdisk [builtin|native|wasm|user|c] [WRITES]", help: "run WRITES writes (default 4096) of the 80/20 workload through the logdisk graft and check its map", run: logdisk_graft },
 ];
@@ -286,6 +294,19 @@ fn blockio_command(arguments: &[&str]) -> Result<(), crate::shell::CommandError>
         run.elapsed_ns / 1_000_000
     );
     Ok(())
+}
+
+fn policybench_command(arguments: &[&str]) -> Result<(), crate::shell::CommandError> {
+    const USAGE: &str = "policybench [readahead|locks|replacement|overhead]...";
+    let mut experiments = alloc::vec::Vec::new();
+    for word in arguments {
+        let experiment = policies::Experiment::ALL.into_iter().find(|experiment| experiment.word() == *word).ok_or(crate::shell::CommandError::Usage(USAGE))?;
+        experiments.push(experiment);
+    }
+    if experiments.is_empty() {
+        experiments.extend(policies::Experiment::ALL);
+    }
+    if policies::run_experiments(&experiments) { Ok(()) } else { Err(crate::shell::CommandError::Failed(alloc::string::String::from("a run failed (its `bench FAILED policies` line says why)"))) }
 }
 
 fn logdisk_graft(arguments: &[&str]) -> Result<(), crate::shell::CommandError> {

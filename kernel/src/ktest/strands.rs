@@ -16,7 +16,46 @@ pub static TESTS: &[KernelTest] = &[
     KernelTest { name: "sched::timer_preempts_spinning_strand", run: timer_preempts_spinning_strand },
     KernelTest { name: "sched::higher_priority_runs_first", run: higher_priority_runs_first },
     KernelTest { name: "sched::strand_stack_overflow_hits_guard", run: strand_stack_overflow_hits_guard },
+    KernelTest { name: "sched::sleep_lock_waiter_woken_early_keeps_one_place", run: sleep_lock_waiter_woken_early_keeps_one_place },
 ];
+
+/// A waiter woken for another reason while it waits for a [`sched::SleepLock`] must not
+/// leave a second entry behind: the release after its own would wake that stale entry
+/// instead of the strand queued behind it, which would then sleep for ever.
+fn sleep_lock_waiter_woken_early_keeps_one_place() -> TestResult {
+    static LOCK: sched::SleepLock<u32> = sched::SleepLock::new(0);
+    let guard = LOCK.lock();
+    let taker = || {
+        move || {
+            let mut value = LOCK.lock();
+            *value += 1;
+        }
+    };
+    let first = sched::spawn("test-lock-first", Priority::NORMAL, taker()).map_err(|error| alloc::format!("{error}"))?;
+    sched::sleep_ticks(2);
+    // Woken early: it finds the lock held and waits again.
+    sched::unblock(&first);
+    sched::sleep_ticks(2);
+    let second = sched::spawn("test-lock-second", Priority::NORMAL, taker()).map_err(|error| alloc::format!("{error}"))?;
+    sched::sleep_ticks(2);
+    drop(guard);
+    for _ in 0..50 {
+        if first.is_finished() && second.is_finished() {
+            break;
+        }
+        sched::sleep_ticks(1);
+    }
+    let finished = (first.is_finished(), second.is_finished());
+    if !finished.1 {
+        // Free it so the machine goes on; the test has failed already.
+        sched::unblock(&second);
+    }
+    first.join();
+    second.join();
+    ensure!(finished == (true, true), "after the release: first finished {}, second finished {} (a stale waiter entry was woken instead)", finished.0, finished.1);
+    ensure!(*LOCK.lock() == 2, "the lock was taken {} times, expected 2", *LOCK.lock());
+    Ok(())
+}
 
 fn spawn_join_frees_stack() -> TestResult {
     let before = crate::mm::frame::stats();

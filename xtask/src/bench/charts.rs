@@ -266,6 +266,61 @@ pub fn graft_chart(table: &GraftTable, path: &Path) -> Result<bool> {
     Ok(true)
 }
 
+/// A horizontal bar chart on a linear axis from 0 (the `policies` group's charts): one
+/// bar per `(label, value)`, its value written right of it; `axis` names the unit. False
+/// (and no file) without a positive finite value.
+pub fn bar_chart(title: &str, axis: &str, bars: &[(String, f64)], path: &Path) -> Result<bool> {
+    let largest = bars.iter().map(|(_, value)| *value).filter(|value| value.is_finite()).fold(0.0f64, f64::max);
+    if largest <= 0.0 {
+        return Ok(false);
+    }
+    let label_width = bars.iter().map(|(label, _)| text_width(label, TEXT_SIZE)).fold(0.0f64, f64::max);
+    let value_width = bars.iter().map(|(_, value)| text_width(&numbers::significant(*value), TEXT_SIZE)).fold(0.0f64, f64::max);
+    let left = MARGIN + label_width + TEXT_GAP;
+    let width = left + PLOT_WIDTH + TEXT_GAP + value_width + MARGIN;
+    let top = MARGIN + TITLE_HEIGHT;
+    let height = top + bars.len() as f64 * ROW_HEIGHT + AXIS_HEIGHT + MARGIN;
+    let scale = PLOT_WIDTH / largest;
+    let escape = |text: &str| text.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;");
+    let mut svg = format!(
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{width:.0}\" height=\"{height:.0}\" viewBox=\"0 0 {width:.0} {height:.0}\" font-family=\"{FONT_FAMILY}\" font-size=\"{TEXT_SIZE}\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n<text x=\"{MARGIN}\" y=\"{:.1}\" font-size=\"{TITLE_SIZE}\">{}</text>\n",
+        MARGIN + TITLE_SIZE,
+        escape(title)
+    );
+    for (index, (label, value)) in bars.iter().enumerate() {
+        let y = top + index as f64 * ROW_HEIGHT;
+        let bar = if value.is_finite() { value.max(0.0) * scale } else { 0.0 };
+        let middle = y + ROW_HEIGHT * BAR_FRACTION / 2.0;
+        svg += &format!(
+            "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\" dominant-baseline=\"middle\">{}</text>\n<rect x=\"{left:.1}\" y=\"{y:.1}\" width=\"{bar:.1}\" height=\"{:.1}\" fill=\"rgb({},{},{})\"/>\n<text x=\"{:.1}\" y=\"{middle:.1}\" dominant-baseline=\"middle\">{}</text>\n",
+            left - TEXT_GAP,
+            middle,
+            escape(label),
+            ROW_HEIGHT * BAR_FRACTION,
+            BAR_COLOUR.0,
+            BAR_COLOUR.1,
+            BAR_COLOUR.2,
+            left + bar + TEXT_GAP,
+            escape(&numbers::significant(*value))
+        );
+    }
+    let axis_y = top + bars.len() as f64 * ROW_HEIGHT;
+    svg += &format!("<line x1=\"{left:.1}\" y1=\"{axis_y:.1}\" x2=\"{:.1}\" y2=\"{axis_y:.1}\" stroke=\"black\"/>\n", left + PLOT_WIDTH);
+    for tick in 0..=4 {
+        let value = largest * f64::from(tick) / 4.0;
+        let x = left + value * scale;
+        svg += &format!(
+            "<line x1=\"{x:.1}\" y1=\"{axis_y:.1}\" x2=\"{x:.1}\" y2=\"{:.1}\" stroke=\"black\"/>\n<text x=\"{x:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{}</text>\n",
+            axis_y + TICK_LENGTH,
+            axis_y + TICK_LENGTH + TEXT_SIZE + 2.0,
+            numbers::significant(value)
+        );
+    }
+    svg += &format!("<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{}</text>\n</svg>\n", left + PLOT_WIDTH / 2.0, axis_y + AXIS_HEIGHT - 4.0, escape(axis));
+    std::fs::write(path, svg).map_err(|error| format!("cannot write {}: {error}", path.display()))?;
+    Ok(true)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -11,7 +11,8 @@
 //! disk <policy> <technology> <streams> <requests> <elapsed_ns> <busy_ns>
 //! <mean_response_ns> <p99_response_ns> <seek_cylinders> <decisions>
 //! <decision_instructions>` ([`disk`]), and, for the block grafts on the disk model, `bench
-//! blockio read|md5|write …` ([`blockio`]). A `bench FAILED …` line fails the run.
+//! blockio read|md5|write …` ([`blockio`]), and, for the per-file policies group, `bench
+//! policies <experiment> …` ([`policies`]). A `bench FAILED …` line fails the run.
 //! [`report`] turns them into the terminal tables,
 //! `target/bench/results.json`, `target/bench/report.md` and the SVG charts of [`charts`];
 //! [`model`] holds the cycle and disk models with their sources, [`grafts`] the per-graft
@@ -24,6 +25,7 @@ pub mod grafts;
 pub mod model;
 pub mod numbers;
 pub mod paper;
+pub mod policies;
 pub mod report;
 
 use std::time::Duration;
@@ -110,6 +112,10 @@ pub struct Measurements {
     pub blockio: BlockioRuns,
     /// Lines that start `bench blockio` but do not parse (trimmed), in output order.
     pub malformed_blockio: Vec<String>,
+    /// `bench policies` lines.
+    pub policies: Vec<policies::PolicyRun>,
+    /// Lines that start `bench policies` but do not parse (trimmed), in output order.
+    pub malformed_policies: Vec<String>,
 }
 
 /// Collects the rows, hardware lines, disk runs and blockio runs of a kernel's output, and
@@ -123,6 +129,8 @@ pub fn parse_output<S: AsRef<str>>(lines: &[S]) -> Measurements {
         malformed: lines().filter(|line| disk::is_disk_line(line) && disk::parse_line(line).is_none()).map(|line| line.trim().to_string()).collect(),
         blockio: BlockioRuns::from_lines(lines()),
         malformed_blockio: lines().filter(|line| blockio::is_blockio_line(line) && blockio::parse_line(line).is_none()).map(|line| line.trim().to_string()).collect(),
+        policies: lines().filter_map(policies::parse_line).collect(),
+        malformed_policies: lines().filter(|line| policies::is_policies_line(line) && policies::parse_line(line).is_none()).map(|line| line.trim().to_string()).collect(),
     }
 }
 
@@ -148,12 +156,14 @@ pub fn differences(first: &Measurements, second: &Measurements) -> Vec<String> {
         }
     }
     found.extend(blockio::differences(&first.blockio, &second.blockio));
+    found.extend(policies::differences(&first.policies, &second.policies));
     for (what, a, b) in [
         ("rows", first.rows.len(), second.rows.len()),
         ("hw lines", first.hardware.len(), second.hardware.len()),
         ("disk lines", first.disk.len(), second.disk.len()),
         ("malformed disk lines", first.malformed.len(), second.malformed.len()),
         ("malformed blockio lines", first.malformed_blockio.len(), second.malformed_blockio.len()),
+        ("malformed policies lines", first.malformed_policies.len(), second.malformed_policies.len()),
     ] {
         if a != b {
             found.push(format!("{what}: {a} vs {b}"));
@@ -199,6 +209,9 @@ fn run_once(kernel: &Image, variant: bool) -> Result<Measurements> {
     }
     for line in &measured.malformed_blockio {
         println!("  ignored (not `bench blockio read` and four unsigned integers, `md5 <technology>` and four, or `write <placement> <technology>` and five): {line}");
+    }
+    for line in &measured.malformed_policies {
+        println!("  ignored (not `bench policies <experiment> <policy> <technology>` and the experiment's unsigned integers): {line}");
     }
     Ok(measured)
 }
@@ -269,6 +282,8 @@ pub struct ResultsSet {
     pub disk: Vec<DiskRun>,
     /// `bench blockio` runs of the default build (empty: not measured).
     pub blockio: BlockioRuns,
+    /// `bench policies` runs of the default build (empty: not measured).
+    pub policies: Vec<policies::PolicyRun>,
     /// The builds measured (default first).
     pub builds: Vec<BuildInfo>,
     /// The variant's label (without `+`), if one was measured.
@@ -305,6 +320,7 @@ pub fn run(kernel: &Image, variant: Option<(&str, &str, &Image)>) -> Result<bool
         hardware: measured.hardware,
         disk: measured.disk,
         blockio: measured.blockio,
+        policies: measured.policies,
         builds: vec![build_info("default", "")],
         variant: None,
     };

@@ -14,6 +14,7 @@ use serde::{Deserialize, Serialize};
 
 use super::blockio::{self, BlockioGoal, BlockioRuns, Md5Table, WriteTable};
 use super::disk::{self, DiskGoal, DiskRun, DiskTable};
+use super::policies::{self, PolicyRun};
 use super::grafts::{self, GraftTable};
 use super::model::{self, CYCLE_MODEL, CycleModel, DISK_MODEL, DiskModel, HardwareCounts};
 use super::numbers::{self, count, duration, grouped, optional, significant};
@@ -113,6 +114,8 @@ pub struct Analysis {
     pub blockio_writes: WriteTable,
     /// The blockio group's goals (their lines are in `goal_lines` too).
     pub blockio_goals: Vec<BlockioGoal>,
+    /// The policies group's goals (their lines are in `goal_lines` too).
+    pub policies: policies::PoliciesAnalysis,
 }
 
 /// Derives tables, goals and ratios from `set` with the report's models.
@@ -159,6 +162,8 @@ fn analyse_with(set: &ResultsSet, cycles: &CycleModel, disk: &DiskModel) -> Anal
     let blockio_writes = blockio::write_table(&set.blockio);
     let blockio_goals = blockio::goals(&set.blockio, &blockio_writes);
     goal_lines.extend(blockio_goals.iter().map(|goal| goal.line.clone()));
+    let policies = policies::analyse(&set.policies);
+    goal_lines.extend(policies.goals.iter().map(|goal| goal.line.clone()));
     Analysis {
         grafts: grafts::tables(&set.rows, &hardware, cycles, disk),
         goals: goal_results,
@@ -170,6 +175,7 @@ fn analyse_with(set: &ResultsSet, cycles: &CycleModel, disk: &DiskModel) -> Anal
         blockio_md5,
         blockio_writes,
         blockio_goals,
+        policies,
     }
 }
 
@@ -224,6 +230,7 @@ pub fn terminal(set: &ResultsSet, analysis: &Analysis) -> String {
     }
     disk::terminal(&mut text, &analysis.disk_tables);
     blockio::terminal(&mut text, &analysis.blockio_md5, &analysis.blockio_writes);
+    policies::terminal(&mut text, &set.policies);
     let _ = writeln!(
         text,
         "\nmodelled cycles = instructions x {} + traps x {} + satp writes x {} + sfence.vma x {} (SiFive U54 figures and estimates; sources in report.md)",
@@ -287,6 +294,13 @@ struct DiskOut<'a> {
     goals: &'a [DiskGoal],
 }
 
+/// results.json's `policies`: the runs as printed and the goals.
+#[derive(Serialize)]
+struct PoliciesOut<'a> {
+    runs: &'a [PolicyRun],
+    goals: &'a [policies::PolicyGoal],
+}
+
 /// results.json's `blockio`: the runs as printed, the two tables and the goal.
 #[derive(Serialize)]
 struct BlockioOut<'a> {
@@ -311,6 +325,7 @@ struct Results<'a> {
     grafts: &'a [GraftTable],
     disk: DiskOut<'a>,
     blockio: BlockioOut<'a>,
+    policies: PoliciesOut<'a>,
     charts: &'a [String],
 }
 
@@ -380,6 +395,7 @@ pub fn json(set: &ResultsSet, analysis: &Analysis, charts: &[String]) -> Result<
         grafts: &analysis.grafts,
         disk: DiskOut { runs: &set.disk, tables: &analysis.disk_tables, goals: &analysis.disk_goals },
         blockio: BlockioOut { runs: &set.blockio, md5: &analysis.blockio_md5, logdisk: &analysis.blockio_writes, goals: &analysis.blockio_goals },
+        policies: PoliciesOut { runs: &set.policies, goals: &analysis.policies.goals },
         charts,
     };
     serde_json::to_string_pretty(&results).map_err(|error| error.to_string())
@@ -571,6 +587,8 @@ pub fn markdown(set: &ResultsSet, analysis: &Analysis, charts: &BTreeMap<String,
     }
     disk::markdown(&mut text, &analysis.disk_tables);
     blockio::markdown(&mut text, &analysis.blockio_md5, &analysis.blockio_writes);
+    let policy_charts: Vec<String> = policies::charts(&set.policies).into_iter().map(|(name, ..)| name).collect();
+    policies::markdown(&mut text, &set.policies, &analysis.policies, &policy_charts);
     let _ = writeln!(text, "## Goals\n");
     for line in &analysis.goal_lines {
         let _ = writeln!(text, "- {line}");
@@ -604,7 +622,12 @@ fn write_files(set: &ResultsSet, directory: &Path, with_json: bool) -> Result<Wr
             charts.insert(table.group.clone(), name);
         }
     }
-    let chart_names: Vec<String> = charts.values().cloned().collect();
+    let mut chart_names: Vec<String> = charts.values().cloned().collect();
+    for (name, title, axis, bars) in policies::charts(&set.policies) {
+        if super::charts::bar_chart(&title, &axis, &bars, &directory.join(&name))? {
+            chart_names.push(name);
+        }
+    }
     let write = |name: &str, contents: &str| std::fs::write(directory.join(name), contents).map_err(|error| format!("cannot write {name}: {error}"));
     if with_json {
         write("results.json", &json(set, &analysis, &chart_names)?)?;
@@ -625,6 +648,15 @@ struct Saved {
     /// Absent from the results.json of a version without the blockio group.
     #[serde(default)]
     blockio: SavedBlockio,
+    /// Absent from the results.json of a version without the policies group.
+    #[serde(default)]
+    policies: SavedPolicies,
+}
+
+/// The measured part of results.json's `policies`.
+#[derive(Default, Deserialize)]
+struct SavedPolicies {
+    runs: Vec<PolicyRun>,
 }
 
 /// The measured part of results.json's `disk`.
@@ -645,7 +677,7 @@ struct SavedBlockio {
 pub fn parse_results(text: &str) -> Result<ResultsSet> {
     let saved: Saved = serde_json::from_str(text).map_err(|error| format!("not a results.json of this version: {error}"))?;
     let variant = saved.builds.iter().find_map(|build| build.label.strip_prefix('+')).map(str::to_string);
-    Ok(ResultsSet { rows: saved.rows, hardware: saved.hardware, disk: saved.disk.runs, blockio: saved.blockio.runs, builds: saved.builds, variant })
+    Ok(ResultsSet { rows: saved.rows, hardware: saved.hardware, disk: saved.disk.runs, blockio: saved.blockio.runs, policies: saved.policies.runs, builds: saved.builds, variant })
 }
 
 /// Re-renders report.md and the charts in `directory` from its results.json, which is
@@ -695,6 +727,7 @@ mod tests {
             ],
             disk: Vec::new(),
             blockio: BlockioRuns::default(),
+            policies: Vec::new(),
             builds: vec![
                 BuildInfo { label: "default".into(), target: "riscv64gc-unknown-none-elf".into(), rustflags: String::new(), target_features: vec!["a".into(), "c".into()] },
                 BuildInfo {
