@@ -44,7 +44,7 @@ use spindle_service_locks::LockKind;
 
 use crate::ext::Preference;
 use crate::sched::{self, Priority};
-use crate::services::{cache_events, disk, fs, lock_events, locks, policy};
+use crate::services::{cache_events, disk, fs, locks, policy};
 
 /// The directory the group's files live in.
 const DIRECTORY: &str = "/bench";
@@ -201,13 +201,7 @@ fn with_bound<T>(path: &str, name: &str, preference: Preference, body: impl FnOn
     policy::bind_to_file(path, name, preference).map_err(|error| format!("binding {name} ({}) to {path}: {error}", preference.label()))?;
     let result = body();
     fs::settle_read_ahead();
-    let server = crate::ext::user::serving_pid(name);
-    let unloaded = crate::ext::unload(name);
-    if let Some(pid) = server {
-        crate::proc::wait_until_reaped(pid, 200);
-    }
-    cache_events::assign(name, None);
-    lock_events::assign(name, None);
+    let unloaded = policy::unbind(name);
     crate::events::quiescent();
     crate::events::reclaim();
     unloaded.map_err(|error| format!("unloading {name}: {error}"))?;

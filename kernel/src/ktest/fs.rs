@@ -237,12 +237,7 @@ fn per_file_read_ahead_policy_in_every_technology() -> TestResult {
                 ensure!(without == 1, "{}: the other file has {without} blocks resident after its first read, expected 1 (the default prefetches nothing yet)", preference.label());
                 Ok(())
             })();
-            let server = crate::ext::user::serving_pid("readahead_app");
-            crate::ext::unload("readahead_app").map_err(|error| alloc::format!("unload readahead_app: {error}"))?;
-            if let Some(pid) = server {
-                crate::proc::wait_until_reaped(pid, 200);
-            }
-            crate::services::cache_events::assign("readahead_app", None);
+            crate::services::policy::unbind("readahead_app").map_err(|error| alloc::format!("unload readahead_app: {error}"))?;
             result?;
             super::progress();
         }
@@ -303,12 +298,7 @@ fn lock_grant_order_frp_then_fifo_in_every_technology() -> TestResult {
     for preference in [Preference::BuiltIn, Preference::Default, Preference::Wasm, Preference::User] {
         crate::services::policy::bind_to_file("/ktest/locked", "lockgrant_fifo", preference).map_err(text)?;
         let fifo = lock_script();
-        let server = crate::ext::user::serving_pid("lockgrant_fifo");
-        crate::ext::unload("lockgrant_fifo").map_err(|error| alloc::format!("unload lockgrant_fifo: {error}"))?;
-        if let Some(pid) = server {
-            crate::proc::wait_until_reaped(pid, 200);
-        }
-        crate::services::cache_events::assign("lockgrant_fifo", None);
+        crate::services::policy::unbind("lockgrant_fifo").map_err(|error| alloc::format!("unload lockgrant_fifo: {error}"))?;
         let fifo = fifo?;
         ensure!(fifo == [1, 2, 3], "{}: lockgrant_fifo granted in the order {fifo:?}, expected [1, 2, 3] (arrival order)", preference.label());
     }

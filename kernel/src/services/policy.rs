@@ -58,6 +58,18 @@ pub fn bind_to_file(path: &str, name: &str, technology: crate::ext::Preference) 
     }
 }
 
+/// Unloads policy extension `name` bound by [`bind_to_file`] (waiting for a user-level
+/// server to be reaped) and forgets its file, so a later load is cache-wide again.
+pub fn unbind(name: &str) -> Result<(), crate::ext::ExtensionError> {
+    let server = crate::ext::user::serving_pid(name);
+    let unloaded = crate::ext::unload(name);
+    if let Some(pid) = server {
+        crate::proc::wait_until_reaped(pid, 200);
+    }
+    cache_events::assign(name, None);
+    unloaded
+}
+
 /// The loaded extensions bound to the file at `path`: (name, technology).
 pub fn bound_to_file(path: &str) -> Result<Vec<(String, String)>, FsCallError> {
     let inode = fs::inode_of(path)?;
