@@ -16,6 +16,7 @@ use alloc::vec::Vec;
 use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use super::{KernelTest, TestResult};
+use super::text;
 use crate::arch::csr::without_interrupts;
 use crate::drivers::plic;
 use crate::drivers::virtio_blk::{
@@ -50,10 +51,6 @@ const INTERRUPT_BASE: u64 = 28_672;
 const SECTORS_USED: u64 = 32_768;
 /// Longest a test waits for something to arrive by interrupt (2 s).
 const ARRIVAL_TICKS: u64 = 2 * crate::param::TICKS_PER_SECOND;
-
-fn text(error: impl core::fmt::Display) -> String {
-    alloc::format!("{error}")
-}
 
 fn disk() -> Result<DiskInfo, String> {
     virtio_blk::info().ok_or_else(|| String::from("no disk: `cargo xtask` gives every test machine one"))

@@ -4,12 +4,12 @@
 //! whole 262,144-write workload), writes gathered into runs, bad input refused, a wrong
 //! map reported instead of returning another block's data, and no heap kept.
 
-use alloc::string::String;
 
 use spindle_abi::event::{BLOCK_MAP_LOOKUP, MapLookup, Placement};
 use spindle_dispatch::{BindingSpec, handler_fn};
 
 use super::{KernelTest, TestResult};
+use super::text;
 use crate::bench::blockio::{self, MD5_BYTES, MD5_DISK_OFFSET};
 use crate::bench::stream;
 use crate::ensure;
@@ -27,10 +27,6 @@ pub const TESTS: &[KernelTest] = &[
     KernelTest { name: "blockio::a_wrong_map_is_an_error_not_data", run: a_wrong_map_is_an_error_not_data },
     KernelTest { name: "blockio::write_read_cycles_keep_no_heap", run: write_read_cycles_keep_no_heap },
 ];
-
-fn text(error: impl core::fmt::Display) -> String {
-    alloc::format!("{error}")
-}
 
 /// The digest of the workload read from the device equals the kernel's MD5 of the bytes
 /// written there, built in, native, Wasm and user-level; 256 filter calls each consuming

@@ -23,6 +23,7 @@ use spindle_service_bcache::{
 use spindle_service_locks::{Decision, GrantPolicy, LockConfig, LockKind, LockTable, Range as ByteRange, Requested};
 
 use super::{KernelTest, TestResult};
+use super::text;
 use crate::ensure;
 use crate::ext::{self, Preference};
 use crate::services::cache_events::{self, EventPolicy};
@@ -53,10 +54,6 @@ const TECHNOLOGIES: [Preference; 4] = [Preference::BuiltIn, Preference::Default,
 
 /// Events of the tests, for the binding and fault checks.
 const EVENT_NAMES: [&str; 5] = ["cache.Enqueue", "cache.Evict", "cache.Writeback", "cache.ReadAhead", "lock.Grant"];
-
-fn text(error: impl core::fmt::Display) -> String {
-    alloc::format!("{error}")
-}
 
 fn debug(error: impl core::fmt::Debug) -> String {
     alloc::format!("{error:?}")

@@ -15,6 +15,7 @@ use spindle_service_disk::model::Parameters;
 use spindle_service_disk::queue::{Decision, Policy, QueuedRequest, choose};
 
 use super::{KernelTest, TestResult};
+use super::text;
 use crate::arch::csr::without_interrupts;
 use crate::ensure;
 use crate::ext;
@@ -66,10 +67,6 @@ fn configure(model: &str, max_wait_ns: u64) -> TestResult {
     let accounting = disk::accounting().ok_or("no disk service")?;
     accounting.check_idle().map_err(|error| alloc::format!("exactly once (before reconfiguring): {error}"))?;
     disk::configure(model, max_wait_ns)
-}
-
-fn text(error: impl core::fmt::Display) -> String {
-    alloc::format!("{error}")
 }
 
 /// Sectors of the test area (away from the driver tests' sectors).

@@ -14,6 +14,7 @@ use alloc::vec::Vec;
 use spindle_abi::syscall::Error;
 
 use super::{KernelTest, TestResult};
+use super::text;
 use crate::ensure;
 use crate::services::fs::{self, FsCallError};
 
@@ -30,10 +31,6 @@ pub const TESTS: &[KernelTest] = &[
     KernelTest { name: "fs::per_file_read_ahead_policy_in_every_technology", run: per_file_read_ahead_policy_in_every_technology },
     KernelTest { name: "fs::lock_grant_order_frp_then_fifo_in_every_technology", run: lock_grant_order_frp_then_fifo_in_every_technology },
 ];
-
-fn text(error: impl core::fmt::Display) -> String {
-    alloc::format!("{error}")
-}
 
 /// `length` bytes of `seed`'s pattern.
 fn pattern(seed: u64, length: usize) -> Vec<u8> {

@@ -4,6 +4,7 @@
 //! a killed extension's command says so; a budget an event's owner caps is reported.
 
 use super::{KernelTest, TestResult};
+use super::text;
 use crate::ensure;
 use crate::ext::{self, introspect};
 
@@ -16,10 +17,6 @@ pub static TESTS: &[KernelTest] = &[
     KernelTest { name: "introspect::budgets_follow_the_clock_mode", run: budgets_follow_the_clock_mode },
     KernelTest { name: "introspect::disabled_binding_is_degraded_in_every_view", run: disabled_binding_is_degraded_in_every_view },
 ];
-
-fn text(error: impl core::fmt::Display) -> alloc::string::String {
-    alloc::format!("{error}")
-}
 
 /// Loads `name` as `preference`, runs `check` on it, and unloads it whatever `check` said.
 fn with_loaded(name: &str, preference: ext::Preference, check: impl FnOnce(&ext::LoadedExtension) -> TestResult) -> TestResult {

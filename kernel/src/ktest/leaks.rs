@@ -17,6 +17,7 @@
 use alloc::string::String;
 
 use super::extensions::bundled;
+use super::text;
 use super::{KernelTest, TestResult};
 use crate::ensure;
 use crate::ext::{self, ExtensionState, Preference};
@@ -60,10 +61,6 @@ pub static TESTS: &[KernelTest] = &[
     KernelTest { name: "leaks::service_exit_withdrawal", run: || service_withdrawal("exit", false) },
     KernelTest { name: "leaks::service_server_killed", run: service_server_killed },
 ];
-
-fn text(error: impl core::fmt::Display) -> String {
-    alloc::format!("{error}")
-}
 
 /// Heap bytes allocated and frames free.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -141,6 +141,11 @@ pub fn note_fatal_event(what: &str) {
     }
 }
 
+/// An error as text (what a failed [`TestResult`] carries).
+pub(super) fn text(error: impl core::fmt::Display) -> alloc::string::String {
+    alloc::format!("{error}")
+}
+
 /// Tells the watchdog the running test is making progress: its time starts again. For
 /// tests whose work is long but measured in steps (the whole logical-disk workload on the
 /// device); each step must still finish within the watchdog's time.

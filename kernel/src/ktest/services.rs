@@ -8,6 +8,7 @@ use alloc::string::String;
 use spindle_abi::syscall::{Error, ExitStatus, KillCause};
 
 use super::{KernelTest, TestResult};
+use super::text;
 use crate::ensure;
 use crate::proc::{self, Grants, Parent, service};
 
@@ -19,10 +20,6 @@ pub static TESTS: &[KernelTest] = &[
     KernelTest { name: "service::panicking_server_is_withdrawn", run: || contained("panic", "exited") },
     KernelTest { name: "service::exiting_server_is_withdrawn", run: || contained("exit", "exited") },
 ];
-
-fn text(error: impl core::fmt::Display) -> String {
-    alloc::format!("{error}")
-}
 
 /// Starts `ubench serve NAME MODE` and waits (at most 2 s) until the service is offered.
 fn start_server(name: &str, mode: &str) -> Result<(u64, alloc::sync::Arc<service::Service>), String> {

@@ -4,9 +4,9 @@
 //! event falls back to its default, the extension is killed with the reason, the serving
 //! process ends), and unloading or killing the process leaves no frame behind.
 
-use alloc::string::String;
 
 use super::extensions::check_contained;
+use super::text;
 use super::{KernelTest, TestResult};
 use crate::ensure;
 use crate::ext::{self, ExtensionState};
@@ -22,10 +22,6 @@ pub static TESTS: &[KernelTest] = &[
     KernelTest { name: "upcall::killing_the_process_withdraws_the_extension", run: killing_the_process_withdraws },
     KernelTest { name: "upcall::missing_build_is_refused", run: missing_build_is_refused },
 ];
-
-fn text(error: impl core::fmt::Display) -> String {
-    alloc::format!("{error}")
-}
 
 /// The serving process of the loaded user-level extension `name`.
 fn serving_pid(name: &str) -> Option<u64> {

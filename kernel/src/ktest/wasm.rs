@@ -12,6 +12,7 @@ use alloc::string::String;
 use alloc::vec::Vec;
 
 use super::extensions::{bundled, check_contained, refused};
+use super::text;
 use super::{KernelTest, TestResult};
 use crate::ensure;
 use crate::ext::{self, ExtensionState};
@@ -50,10 +51,6 @@ fn fuel_follows_a_capped_timer_budget() -> TestResult {
     ensure!(fuel_for(manifest_fuel, 100) == 1, "a budget below the allowance still gets one unit: {}", fuel_for(manifest_fuel, 100));
     ensure!(fuel_for(1000, 500_000) == 1000, "a cap above the fuel's time keeps the manifest's fuel: {}", fuel_for(1000, 500_000));
     Ok(())
-}
-
-fn text(error: impl core::fmt::Display) -> String {
-    alloc::format!("{error}")
 }
 
 fn settle() {

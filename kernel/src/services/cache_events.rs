@@ -65,6 +65,8 @@ static CANDIDATES: spin::Mutex<Vec<CacheBlockEntry>> = spin::Mutex::new(Vec::new
 static OFFERED: spin::Mutex<Vec<CacheBlockEntry>> = spin::Mutex::new(Vec::new());
 /// The last published victim list (`spindle_cache_victims`).
 static VICTIMS: spin::Mutex<Vec<CacheBlockEntry>> = spin::Mutex::new(Vec::new());
+/// Whether the cache changed since [`VICTIMS`] was published (see [`refresh_victims`]).
+static VICTIMS_STALE: core::sync::atomic::AtomicBool = core::sync::atomic::AtomicBool::new(true);
 /// Application hints: (file, hint) → value.
 static HINTS: spin::Mutex<BTreeMap<(u32, u64), u64>> = spin::Mutex::new(BTreeMap::new());
 /// Owners whose bindings are imposed a `file == F` guard.
@@ -135,6 +137,24 @@ pub fn publish_victims(cache: &Cache) {
     let count = cache.next_victims(&mut victims);
     let entries: Vec<CacheBlockEntry> = victims[..count].iter().map(entry).collect();
     without_interrupts(|| *VICTIMS.lock() = entries);
+    VICTIMS_STALE.store(false, core::sync::atomic::Ordering::Relaxed);
+}
+
+/// [`publish_victims`] only when a handler could read the list: while nothing is bound to
+/// a `cache.*` event nobody calls `spindle_cache_victims`, so the list is only marked stale
+/// (the file system calls this around every operation; listing 64 victims on every cached
+/// read would be work for no reader). `changed`: the cache changed since the last call
+/// (after an operation); otherwise only a stale list is refreshed (before one, so the first
+/// handlers after a load see a current list).
+pub fn refresh_victims(cache: &Cache, changed: bool) {
+    let bound = [ENQUEUE.get().map(|table| table.has_bindings()), EVICT.get().map(|table| table.has_bindings()), WRITEBACK.get().map(|table| table.has_bindings()), READ_AHEAD.get().map(|table| table.has_bindings())]
+        .into_iter()
+        .any(|bound| bound == Some(true));
+    if !bound {
+        VICTIMS_STALE.store(true, core::sync::atomic::Ordering::Relaxed);
+    } else if changed || VICTIMS_STALE.load(core::sync::atomic::Ordering::Relaxed) {
+        publish_victims(cache);
+    }
 }
 
 /// A block as the `cache` domain copies it out.

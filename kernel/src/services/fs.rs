@@ -367,9 +367,11 @@ fn with_fs<T>(body: impl FnOnce(&mut FileSystem<CacheStore>) -> Result<T, FsCall
     }
     match &mut *state {
         State::Mounted(fs) => {
+            // Infokernel-style exported state for extensions: the victim list, current
+            // before the call and as of its end (only while a cache policy is bound).
+            cache_events::refresh_victims(fs.store_mut().0.cache(), false);
             let result = body(fs);
-            // Infokernel-style exported state: the victim list as of the end of this call.
-            cache_events::publish_victims(fs.store_mut().0.cache());
+            cache_events::refresh_victims(fs.store_mut().0.cache(), true);
             result
         }
         State::Refused(why) => Err(FsCallError::NotMounted(why.clone())),
