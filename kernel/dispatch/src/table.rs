@@ -240,6 +240,27 @@ impl<A: EventRecord, R: EventRecord> EventTable<A, R> {
         !self.plans.read().bindings.is_empty()
     }
 
+    /// Whether a raise of `args` now could run a handler: some binding exists and, when
+    /// bindings are indexed on one field, the index names a candidate for `args` (residual
+    /// guards are not evaluated: `true` may still run nothing). For a raiser that must
+    /// prepare something only handlers read (the buffer cache lends itself to
+    /// `spindle_cache_victims`): on `false` it takes the default without raising, which is
+    /// counted as a defaulted raise — what the raise would have done.
+    #[inline]
+    pub fn would_run(&self, args: &A) -> bool {
+        let plan = self.plans.read();
+        let candidates = match plan.indexes.as_slice() {
+            _ if plan.bindings.is_empty() => false,
+            [] => true,
+            [index] => !index.lookup(args.field(index.field)).is_empty(),
+            _ => true,
+        };
+        if !candidates {
+            self.defaulted.fetch_add(1, Ordering::Relaxed);
+        }
+        candidates
+    }
+
     /// Everything but the fast path: picks the path for the plan, so that each path's
     /// code is only as large as it needs (a raise with no binding is one counter and a
     /// tail call to the primary module, with no stack frame).

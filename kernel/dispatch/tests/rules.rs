@@ -194,6 +194,20 @@ fn declarative_index_runs_only_matching_bindings_without_evaluating_guards() {
 }
 
 #[test]
+fn would_run_follows_the_index_and_counts_what_it_spares_as_defaulted() {
+    let (_dispatcher, table) = packet_table(TestPrimary::new(Combiner::Last));
+    assert!(!table.would_run(&packet(80, 0)), "nothing bound");
+    table.install(BindingSpec::new("ext", answer(80)).when(DeclarativeGuard::equals(PORT, 80))).unwrap();
+    assert!(table.would_run(&packet(80, 0)));
+    assert!(!table.would_run(&packet(81, 0)), "the index names no candidate for port 81");
+    assert_eq!(table.snapshot().defaulted, 2, "each spared raise is a defaulted raise");
+    let guard = PredicateGuard::new("port is odd", |args: &Packet| args.port % 2 == 1);
+    table.install(BindingSpec::new("ext", answer(1)).guard(guard)).unwrap();
+    assert!(table.would_run(&packet(82, 0)), "an unindexed binding is a candidate for every raise (its guard is not evaluated)");
+    assert_eq!(table.snapshot().guard_evaluations, 0);
+}
+
+#[test]
 fn predicate_guards_are_evaluated_one_by_one_for_contrast() {
     // The same 64 bindings as predicates: the counter that stayed 0 above must move here,
     // which shows the index test can fail.

@@ -17,7 +17,7 @@ use spindle_abi::event::{
 };
 use spindle_dispatch::{BindingSpec, HandlerFault, handler_fn};
 use spindle_service_bcache::{
-    AppReadAhead, BLOCK_SIZE, BlockDevice, BlockInfo, CachedDevice, Config, Counters, DefaultPolicy, Event, Lfu, Mru, Owner, PinRange, Policy,
+    AppReadAhead, BLOCK_SIZE, BlockDevice, BlockInfo, Cache, CachedDevice, Config, Counters, DefaultPolicy, Event, Lfu, Mru, Owner, PinRange, Policy,
     Prefetch, Range, ReadAheadEvent, WritebackReason,
 };
 use spindle_service_locks::{Decision, GrantPolicy, LockConfig, LockKind, LockTable, Range as ByteRange, Requested};
@@ -39,6 +39,7 @@ pub const TESTS: &[KernelTest] = &[
     KernelTest { name: "cache_events::lockgrant_fifo_matches_fifo_in_every_technology", run: || clean(lockgrant_fifo_matches_fifo_in_every_technology) },
     KernelTest { name: "cache_events::broken_lock_answers_fall_back_to_frp", run: || clean(broken_lock_answers_fall_back_to_frp) },
     KernelTest { name: "cache_events::policy_rounds_leave_no_heap_behind", run: || clean(policy_rounds_leave_no_heap_behind) },
+    KernelTest { name: "cache_events::exported_victims_are_the_cache_at_the_raise", run: || clean(exported_victims_are_the_cache_at_the_raise) },
 ];
 
 /// The file the scripted workload reads.
@@ -165,7 +166,6 @@ fn run<P: Policy>(policy: P, accesses: &[Access]) -> Result<Trace, String> {
     cached.writeback(WritebackReason::Sync).map_err(debug)?;
     let mut victims = [BlockInfo::default(); CAPACITY];
     let count = cached.cache().next_victims(&mut victims);
-    cache_events::publish_victims(cached.cache());
     let counters = cached.cache().counters();
     let (device, _) = cached.into_parts();
     Ok(Trace { log: device.log, victims: victims[..count].iter().map(|victim| victim.block).collect(), counters })
@@ -294,6 +294,64 @@ fn broken_answers_are_rejected_and_the_default_used() -> TestResult {
     Ok(())
 }
 
+/// `cache.Evict` raises [`victims_reader`] saw, and how many of them read a victim list
+/// that did not begin with the raise's candidates.
+static EVICTIONS_SEEN: AtomicU64 = AtomicU64::new(0);
+static VIEW_MISMATCHES: AtomicU64 = AtomicU64::new(0);
+
+/// Blocks of the [`spindle_abi::event::CacheBlockEntry`] records a kernel function wrote.
+fn entry_blocks(bytes: &[u8], count: u64) -> Vec<u64> {
+    let records = bytes.chunks_exact(spindle_abi::event::CacheBlockEntry::SIZE).take(count as usize);
+    records.filter_map(spindle_abi::event::CacheBlockEntry::from_bytes).map(|entry| entry.block).collect()
+}
+
+/// A `cache.Evict` handler that reads the exported victim list and the candidates through
+/// the `cache` domain's kernel functions (as an extension does) and checks that the list
+/// begins with the candidates — the cache as it is at the raise. No answer.
+fn victims_reader(args: &CacheEvict) -> Result<CacheVictim, HandlerFault> {
+    use spindle_abi::host::domains::Cache as _;
+    let mut victims = [0u8; 64 * spindle_abi::event::CacheBlockEntry::SIZE];
+    let mut candidates = [0u8; 64 * spindle_abi::event::CacheBlockEntry::SIZE];
+    let listed = crate::ext::glue::KernelFunctions.cache_victims(&mut victims);
+    let offered = crate::ext::glue::KernelFunctions.cache_candidates(&mut candidates);
+    let (victims, candidates) = (entry_blocks(&victims, listed), entry_blocks(&candidates, offered));
+    EVICTIONS_SEEN.fetch_add(1, Ordering::Relaxed);
+    if offered != u64::from(args.candidates) || candidates.is_empty() || !victims.starts_with(&candidates) {
+        VIEW_MISMATCHES.fetch_add(1, Ordering::Relaxed);
+    }
+    Ok(CacheVictim { block: CacheVictim::NO_ANSWER })
+}
+
+/// `spindle_cache_victims` during a raise is the raising cache's victim list at that
+/// moment (nothing is copied after operations any more); outside a raise it is the idle
+/// file system's cache's.
+fn exported_victims_are_the_cache_at_the_raise() -> TestResult {
+    let accesses = script(true);
+    let default = run(DefaultPolicy, &accesses)?;
+    EVICTIONS_SEEN.store(0, Ordering::Relaxed);
+    VIEW_MISMATCHES.store(0, Ordering::Relaxed);
+    let dispatcher = crate::events::dispatcher();
+    let binding = dispatcher.install(&CACHE_EVICT, BindingSpec::new("test", handler_fn("test.victims", victims_reader))).map_err(text)?;
+    let viewed = run(EventPolicy::whole_cache(), &accesses);
+    let _ = dispatcher.uninstall(binding);
+    let viewed = viewed?;
+    ensure!(viewed.log == default.log, "a handler giving no answer changed the run");
+    let (seen, mismatched) = (EVICTIONS_SEEN.load(Ordering::Relaxed), VIEW_MISMATCHES.load(Ordering::Relaxed));
+    ensure!(seen > 0, "the script evicted nothing: a useless test");
+    ensure!(mismatched == 0, "{mismatched} of {seen} evictions read a victim list that did not begin with their candidates");
+    // Outside a raise: the file system's cache (mounted by the call below if needed), once
+    // the read-ahead strand is done with it.
+    crate::services::fs::settle_read_ahead();
+    let (_, expected, _) = crate::services::fs::cache_state(64, None).map_err(text)?;
+    use spindle_abi::host::domains::Cache as _;
+    let mut victims = [0u8; 64 * spindle_abi::event::CacheBlockEntry::SIZE];
+    let listed = crate::ext::glue::KernelFunctions.cache_victims(&mut victims);
+    let expected: Vec<u64> = expected.iter().map(|info| info.block).collect();
+    ensure!(!expected.is_empty(), "the file system's cache holds nothing: a useless check");
+    ensure!(entry_blocks(&victims, listed) == expected, "outside a raise: {:?}, the cache lists {expected:?}", entry_blocks(&victims, listed));
+    Ok(())
+}
+
 /// Files each recording handler saw, one bit per file id below 64.
 static SEEN_A: AtomicU64 = AtomicU64::new(0);
 static SEEN_B: AtomicU64 = AtomicU64::new(0);
@@ -356,7 +414,7 @@ struct OtherFileReadAhead {
 }
 
 impl Policy for OtherFileReadAhead {
-    fn read_ahead(&mut self, event: &ReadAheadEvent) -> Option<Prefetch> {
+    fn read_ahead(&mut self, event: &ReadAheadEvent, _cache: &Cache) -> Option<Prefetch> {
         (event.file == OTHER).then(|| spindle_service_bcache::app_read_ahead(self.count, event))
     }
 }

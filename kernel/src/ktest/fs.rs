@@ -23,6 +23,7 @@ pub const TESTS: &[KernelTest] = &[
     KernelTest { name: "fs::file_round_trips_through_a_cold_cache", run: file_round_trips_through_a_cold_cache },
     KernelTest { name: "fs::cache_smaller_than_the_file_loses_nothing", run: cache_smaller_than_the_file_loses_nothing },
     KernelTest { name: "fs::errors_are_specific", run: errors_are_specific },
+    KernelTest { name: "fs::cached_reads_allocate_nothing", run: cached_reads_allocate_nothing },
     KernelTest { name: "fs::user_program_uses_the_file_calls", run: user_program_uses_the_file_calls },
     KernelTest { name: "fs::programs_and_extensions_load_from_files", run: programs_and_extensions_load_from_files },
     KernelTest { name: "fs::open_files_of_exited_processes_leak_nothing", run: open_files_of_exited_processes_leak_nothing },
@@ -77,6 +78,36 @@ fn file_round_trips_through_a_cold_cache() -> TestResult {
     );
     ensure!(after.cache.prefetches > before.cache.prefetches, "a sequential read prefetched nothing: {:?}", after.cache);
     fs::unlink("/ktest/round").map_err(text)?;
+    Ok(())
+}
+
+/// A read of resident blocks (an inode, an indirect pointer, file data) copies straight
+/// out of the cache's buffers: no heap allocation on the path, whole or partial blocks,
+/// so its cost does not depend on the heap's state.
+fn cached_reads_allocate_nothing() -> TestResult {
+    work_directory()?;
+    let data = pattern(7, 80 * 1024);
+    fs::write_file("/ktest/resident", &data).map_err(text)?;
+    let file = fs::open("/ktest/resident", fs::OpenMode { read: true, ..fs::OpenMode::default() }).map_err(text)?;
+    let mut buffer = alloc::vec![0u8; 4096];
+    // One pass first: every block resident, the read-ahead done.
+    for offset in (0..data.len()).step_by(4096) {
+        fs::seek(&file, offset as i64, fs::Whence::Start).map_err(text)?;
+        fs::read(&file, &mut buffer).map_err(text)?;
+    }
+    fs::settle_read_ahead();
+    let before = crate::mm::heap::stats().allocations;
+    // Whole blocks, a block past the direct ones (through the indirect block), and a part
+    // spanning two blocks.
+    for (offset, length) in [(0usize, 4096usize), (60 * 1024, 4096), (4000, 200)] {
+        fs::seek(&file, offset as i64, fs::Whence::Start).map_err(text)?;
+        let count = fs::read(&file, &mut buffer[..length]).map_err(text)?;
+        ensure!(buffer[..count] == data[offset..offset + length], "the read at {offset} differs");
+    }
+    let allocations = crate::mm::heap::stats().allocations - before;
+    drop(file);
+    fs::unlink("/ktest/resident").map_err(text)?;
+    ensure!(allocations == 0, "three cached reads allocated {allocations} times");
     Ok(())
 }
 

@@ -9,7 +9,7 @@
 //! only past its limit), and every block is freed where its address lies.
 
 use core::alloc::{GlobalAlloc, Layout};
-use core::sync::atomic::{AtomicUsize, Ordering};
+use core::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use buddy_system_allocator::LockedHeap;
 
@@ -24,6 +24,8 @@ struct KernelHeap(LockedHeap<HEAP_ORDER>);
 /// The kernel heap's range `[start, end)` (set once at boot).
 static HEAP_START: AtomicUsize = AtomicUsize::new(0);
 static HEAP_END: AtomicUsize = AtomicUsize::new(0);
+/// Allocations made since boot (kernel and private heaps), for [`HeapStats::allocations`].
+static ALLOCATIONS: AtomicU64 = AtomicU64::new(0);
 
 fn in_kernel_heap(pointer: *mut u8) -> bool {
     let address = pointer as usize;
@@ -36,6 +38,7 @@ fn in_kernel_heap(pointer: *mut u8) -> bool {
 // only when the hart can be interrupted.
 unsafe impl GlobalAlloc for KernelHeap {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
         crate::arch::csr::without_interrupts(|| {
             if let Some(block) = private_heap::allocate_routed(layout) {
                 return block;
@@ -84,6 +87,9 @@ pub struct HeapStats {
     pub requested_bytes: usize,
     /// Bytes actually reserved for live allocations (rounded to buddy sizes).
     pub allocated_bytes: usize,
+    /// Allocations made since boot, on every heap (a path that should not allocate can be
+    /// checked by the difference).
+    pub allocations: u64,
 }
 
 /// Current heap counters (used by `mem` and by leak checks in tests).
@@ -94,6 +100,7 @@ pub fn stats() -> HeapStats {
             total_bytes: heap.stats_total_bytes(),
             requested_bytes: heap.stats_alloc_user(),
             allocated_bytes: heap.stats_alloc_actual(),
+            allocations: ALLOCATIONS.load(Ordering::Relaxed),
         }
     })
 }

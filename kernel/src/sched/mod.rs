@@ -40,6 +40,7 @@
 #[deny(unsafe_code)]
 pub mod async_workers;
 pub mod events;
+mod lent;
 mod sleeplock;
 mod strand;
 
@@ -55,6 +56,7 @@ use spindle_abi::event::{StrandBlock, StrandCheckpoint, StrandResume, StrandUnbl
 use crate::arch::csr;
 use crate::arch::hart::{self, MAX_HARTS};
 use self::events as sched_events;
+pub use lent::Lent;
 pub use sleeplock::{SleepGuard, SleepLock};
 pub use strand::{Priority, Strand, StrandState};
 

@@ -76,6 +76,16 @@ impl<T> SleepLock<T> {
         SleepGuard { lock: self, data: Some(self.data.lock()) }
     }
 
+    /// Takes the lock if it is free (`None`: another strand holds it). Never blocks, so
+    /// it may be called where [`SleepLock::lock`] may not (an event handler).
+    pub fn try_lock(&self) -> Option<SleepGuard<'_, T>> {
+        let taken = without_interrupts(|| {
+            let mut gate = self.gate.lock();
+            !core::mem::replace(&mut gate.held, true)
+        });
+        taken.then(|| SleepGuard { lock: self, data: Some(self.data.lock()) })
+    }
+
     /// Whether a strand holds the lock now (introspection; may change at once).
     pub fn is_locked(&self) -> bool {
         without_interrupts(|| self.gate.lock().held)

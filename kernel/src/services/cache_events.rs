@@ -10,7 +10,7 @@
 //! - otherwise it fills the record, and for `cache.Evict` / `cache.Writeback` the list the
 //!   `cache` domain's `spindle_cache_candidates` / `spindle_cache_offered` copy from
 //!   ([`CacheBlockEntry`]), raises the event outside every lock of this module (raises of
-//!   those two events are serialised by a gate, so the list a handler reads is its raise's),
+//!   every decision with something bound is serialised by a gate, so the list a handler reads is its raise's),
 //!   and maps the answer back (`NO_ANSWER`: `None`).
 //!
 //! Each event's primary module rejects the answers it can judge from the record and the
@@ -29,8 +29,8 @@
 //!
 //! Application hints ([`set_hint`]): per-file values extensions read with
 //! `spindle_cache_file_hint` (`readahead_app`'s count, `evict_pinrange`'s range).
-//! Exported state: [`publish_victims`] stores a cache's next victims for
-//! `spindle_cache_victims`.
+//! Exported state: while a decision is raised, the cache asking is lent ([`VIEW`]) so that
+//! `spindle_cache_victims` reads its next victims as they are at that moment.
 
 use alloc::collections::BTreeMap;
 use alloc::string::String;
@@ -50,7 +50,7 @@ use spindle_service_bcache::{
 
 use crate::arch::csr::without_interrupts;
 
-/// How many victims [`publish_victims`] keeps for `spindle_cache_victims`.
+/// How many victims `spindle_cache_victims` copies at most.
 pub const EXPORTED_VICTIMS: usize = 64;
 
 static ENQUEUE: spin::Once<Arc<EventTable<CacheEnqueue, CachePlacement>>> = spin::Once::new();
@@ -63,15 +63,12 @@ static READ_AHEAD: spin::Once<Arc<EventTable<CacheReadAhead, CachePrefetch>>> = 
 static CANDIDATES: spin::Mutex<Vec<CacheBlockEntry>> = spin::Mutex::new(Vec::new());
 /// The blocks the `cache.Writeback` raise in progress offers (`spindle_cache_offered`).
 static OFFERED: spin::Mutex<Vec<CacheBlockEntry>> = spin::Mutex::new(Vec::new());
-/// The last published victim list (`spindle_cache_victims`).
-static VICTIMS: spin::Mutex<Vec<CacheBlockEntry>> = spin::Mutex::new(Vec::new());
-/// Whether the cache changed since [`VICTIMS`] was published (see [`refresh_victims`]).
-static VICTIMS_STALE: core::sync::atomic::AtomicBool = core::sync::atomic::AtomicBool::new(true);
 /// Application hints: (file, hint) → value.
 static HINTS: spin::Mutex<BTreeMap<(u32, u64), u64>> = spin::Mutex::new(BTreeMap::new());
 /// Owners whose bindings are imposed a `file == F` guard.
 static ASSIGNMENTS: spin::Mutex<BTreeMap<String, u32>> = spin::Mutex::new(BTreeMap::new());
-/// Serialises the raises whose handlers read a list ([`CANDIDATES`], [`OFFERED`]).
+/// Serialises the raises made with something bound, whose handlers may read a list
+/// ([`CANDIDATES`], [`OFFERED`]) or the lent cache ([`VIEW`]).
 static GATE: spin::Mutex<()> = spin::Mutex::new(());
 
 /// Runs `body` holding [`GATE`], yielding (not spinning) while another strand holds it.
@@ -129,32 +126,23 @@ pub fn clear_hints(file: FileId) {
     without_interrupts(|| HINTS.lock().retain(|&(owner, _), _| owner != file));
 }
 
-/// Exported state: stores `cache`'s next victims (at most [`EXPORTED_VICTIMS`], first to
-/// last) for `spindle_cache_victims`. The cache's owner calls it when it wants the list
-/// current (e.g. after each operation, or on a timer).
-pub fn publish_victims(cache: &Cache) {
-    let mut victims = [BlockInfo::default(); EXPORTED_VICTIMS];
-    let count = cache.next_victims(&mut victims);
-    let entries: Vec<CacheBlockEntry> = victims[..count].iter().map(entry).collect();
-    without_interrupts(|| *VICTIMS.lock() = entries);
-    VICTIMS_STALE.store(false, core::sync::atomic::Ordering::Relaxed);
-}
+/// Exported state: `spindle_cache_victims` copies the next victims of the cache lent here
+/// — the cache whose decision is being raised (every decision method's `cache`), read as it is at
+/// the moment of the call; outside a raise, the file system's cache if no strand is inside
+/// the file system (else nothing). Nothing is copied while nobody asks: a cached read with
+/// a policy bound (but filtered out by its guard) pays only for lending the reference.
+static VIEW: crate::sched::Lent<Cache> = crate::sched::Lent::new();
 
-/// [`publish_victims`] only when a handler could read the list: while nothing is bound to
-/// a `cache.*` event nobody calls `spindle_cache_victims`, so the list is only marked stale
-/// (the file system calls this around every operation; listing 64 victims on every cached
-/// read would be work for no reader). `changed`: the cache changed since the last call
-/// (after an operation); otherwise only a stale list is refreshed (before one, so the first
-/// handlers after a load see a current list).
-pub fn refresh_victims(cache: &Cache, changed: bool) {
-    let bound = [ENQUEUE.get().map(|table| table.has_bindings()), EVICT.get().map(|table| table.has_bindings()), WRITEBACK.get().map(|table| table.has_bindings()), READ_AHEAD.get().map(|table| table.has_bindings())]
-        .into_iter()
-        .any(|bound| bound == Some(true));
-    if !bound {
-        VICTIMS_STALE.store(true, core::sync::atomic::Ordering::Relaxed);
-    } else if changed || VICTIMS_STALE.load(core::sync::atomic::Ordering::Relaxed) {
-        publish_victims(cache);
+/// Copies `cache`'s next victims (at most [`EXPORTED_VICTIMS`]) into `destination` as
+/// whole [`CacheBlockEntry`] records; how many.
+fn copy_victims(cache: &Cache, destination: &mut [u8]) -> u64 {
+    let mut victims = [BlockInfo::default(); EXPORTED_VICTIMS];
+    let wanted = (destination.len() / CacheBlockEntry::SIZE).min(EXPORTED_VICTIMS);
+    let count = cache.next_victims(&mut victims[..wanted]);
+    for (chunk, victim) in destination.chunks_exact_mut(CacheBlockEntry::SIZE).zip(&victims[..count]) {
+        chunk.copy_from_slice(&entry(victim).to_bytes());
     }
+    count as u64
 }
 
 /// A block as the `cache` domain copies it out.
@@ -349,6 +337,34 @@ impl EventPolicy {
     }
 }
 
+/// Raises `args` on `table` if a handler could run for it (its guards' index names a
+/// candidate; else `None`: the default, counted as a defaulted raise), holding [`GATE`],
+/// with `list` (the blocks the handlers read: [`CANDIDATES`], [`OFFERED`]) filled for the
+/// raise and emptied after it, and `cache` lent to `spindle_cache_victims` ([`VIEW`]) — so
+/// the lists and the cache a handler reads are its own raise's, and a raise that no guard
+/// lets through costs one index lookup.
+fn raise_with_view<A: EventRecord, R: EventRecord>(
+    table: &EventTable<A, R>,
+    args: &A,
+    cache: &Cache,
+    list: Option<(&spin::Mutex<Vec<CacheBlockEntry>>, &[BlockInfo])>,
+) -> Option<R> {
+    if !table.would_run(args) {
+        return None;
+    }
+    Some(gated(|| {
+        if let Some((list, blocks)) = list {
+            let entries: Vec<CacheBlockEntry> = blocks.iter().map(entry).collect();
+            without_interrupts(|| *list.lock() = entries);
+        }
+        let answer = VIEW.lend(cache, || crate::events::raise(table, args));
+        if let Some((list, _)) = list {
+            without_interrupts(|| list.lock().clear());
+        }
+        answer
+    }))
+}
+
 /// The table of an event, if it has a binding (else `None`: answer the default).
 fn bound<A: EventRecord, R: EventRecord>(table: &spin::Once<Arc<EventTable<A, R>>>) -> Option<&Arc<EventTable<A, R>>> {
     table.get().filter(|table| table.has_bindings())
@@ -393,12 +409,12 @@ impl Policy for EventPolicy {
         self.file
     }
 
-    fn enqueue(&mut self, event: &EnqueueEvent) -> Option<Placement> {
+    fn enqueue(&mut self, event: &EnqueueEvent, cache: &Cache) -> Option<Placement> {
         let table = bound(&ENQUEUE)?;
-        placement(crate::events::raise(table, &enqueue_record(event)))
+        placement(raise_with_view(table, &enqueue_record(event), cache, None)?)
     }
 
-    fn evict(&mut self, event: &EvictEvent, candidates: &[BlockInfo]) -> Option<Victim> {
+    fn evict(&mut self, event: &EvictEvent, candidates: &[BlockInfo], cache: &Cache) -> Option<Victim> {
         let table = bound(&EVICT)?;
         let args = CacheEvict {
             block: event.block,
@@ -408,17 +424,11 @@ impl Policy for EventPolicy {
             prefetch: u32::from(event.prefetch),
             scope: encode_file(self.file),
         };
-        let entries: Vec<CacheBlockEntry> = candidates.iter().map(entry).collect();
-        let answer = gated(|| {
-            without_interrupts(|| *CANDIDATES.lock() = entries);
-            let answer = crate::events::raise(table, &args);
-            without_interrupts(|| CANDIDATES.lock().clear());
-            answer
-        });
+        let answer = raise_with_view(table, &args, cache, Some((&CANDIDATES, candidates)))?;
         (answer.block != CacheVictim::NO_ANSWER).then_some(Victim { block: answer.block })
     }
 
-    fn writeback(&mut self, event: &WritebackEvent, offered: &[BlockInfo]) -> Option<WritebackSet> {
+    fn writeback(&mut self, event: &WritebackEvent, offered: &[BlockInfo], cache: &Cache) -> Option<WritebackSet> {
         let table = bound(&WRITEBACK)?;
         let args = CacheWriteback {
             file: encode_file(self.file),
@@ -431,20 +441,14 @@ impl Policy for EventPolicy {
             capacity: event.capacity,
             offered: event.offered,
         };
-        let entries: Vec<CacheBlockEntry> = offered.iter().map(entry).collect();
-        let answer = gated(|| {
-            without_interrupts(|| *OFFERED.lock() = entries);
-            let answer = crate::events::raise(table, &args);
-            without_interrupts(|| OFFERED.lock().clear());
-            answer
-        });
+        let answer = raise_with_view(table, &args, cache, Some((&OFFERED, offered)))?;
         Some(WritebackSet { mask: answer.mask })
     }
 
-    fn read_ahead(&mut self, event: &ReadAheadEvent) -> Option<Prefetch> {
+    fn read_ahead(&mut self, event: &ReadAheadEvent, cache: &Cache) -> Option<Prefetch> {
         let table = bound(&READ_AHEAD)?;
         let args = CacheReadAhead { file_block: event.file_block, file_blocks: event.file_blocks, ahead: event.ahead, file: event.file, run: event.run };
-        let answer = crate::events::raise(table, &args);
+        let answer = raise_with_view(table, &args, cache, None)?;
         (answer.count != CachePrefetch::NO_ANSWER).then(|| Prefetch { first: answer.first, count: u32::try_from(answer.count).unwrap_or(u32::MAX) })
     }
 }
@@ -474,9 +478,11 @@ impl spindle_abi::host::domains::Cache for crate::ext::glue::KernelFunctions {
         copy_entries(&OFFERED, destination)
     }
 
-    /// The last published victim list.
+    /// The next victims of the cache whose decision is being raised, or of the idle file
+    /// system's cache ([`VIEW`]).
     fn cache_victims(&self, destination: &mut [u8]) -> u64 {
-        copy_entries(&VICTIMS, destination)
+        let lent = VIEW.read(|cache| cache.map(|cache| copy_victims(cache, destination)));
+        lent.unwrap_or_else(|| crate::services::fs::with_idle_cache(|cache| copy_victims(cache, destination)).unwrap_or(0))
     }
 
     /// An application hint of a file.

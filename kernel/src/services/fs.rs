@@ -234,6 +234,14 @@ impl BlockStore for CacheStore {
     fn sync(&mut self) -> Result<(), IoError> {
         self.0.sync().map_err(|error| cache_io_error(0, error))
     }
+
+    /// Copies the part straight out of the cache's buffer (no block-sized copy).
+    fn read_part(&mut self, block: u64, usage: Usage, offset: usize, out: &mut [u8]) -> Result<(), IoError> {
+        if offset.checked_add(out.len()).is_none_or(|end| end > BLOCK_BYTES) {
+            return Err(IoError::OutOfRange { block });
+        }
+        self.0.read(block, owner_of(usage), offset, out).map_err(|error| cache_io_error(block, error))
+    }
 }
 
 /// Why a file-system call failed.
@@ -366,16 +374,20 @@ fn with_fs<T>(body: impl FnOnce(&mut FileSystem<CacheStore>) -> Result<T, FsCall
         *state = mount_now(DEFAULT_CACHE_BLOCKS);
     }
     match &mut *state {
-        State::Mounted(fs) => {
-            // Infokernel-style exported state for extensions: the victim list, current
-            // before the call and as of its end (only while a cache policy is bound).
-            cache_events::refresh_victims(fs.store_mut().0.cache(), false);
-            let result = body(fs);
-            cache_events::refresh_victims(fs.store_mut().0.cache(), true);
-            result
-        }
+        State::Mounted(fs) => body(fs),
         State::Refused(why) => Err(FsCallError::NotMounted(why.clone())),
         State::Unmounted => Err(FsCallError::NotMounted(String::from("not mounted"))),
+    }
+}
+
+/// Runs `reader` on the mounted file system's cache if no strand is inside the file system
+/// now (`None`: busy, or not mounted). Never blocks: for a kernel function called by an
+/// extension outside a cache event (`spindle_cache_victims`).
+pub fn with_idle_cache<T>(reader: impl FnOnce(&spindle_service_bcache::Cache) -> T) -> Option<T> {
+    let mut state = FS.try_lock()?;
+    match &mut *state {
+        State::Mounted(fs) => Some(reader(fs.store_mut().0.cache())),
+        State::Refused(_) | State::Unmounted => None,
     }
 }
 
@@ -584,9 +596,8 @@ pub fn read(file: &OpenFile, buffer: &mut [u8]) -> Result<usize, FsCallError> {
 /// Reads at `offset` and then asks the cache's read-ahead rule what to prefetch after the
 /// last block read; prefetches those blocks.
 fn read_with_read_ahead(fs: &mut FileSystem<CacheStore>, inode: u32, offset: u64, buffer: &mut [u8]) -> Result<usize, FsCallError> {
-    let count = fs.read_at(inode, offset, buffer)?;
+    let (count, size) = fs.read_at_sized(inode, offset, buffer)?;
     if count > 0 {
-        let size = fs.stat(inode)?.size;
         let file_blocks = size.div_ceil(BLOCK_BYTES as u64);
         let first = offset / BLOCK_BYTES as u64;
         let last = (offset + count as u64 - 1) / BLOCK_BYTES as u64;
@@ -597,14 +608,19 @@ fn read_with_read_ahead(fs: &mut FileSystem<CacheStore>, inode: u32, offset: u64
         for block in first..=last {
             let prefetch = fs.store_mut().0.read_ahead(inode, block, file_blocks);
             for file_block in prefetch.first..prefetch.first.saturating_add(u64::from(prefetch.count)).min(file_blocks) {
-                if let Some(device_block) = fs.block_of(inode, file_block)? {
+                // A resident block's prefetch does nothing: leave it out (a read of
+                // resident blocks then queues nothing and allocates nothing).
+                if let Some(device_block) = fs.block_of(inode, file_block)?
+                    && !fs.store_mut().0.cache().is_resident(device_block)
+                {
                     wanted.push((device_block, Owner::of(inode, file_block)));
                 }
             }
         }
         if !wanted.is_empty() {
             read_ahead_later(wanted);
-        }    }
+        }
+    }
     Ok(count)
 }
 

@@ -754,7 +754,7 @@ impl Cache {
             capacity: self.capacity() as u32,
             offered: offered.len() as u32,
         };
-        let set = match policy.writeback(&event, &infos) {
+        let set = match policy.writeback(&event, &infos, self) {
             None => default_writeback(&event),
             Some(answer) => self.accept(check_writeback(answer, offered.len())).unwrap_or_else(|| default_writeback(&event)),
         };
@@ -838,7 +838,7 @@ impl Cache {
         let event = ReadAheadEvent { file, file_block, file_blocks, run: stream.run, ahead: stream.ahead };
         let cap = self.prefetch_cap();
         let default = default_read_ahead(&event, self.config.read_ahead_window.min(cap));
-        let answer = match policy.read_ahead(&event) {
+        let answer = match policy.read_ahead(&event, self) {
             None => default,
             Some(answer) => self.accept(check_prefetch(answer, file_blocks, cap)).unwrap_or(default),
         };
@@ -939,7 +939,7 @@ impl Cache {
                 let candidates = &candidates[..count];
                 let event = EvictEvent { block, file: owner.file, file_block: owner.file_block, prefetch, candidates: count as u32 };
                 let mut victim = candidates[0].block;
-                if let Some(answer) = policy.evict(&event, candidates) {
+                if let Some(answer) = policy.evict(&event, candidates, self) {
                     let state = self.index.get(&answer.block).map(|&slot| {
                         let meta = &self.meta[slot as usize];
                         VictimState { pinned: meta.pins > 0, in_flight: meta.state != State::Valid, file: meta.owner.file }
@@ -974,7 +974,7 @@ impl Cache {
     /// Asks `cache.Enqueue` and moves the buffer where the (checked) answer says.
     fn enqueue<P: Policy + ?Sized>(&mut self, slot: u32, access: Access, first: bool, policy: &mut P) {
         let event = EnqueueEvent { info: self.info(slot), access, first };
-        let placement = match policy.enqueue(&event) {
+        let placement = match policy.enqueue(&event, self) {
             None => default_placement(&event),
             Some(answer) => self.accept(check_placement(answer)).unwrap_or_else(|| default_placement(&event)),
         };

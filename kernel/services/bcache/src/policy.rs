@@ -33,6 +33,7 @@
 use core::fmt;
 
 use crate::FileId;
+use crate::cache::Cache;
 
 /// Number of eviction queues (levels 0 to 3).
 pub const LEVELS: usize = 4;
@@ -274,27 +275,30 @@ pub trait Policy {
         None
     }
 
-    /// `cache.Enqueue`: where a referenced block goes.
-    fn enqueue(&mut self, event: &EnqueueEvent) -> Option<Placement> {
-        let _ = event;
+    /// `cache.Enqueue`: where a referenced block goes. `cache` (here and below) is the cache
+    /// asking, consistent and unchanged until the method returns: a policy that exports
+    /// the cache's state to its handlers (the kernel's: the victim list, Infokernel-style)
+    /// reads it then, when someone may look, instead of copying it after every operation.
+    fn enqueue(&mut self, event: &EnqueueEvent, cache: &Cache) -> Option<Placement> {
+        let _ = (event, cache);
         None
     }
 
     /// `cache.Evict`: which buffer to give up (`candidates` in eviction order).
-    fn evict(&mut self, event: &EvictEvent, candidates: &[BlockInfo]) -> Option<Victim> {
-        let _ = (event, candidates);
+    fn evict(&mut self, event: &EvictEvent, candidates: &[BlockInfo], cache: &Cache) -> Option<Victim> {
+        let _ = (event, candidates, cache);
         None
     }
 
     /// `cache.Writeback`: which offered dirty blocks to write now.
-    fn writeback(&mut self, event: &WritebackEvent, offered: &[BlockInfo]) -> Option<WritebackSet> {
-        let _ = (event, offered);
+    fn writeback(&mut self, event: &WritebackEvent, offered: &[BlockInfo], cache: &Cache) -> Option<WritebackSet> {
+        let _ = (event, offered, cache);
         None
     }
 
     /// `cache.ReadAhead`: which file blocks to prefetch after a read.
-    fn read_ahead(&mut self, event: &ReadAheadEvent) -> Option<Prefetch> {
-        let _ = event;
+    fn read_ahead(&mut self, event: &ReadAheadEvent, cache: &Cache) -> Option<Prefetch> {
+        let _ = (event, cache);
         None
     }
 }
@@ -575,11 +579,11 @@ impl Policy for DefaultPolicy {}
 pub struct Mru;
 
 impl Policy for Mru {
-    fn enqueue(&mut self, event: &EnqueueEvent) -> Option<Placement> {
+    fn enqueue(&mut self, event: &EnqueueEvent, _cache: &Cache) -> Option<Placement> {
         Some(mru_placement(event))
     }
 
-    fn evict(&mut self, _event: &EvictEvent, candidates: &[BlockInfo]) -> Option<Victim> {
+    fn evict(&mut self, _event: &EvictEvent, candidates: &[BlockInfo], _cache: &Cache) -> Option<Victim> {
         mru_victim(candidates)
     }
 }
@@ -589,11 +593,11 @@ impl Policy for Mru {
 pub struct Lfu;
 
 impl Policy for Lfu {
-    fn enqueue(&mut self, event: &EnqueueEvent) -> Option<Placement> {
+    fn enqueue(&mut self, event: &EnqueueEvent, _cache: &Cache) -> Option<Placement> {
         Some(lfu_placement(event))
     }
 
-    fn evict(&mut self, _event: &EvictEvent, candidates: &[BlockInfo]) -> Option<Victim> {
+    fn evict(&mut self, _event: &EvictEvent, candidates: &[BlockInfo], _cache: &Cache) -> Option<Victim> {
         lfu_victim(candidates)
     }
 }
@@ -610,11 +614,11 @@ impl Policy for PinRange {
         Some(self.range.file)
     }
 
-    fn enqueue(&mut self, event: &EnqueueEvent) -> Option<Placement> {
+    fn enqueue(&mut self, event: &EnqueueEvent, _cache: &Cache) -> Option<Placement> {
         Some(pin_range_placement(&self.range, event))
     }
 
-    fn evict(&mut self, _event: &EvictEvent, candidates: &[BlockInfo]) -> Option<Victim> {
+    fn evict(&mut self, _event: &EvictEvent, candidates: &[BlockInfo], _cache: &Cache) -> Option<Victim> {
         pin_range_victim(&self.range, candidates)
     }
 }
@@ -628,7 +632,7 @@ pub struct AppReadAhead {
 }
 
 impl Policy for AppReadAhead {
-    fn read_ahead(&mut self, event: &ReadAheadEvent) -> Option<Prefetch> {
+    fn read_ahead(&mut self, event: &ReadAheadEvent, _cache: &Cache) -> Option<Prefetch> {
         Some(app_read_ahead(self.count, event))
     }
 }

@@ -139,24 +139,24 @@ impl Policy for Scripted {
         self.scope
     }
 
-    fn enqueue(&mut self, _event: &EnqueueEvent) -> Option<Placement> {
+    fn enqueue(&mut self, _event: &EnqueueEvent, _cache: &Cache) -> Option<Placement> {
         self.asked[0] += 1;
         self.placement
     }
 
-    fn evict(&mut self, _event: &EvictEvent, candidates: &[BlockInfo]) -> Option<Victim> {
+    fn evict(&mut self, _event: &EvictEvent, candidates: &[BlockInfo], _cache: &Cache) -> Option<Victim> {
         self.asked[1] += 1;
         self.last_candidates = candidates.to_vec();
         self.victim
     }
 
-    fn writeback(&mut self, _event: &WritebackEvent, offered: &[BlockInfo]) -> Option<WritebackSet> {
+    fn writeback(&mut self, _event: &WritebackEvent, offered: &[BlockInfo], _cache: &Cache) -> Option<WritebackSet> {
         self.asked[2] += 1;
         self.last_offered = offered.to_vec();
         self.writeback
     }
 
-    fn read_ahead(&mut self, _event: &ReadAheadEvent) -> Option<Prefetch> {
+    fn read_ahead(&mut self, _event: &ReadAheadEvent, _cache: &Cache) -> Option<Prefetch> {
         self.asked[3] += 1;
         self.prefetch
     }
@@ -732,6 +732,62 @@ fn a_scan_of_one_and_a_half_caches_favours_mru() {
     assert_eq!(lfu, lru, "every block has one reference when it is evicted: LFU is LRU here");
 }
 
+/// Looks at the cache it is handed at every decision, as the kernel's event policy does
+/// for its handlers.
+#[derive(Default)]
+struct Viewing {
+    /// The victim list as each decision saw it.
+    views: Vec<Vec<u64>>,
+    /// The candidates each eviction was offered, with the view it was decided under.
+    candidates: Vec<(usize, Vec<u64>)>,
+}
+
+impl Policy for Viewing {
+    fn enqueue(&mut self, _event: &EnqueueEvent, cache: &Cache) -> Option<Placement> {
+        self.views.push(victims(cache));
+        None
+    }
+
+    fn evict(&mut self, _event: &EvictEvent, candidates: &[BlockInfo], cache: &Cache) -> Option<Victim> {
+        self.views.push(victims(cache));
+        self.candidates.push((self.views.len() - 1, candidates.iter().map(|info| info.block).collect()));
+        None
+    }
+
+    fn writeback(&mut self, _event: &WritebackEvent, _offered: &[BlockInfo], cache: &Cache) -> Option<WritebackSet> {
+        self.views.push(victims(cache));
+        None
+    }
+
+    fn read_ahead(&mut self, _event: &ReadAheadEvent, cache: &Cache) -> Option<Prefetch> {
+        self.views.push(victims(cache));
+        None
+    }
+}
+
+#[test]
+fn every_decision_sees_the_cache_as_it_is() {
+    let mut cached = CachedDevice::new(MemDisk::new(64), Config::new(8), Viewing::default()).unwrap();
+    let mut buf = [0u8; 8];
+    for block in [1, 2, 3, 4, 5, 6, 7, 8, 2, 9, 10, 3] {
+        cached.read(block, Owner::of(1, block), 0, &mut buf).unwrap();
+    }
+    cached.write(11, Owner::of(1, 11), 0, &[1; 8]).unwrap();
+    cached.writeback(WritebackReason::Sync).unwrap();
+    let after = victims(cached.cache());
+    let (_, policy) = cached.into_parts();
+    // Every decision (enqueue per reference, read-ahead per read, evictions, the sync
+    // round) looked, and each eviction's view began with exactly its candidates (the view
+    // is the cache at the moment of the question, not a copy from an earlier operation).
+    assert!(policy.views.len() >= 16, "{} views", policy.views.len());
+    assert!(!policy.candidates.is_empty(), "the reads never evicted");
+    for (view, candidates) in &policy.candidates {
+        assert!(!candidates.is_empty());
+        assert_eq!(&policy.views[*view][..candidates.len()], &candidates[..], "an eviction's view is not the cache it was decided on");
+    }
+    assert_ne!(policy.views.first(), Some(&after), "the views did not follow the cache");
+}
+
 // --- the blocking wrapper and the model-based test ------------------------------------------------
 
 #[test]
@@ -778,12 +834,12 @@ impl Policy for Chaotic {
         Some(1)
     }
 
-    fn enqueue(&mut self, _event: &EnqueueEvent) -> Option<Placement> {
+    fn enqueue(&mut self, _event: &EnqueueEvent, _cache: &Cache) -> Option<Placement> {
         let place = [Place::Mru, Place::Lru, Place::Keep][self.0.below(3) as usize];
         (self.0.below(4) != 0).then(|| Placement { place, level: self.0.below(6) as u8 })
     }
 
-    fn evict(&mut self, _event: &EvictEvent, candidates: &[BlockInfo]) -> Option<Victim> {
+    fn evict(&mut self, _event: &EvictEvent, candidates: &[BlockInfo], _cache: &Cache) -> Option<Victim> {
         match self.0.below(3) {
             0 => None,
             1 => Some(Victim { block: candidates[self.0.below(candidates.len() as u64) as usize].block }),
@@ -791,12 +847,12 @@ impl Policy for Chaotic {
         }
     }
 
-    fn writeback(&mut self, _event: &WritebackEvent, offered: &[BlockInfo]) -> Option<WritebackSet> {
+    fn writeback(&mut self, _event: &WritebackEvent, offered: &[BlockInfo], _cache: &Cache) -> Option<WritebackSet> {
         let mask = self.0.next() & if self.0.below(4) == 0 { u64::MAX } else { (1u64 << offered.len()) - 1 };
         Some(WritebackSet { mask })
     }
 
-    fn read_ahead(&mut self, event: &ReadAheadEvent) -> Option<Prefetch> {
+    fn read_ahead(&mut self, event: &ReadAheadEvent, _cache: &Cache) -> Option<Prefetch> {
         Some(Prefetch { first: self.0.below(event.file_blocks + 2), count: self.0.below(5) as u32 })
     }
 }

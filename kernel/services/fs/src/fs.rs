@@ -226,9 +226,9 @@ impl<S: BlockStore> FileSystem<S> {
             return Err(FsError::NoSuchInode(inode));
         }
         let (block_number, offset) = self.superblock.inode_location(inode);
-        let mut block = buffer();
-        self.store.read(block_number, Usage::Metadata, &mut block)?;
-        Ok(Inode::decode(&block[offset..offset + INODE_BYTES]))
+        let mut bytes = [0u8; INODE_BYTES];
+        self.store.read_part(block_number, Usage::Metadata, offset, &mut bytes)?;
+        Ok(Inode::decode(&bytes))
     }
 
     /// A live inode and its kind.
@@ -355,9 +355,9 @@ impl<S: BlockStore> FileSystem<S> {
 
     /// Reads pointer `index` of indirect block `table`.
     fn read_pointer(&mut self, table: u64, index: u64) -> Result<u32, FsError> {
-        let mut block = buffer();
-        self.store.read(table, Usage::Metadata, &mut block)?;
-        Ok(get_u32(&block[..], (index * 4) as usize))
+        let mut pointer = [0u8; 4];
+        self.store.read_part(table, Usage::Metadata, (index * 4) as usize, &mut pointer)?;
+        Ok(u32::from_le_bytes(pointer))
     }
 
     /// The device block of file block `file_block` of `inode`, without allocating.
@@ -512,7 +512,6 @@ impl<S: BlockStore> FileSystem<S> {
             return Ok(0);
         }
         let length = (value.size - offset).min(out.len() as u64) as usize;
-        let mut block = buffer();
         let mut done = 0;
         while done < length {
             let position = offset + done as u64;
@@ -521,10 +520,7 @@ impl<S: BlockStore> FileSystem<S> {
             let count = (BLOCK_BYTES - within).min(length - done);
             let target = &mut out[done..done + count];
             match self.map(inode, value, file_block)? {
-                Some(number) => {
-                    self.store.read(number, Self::usage(inode, kind, file_block), &mut block)?;
-                    target.copy_from_slice(&block[within..within + count]);
-                }
+                Some(number) => self.store.read_part(number, Self::usage(inode, kind, file_block), within, target)?,
                 None => target.fill(0),
             }
             done += count;
@@ -576,11 +572,19 @@ impl<S: BlockStore> FileSystem<S> {
     ///
     /// Errors: [`FsError::NoSuchInode`], [`FsError::IsADirectory`], [`FsError::Corrupt`], [`FsError::Io`].
     pub fn read_at(&mut self, inode: u32, offset: u64, out: &mut [u8]) -> Result<usize, FsError> {
+        self.read_at_sized(inode, offset, out).map(|(count, _)| count)
+    }
+
+    /// [`FileSystem::read_at`], also returning the file's size (the inode is read once —
+    /// for a caller that needs both, e.g. a read-ahead rule that must stay inside the file).
+    ///
+    /// Errors: as [`FileSystem::read_at`].
+    pub fn read_at_sized(&mut self, inode: u32, offset: u64, out: &mut [u8]) -> Result<(usize, u64), FsError> {
         let (value, kind) = self.live(inode)?;
         if kind == Kind::Directory {
             return Err(FsError::IsADirectory);
         }
-        self.read_inner(inode, &value, kind, offset, out)
+        Ok((self.read_inner(inode, &value, kind, offset, out)?, value.size))
     }
 
     /// Writes `data` into file `inode` at `offset`, growing it and allocating blocks as

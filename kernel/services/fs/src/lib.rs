@@ -103,6 +103,19 @@ pub trait BlockStore {
     ///
     /// Errors: [`IoError`].
     fn sync(&mut self) -> Result<(), IoError>;
+    /// Reads `out.len()` bytes of block `block` from byte `offset` into `out`: the file
+    /// system's reads of an inode, a pointer or part of a file block. The default reads the
+    /// whole block into a buffer and copies the part; a store over a cache copies only the
+    /// part (no buffer, no allocation).
+    ///
+    /// Errors: [`IoError`] (a part outside the block is [`IoError::OutOfRange`]).
+    fn read_part(&mut self, block: u64, usage: Usage, offset: usize, out: &mut [u8]) -> Result<(), IoError> {
+        let mut whole = fs::buffer();
+        self.read(block, usage, &mut whole)?;
+        let part = offset.checked_add(out.len()).and_then(|end| whole.get(offset..end)).ok_or(IoError::OutOfRange { block })?;
+        out.copy_from_slice(part);
+        Ok(())
+    }
 }
 
 impl<T: BlockStore + ?Sized> BlockStore for &mut T {
@@ -116,5 +129,9 @@ impl<T: BlockStore + ?Sized> BlockStore for &mut T {
 
     fn sync(&mut self) -> Result<(), IoError> {
         (**self).sync()
+    }
+
+    fn read_part(&mut self, block: u64, usage: Usage, offset: usize, out: &mut [u8]) -> Result<(), IoError> {
+        (**self).read_part(block, usage, offset, out)
     }
 }

@@ -676,3 +676,16 @@ fn fuzzed_images_never_panic_or_hang() {
     assert!(mounted > iterations / 3, "most corruptions leave a mountable image ({mounted})");
     assert!(detected > iterations / 3, "the checker notices many of them ({detected})");
 }
+
+#[test]
+fn partial_block_reads_copy_the_part_and_refuse_parts_outside_the_block() {
+    let mut store = MemoryStore::new(4);
+    store.bytes_mut()[BLOCK_BYTES + 100..BLOCK_BYTES + 104].copy_from_slice(&[1, 2, 3, 4]);
+    let mut part = [0u8; 4];
+    store.read_part(1, Usage::Metadata, 100, &mut part).unwrap();
+    assert_eq!(part, [1, 2, 3, 4]);
+    let mut tail = [9u8; 8];
+    assert_eq!(store.read_part(1, Usage::Metadata, BLOCK_BYTES - 4, &mut tail), Err(crate::IoError::OutOfRange { block: 1 }));
+    assert_eq!(store.read_part(9, Usage::Metadata, 0, &mut part), Err(crate::IoError::OutOfRange { block: 9 }));
+    assert_eq!(store.read_part(1, Usage::Metadata, usize::MAX, &mut part), Err(crate::IoError::OutOfRange { block: 1 }));
+}
