@@ -850,15 +850,19 @@ declare_records! {
         pub references: u32,
         /// Its eviction queue before this reference, `0..CacheEnqueue::LEVELS` (higher
         /// levels are evicted later).
-        pub level: u16,
+        pub level: u8,
         /// The kind of reference: [`CacheEnqueue::READ`], [`CacheEnqueue::WRITE`] or
         /// [`CacheEnqueue::PREFETCH`].
-        pub access: u16,
+        pub access: u8,
         /// 1 if the block just entered the cache, 0 if it was resident.
-        pub first: u16,
+        pub first: u8,
         /// The block's state bits: [`CACHE_DIRTY`] (holds data not yet on the device) and
         /// [`CACHE_PINNED`] (never evicted while pinned).
-        pub state: u16,
+        pub state: u8,
+        /// The process whose file-system call made the reference (0: the kernel, e.g. the
+        /// read-ahead strand). Guardable: a per-process binding has an equality guard on
+        /// this field.
+        pub process: u32,
     }
 
     /// Result of `cache.Enqueue`: where the referenced block goes.
@@ -886,14 +890,16 @@ declare_records! {
         /// Its owner file, or [`CACHE_NO_FILE`]. Guardable: a per-file binding sees only
         /// the evictions its file's blocks cause.
         pub file: u32,
-        /// How many candidates are offered (at least 1).
-        pub candidates: u32,
+        /// How many candidates are offered (1 to [`CacheEvict::MAX_CANDIDATES`]).
+        pub candidates: u16,
         /// 1 if the buffer is for a prefetch (a dirty victim is then skipped, not written).
-        pub prefetch: u32,
+        pub prefetch: u16,
         /// The file of the policy being asked (a per-file policy may also name any
         /// evictable block of this file), or [`CACHE_NO_FILE`] for a whole-cache policy,
         /// which must name a candidate.
         pub scope: u32,
+        /// The process whose call needs the buffer (0: the kernel). Guardable.
+        pub process: u32,
     }
 
     /// Result of `cache.Evict`: the block to give up.
@@ -924,6 +930,9 @@ declare_records! {
         pub capacity: u32,
         /// How many blocks are offered (1 to 64).
         pub offered: u32,
+        /// The process whose call started the round (`fsync`, or a write under pressure;
+        /// 0: the kernel). Guardable.
+        pub process: u32,
     }
 
     /// Result of `cache.Writeback`: which offered blocks to write now.
@@ -938,15 +947,18 @@ declare_records! {
     pub struct CacheReadAhead {
         /// The block read (index inside the file).
         pub file_block: u64,
-        /// Blocks in the file.
-        pub file_blocks: u64,
         /// The first file block of this stream not yet prefetched (`file_block + 1` when
         /// nothing beyond the read is).
         pub ahead: u64,
+        /// Blocks in the file (a file has fewer than 2^32 blocks).
+        pub file_blocks: u32,
         /// The file. Guardable: a per-file binding sees only its file's reads.
         pub file: u32,
         /// Length of the sequential run this read belongs to (1: not sequential).
         pub run: u32,
+        /// The process that read (0: the kernel). Guardable: a per-process binding sees
+        /// only that process's reads.
+        pub process: u32,
     }
 
     /// Result of `cache.ReadAhead`: prefetch file blocks `first .. first + count`.
@@ -1001,11 +1013,11 @@ impl CacheEnqueue {
     /// Eviction queues (levels `0..LEVELS`).
     pub const LEVELS: u32 = 4;
     /// `access`: a read (or lookup).
-    pub const READ: u16 = 0;
+    pub const READ: u8 = 0;
     /// `access`: a write.
-    pub const WRITE: u16 = 1;
+    pub const WRITE: u8 = 1;
     /// `access`: a prefetch nobody waits for.
-    pub const PREFETCH: u16 = 2;
+    pub const PREFETCH: u8 = 2;
 }
 
 impl CachePlacement {

@@ -150,7 +150,7 @@ pub fn decode<R: EventRecord>(bytes: &[u8]) -> Result<R, MarshalError> {
 /// Most fields a record marshalled by [`decode`] may have (a record with more is refused
 /// with [`MarshalError::BadValue`]; every ABI record is checked against this at compile
 /// time). Small because `decode` stages the values in a stack array on every call.
-pub const MAX_FIELDS: usize = 8;
+pub const MAX_FIELDS: usize = 9;
 
 /// Whether every argument and result record of `events` has at most [`MAX_FIELDS`] fields
 /// and at most `max_bytes` bytes.

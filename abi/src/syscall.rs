@@ -640,8 +640,10 @@ declare_syscalls! {
     SetPolicy = 37, "setpolicy", (pointer, length, name_pointer, name_length, technology) -> "0";
     /// `getpolicy(pointer, length, out_pointer, out_length) -> total`: the policy
     /// extensions bound to the file at the path, one per line (`NAME TECHNOLOGY`,
-    /// tab-separated); copy semantics as [`Syscall::ExtList`]. Errors: the path's as for
-    /// `open`, `BadLength`/`BadAddress` for the output.
+    /// tab-separated); with `length` 0, every policy extension bound to a file or a
+    /// process (`NAME TECHNOLOGY file INODE` or `NAME TECHNOLOGY process PID`); copy
+    /// semantics as [`Syscall::ExtList`]. Errors: the path's as for `open`,
+    /// `BadLength`/`BadAddress` for the output.
     GetPolicy = 38, "getpolicy", (pointer, length, out_pointer, out_length) -> "length of the listing";
     /// `cache_hint(pointer, length, hint, value) -> 0`: sets an application hint of the file
     /// at the path for its policy extensions (`event::CacheHint`: the read-ahead count
@@ -674,6 +676,17 @@ declare_syscalls! {
     /// error. Errors: `BadHandle`, `BadArgument` (a bad range), `TooMany` (a split would
     /// pass the lock table's limit).
     Unlock = 42, "unlock", (handle, start, length) -> "0";
+    /// `setpolicy_process(pid, name_pointer, name_length, technology) -> 0`: binds the
+    /// policy extension NAME to the file-system calls of process `pid` (0: the caller):
+    /// the extension is loaded with [`Technology`] `technology`, and every binding it
+    /// installs on a `cache.*` event carries the guard `process == pid` (each record names
+    /// the process whose call raised it), so it decides for that process's reads and
+    /// writes of every file and no one else's. Unloaded when the process ends. Needs the
+    /// extension-loading capability. Errors: `NotPermitted`, `BadLength`, `BadAddress`,
+    /// `BadArgument` (not UTF-8, unknown technology), `NotFound` (no such extension or no
+    /// running process `pid`), `Refused` (already loaded, the loader refused, or it binds
+    /// `lock.Grant`, whose record names no process; see [`Syscall::LastError`]).
+    SetProcessPolicy = 43, "setpolicy_process", (pid, name_pointer, name_length, technology) -> "0";
 }
 
 /// [`Syscall::Lock`] flag: a shared (read) lock (the default: no flag).

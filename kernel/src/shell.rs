@@ -87,8 +87,8 @@ pub static COMMANDS: &[Command] = &[
     Command { name: "blockdev", usage: "blockdev [read SECTOR | write SECTOR TEXT…]", help: "the disk and its counters; read a sector (as text), or write TEXT into one (zero-padded)", run: blockdev },
     Command { name: "fs", usage: "fs [format [SIZE] | sync | check | remount [BUFFERS]]", help: "the file system (at 1 GiB on the disk) and its buffer cache; format (SIZE e.g. 256M; default the whole region), write back, check, mount again", run: fs },
     Command { name: "cache", usage: "cache [PATH]", help: "the buffer cache's exported state: counters, the file's blocks, the next victims", run: cache },
-    Command { name: "setpolicy", usage: "setpolicy PATH NAME [builtin|wasm|user]", help: "load policy extension NAME for the file at PATH only (its cache.*/lock.Grant bindings guarded on the file)", run: setpolicy },
-    Command { name: "getpolicy", usage: "getpolicy PATH", help: "the policy extensions bound to the file at PATH", run: getpolicy },
+    Command { name: "setpolicy", usage: "setpolicy PATH|--process PID NAME [builtin|wasm|user]", help: "load policy extension NAME for the file at PATH only (its cache.*/lock.Grant bindings guarded on the file), or for process PID's file-system calls only (cache.* guarded on the process)", run: setpolicy },
+    Command { name: "getpolicy", usage: "getpolicy [PATH]", help: "the policy extensions bound to the file at PATH (no PATH: every policy bound to a file or a process)", run: getpolicy },
     Command { name: "ls", usage: "ls [PATH]", help: "list a directory of the file system (default /)", run: ls },
     Command { name: "cat", usage: "cat PATH", help: "print a file of the file system", run: cat },
     Command { name: "write", usage: "write PATH TEXT…", help: "create or replace a file with TEXT and a newline, then fsync", run: write_file },
@@ -628,24 +628,50 @@ fn cache(arguments: &[&str]) -> Result<(), CommandError> {
 }
 
 fn setpolicy(arguments: &[&str]) -> Result<(), CommandError> {
-    const USAGE: &str = "setpolicy PATH NAME [builtin|wasm|user]";
-    let (path, name) = match arguments {
-        [path, name] | [path, name, "builtin" | "wasm" | "user"] => (*path, *name),
+    const USAGE: &str = "setpolicy PATH|--process PID NAME [builtin|wasm|user]";
+    let (process, arguments) = match arguments {
+        ["--process", pid, rest @ ..] => (Some(pid.parse::<u64>().map_err(|_| CommandError::Usage(USAGE))?), rest),
+        rest => (None, rest),
+    };
+    let (target, name, technology) = match (process, arguments) {
+        (Some(_), [name]) => ("", *name, None),
+        (Some(_), [name, technology @ ("builtin" | "wasm" | "user")]) => ("", *name, Some(*technology)),
+        (None, [path, name]) => (*path, *name, None),
+        (None, [path, name, technology @ ("builtin" | "wasm" | "user")]) => (*path, *name, Some(*technology)),
         _ => return Err(CommandError::Usage(USAGE)),
     };
-    let preference = match arguments.get(2) {
-        Some(&"builtin") => crate::ext::Preference::BuiltIn,
-        Some(&"wasm") => crate::ext::Preference::Wasm,
-        Some(&"user") => crate::ext::Preference::User,
+    let preference = match technology {
+        Some("builtin") => crate::ext::Preference::BuiltIn,
+        Some("wasm") => crate::ext::Preference::Wasm,
+        Some("user") => crate::ext::Preference::User,
         _ => crate::ext::Preference::Default,
     };
-    crate::services::policy::bind_to_file(path, name, preference).map_err(|error| CommandError::Failed(alloc::format!("setpolicy: {error}")))?;
-    crate::println!("`{name}` bound to {path}");
+    let failed = |error: crate::services::policy::BindError| CommandError::Failed(alloc::format!("setpolicy: {error}"));
+    match process {
+        Some(pid) => {
+            crate::services::policy::bind_to_process(pid, name, preference).map_err(failed)?;
+            crate::println!("`{name}` bound to process {pid}");
+        }
+        None => {
+            crate::services::policy::bind_to_file(target, name, preference).map_err(failed)?;
+            crate::println!("`{name}` bound to {target}");
+        }
+    }
     Ok(())
 }
 
 fn getpolicy(arguments: &[&str]) -> Result<(), CommandError> {
-    let [path] = arguments else { return Err(CommandError::Usage("getpolicy PATH")) };
+    if arguments.is_empty() {
+        let scoped = crate::services::policy::scoped_policies();
+        if scoped.is_empty() {
+            crate::println!("no policy is bound to a file or a process");
+        }
+        for (name, technology, scope) in scoped {
+            crate::println!("{name}\t{technology}\t{scope}");
+        }
+        return Ok(());
+    }
+    let [path] = arguments else { return Err(CommandError::Usage("getpolicy [PATH]")) };
     let bound = crate::services::policy::bound_to_file(path).map_err(|error| fs_failed("getpolicy", error))?;
     if bound.is_empty() {
         crate::println!("{path}: the cache-wide policies");

@@ -265,6 +265,12 @@ pub fn setpolicy(path: &str, name: &str, technology: Technology) -> Result<(), E
     reading_call(Syscall::SetPolicy, [path.as_ptr() as usize, path.len(), name.as_ptr() as usize, name.len(), technology as usize, 0]).map(|_| ())
 }
 
+/// Binds policy extension `name` (loaded as `technology`) to the file-system calls of
+/// process `pid` (0: the caller) only. Errors as for [`Syscall::SetProcessPolicy`].
+pub fn setpolicy_process(pid: u64, name: &str, technology: Technology) -> Result<(), Error> {
+    reading_call(Syscall::SetProcessPolicy, [pid as usize, name.as_ptr() as usize, name.len(), technology as usize, 0, 0]).map(|_| ())
+}
+
 /// Copies the policy extensions bound to `path` (`NAME\tTECHNOLOGY` lines) into `buffer`;
 /// returns the listing's full length. Errors as for [`Syscall::GetPolicy`].
 pub fn getpolicy(path: &str, buffer: &mut [u8]) -> Result<usize, Error> {

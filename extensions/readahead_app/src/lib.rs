@@ -32,7 +32,7 @@ pub const DEFAULT_COUNT: u32 = 4;
 pub fn prefetch(count: u32, args: &CacheReadAhead) -> CachePrefetch {
     let next = args.file_block.saturating_add(1);
     let start = next.max(args.ahead);
-    let end = next.saturating_add(u64::from(count)).min(args.file_blocks);
+    let end = next.saturating_add(u64::from(count)).min(u64::from(args.file_blocks));
     if start >= end { CachePrefetch { first: 0, count: 0 } } else { CachePrefetch { first: start, count: end - start } }
 }
 
@@ -46,8 +46,8 @@ fn read_ahead(args: &CacheReadAhead) -> CachePrefetch {
 mod tests {
     use super::*;
 
-    fn read(file_block: u64, ahead: u64, file_blocks: u64) -> CacheReadAhead {
-        CacheReadAhead { file_block, file_blocks, ahead, file: 1, run: 1 }
+    fn read(file_block: u64, ahead: u64, file_blocks: u32) -> CacheReadAhead {
+        CacheReadAhead { file_block, file_blocks, ahead, file: 1, run: 1, process: 0 }
     }
 
     #[test]

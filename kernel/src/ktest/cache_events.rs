@@ -40,6 +40,7 @@ pub const TESTS: &[KernelTest] = &[
     KernelTest { name: "cache_events::broken_lock_answers_fall_back_to_frp", run: || clean(broken_lock_answers_fall_back_to_frp) },
     KernelTest { name: "cache_events::policy_rounds_leave_no_heap_behind", run: || clean(policy_rounds_leave_no_heap_behind) },
     KernelTest { name: "cache_events::exported_victims_are_the_cache_at_the_raise", run: || clean(exported_victims_are_the_cache_at_the_raise) },
+    KernelTest { name: "cache_events::per_process_extension_in_every_technology", run: || clean(per_process_extension_in_every_technology) },
 ];
 
 /// The file the scripted workload reads.
@@ -253,7 +254,7 @@ fn garbage_writeback(args: &CacheWriteback) -> Result<CacheWritebackSet, Handler
 }
 
 fn garbage_prefetch(args: &CacheReadAhead) -> Result<CachePrefetch, HandlerFault> {
-    Ok(CachePrefetch { first: args.file_blocks - 1, count: 3 })
+    Ok(CachePrefetch { first: u64::from(args.file_blocks) - 1, count: 3 })
 }
 
 /// Handlers answering nonsense on all four events: every answer is refused by the
@@ -434,6 +435,50 @@ fn per_file_extension_in_every_technology() -> TestResult {
         ensure!(trace == expected, "readahead_app ({}) for file {OTHER}: {trace:?}\n  the reference {expected:?}", preference.label());
     }
     Ok(())
+}
+
+/// `readahead_app` assigned to process 7 (guard `process == 7`): the calls process 7 makes
+/// read ahead as the application rule says (the extension's default count, 4), process 8's
+/// keep the kernel's default — in every technology. A per-process scope on `lock.Grant`
+/// (whose record names no process) is refused at load with that reason.
+fn per_process_extension_in_every_technology() -> TestResult {
+    let accesses = script(false);
+    cache_events::set_hint(FILE, CacheHint::READ_AHEAD_COUNT, None);
+    let app = run(AppReadAhead { count: 4 }, &accesses)?;
+    let default = run(DefaultPolicy, &accesses)?;
+    ensure!(app != default, "the application rule reads like the default (a useless test)");
+    cache_events::assign_scope("readahead_app", Some(cache_events::Scope::Process(7)));
+    let mut outcome = Ok(());
+    for preference in TECHNOLOGIES {
+        let traces = with_extension("readahead_app", preference, || {
+            Ok((run(EventPolicy::whole_cache().on_behalf_of(7), &accesses)?, run(EventPolicy::whole_cache().on_behalf_of(8), &accesses)?))
+        });
+        let checked = traces.and_then(|(seven, eight)| {
+            ensure!(seven == app, "readahead_app ({}) for process 7: {seven:?}\n  the reference {app:?}", preference.label());
+            ensure!(eight == default, "readahead_app ({}) bound to process 7 changed process 8's reads: {eight:?}", preference.label());
+            Ok(())
+        });
+        if let Err(error) = checked {
+            outcome = Err(error);
+            break;
+        }
+    }
+    cache_events::assign_scope("readahead_app", None);
+    outcome?;
+    cache_events::assign_scope("lockgrant_fifo", Some(cache_events::Scope::Process(7)));
+    let refused = ext::load("lockgrant_fifo", Preference::BuiltIn);
+    cache_events::assign_scope("lockgrant_fifo", None);
+    match refused {
+        Ok(_) => {
+            let _ = ext::unload("lockgrant_fifo");
+            Err(String::from("lockgrant_fifo loaded with a per-process scope (lock.Grant has no process field)"))
+        }
+        Err(error) => {
+            let words = alloc::format!("{error}");
+            ensure!(words.contains("process field"), "the refusal does not say why: {words}");
+            Ok(())
+        }
+    }
 }
 
 /// A grant as the lock tests compare them.

@@ -24,6 +24,7 @@ pub const TESTS: &[KernelTest] = &[
     KernelTest { name: "fs::cache_smaller_than_the_file_loses_nothing", run: cache_smaller_than_the_file_loses_nothing },
     KernelTest { name: "fs::errors_are_specific", run: errors_are_specific },
     KernelTest { name: "fs::cached_reads_allocate_nothing", run: cached_reads_allocate_nothing },
+    KernelTest { name: "fs::per_process_policy_from_a_program_ends_with_it", run: per_process_policy_from_a_program_ends_with_it },
     KernelTest { name: "fs::user_program_uses_the_file_calls", run: user_program_uses_the_file_calls },
     KernelTest { name: "fs::programs_and_extensions_load_from_files", run: programs_and_extensions_load_from_files },
     KernelTest { name: "fs::open_files_of_exited_processes_leak_nothing", run: open_files_of_exited_processes_leak_nothing },
@@ -96,7 +97,7 @@ fn cached_reads_allocate_nothing() -> TestResult {
         fs::read(&file, &mut buffer).map_err(text)?;
     }
     fs::settle_read_ahead();
-    let before = crate::mm::heap::stats().allocations;
+    let before = crate::mm::heap::allocations();
     // Whole blocks, a block past the direct ones (through the indirect block), and a part
     // spanning two blocks.
     for (offset, length) in [(0usize, 4096usize), (60 * 1024, 4096), (4000, 200)] {
@@ -104,7 +105,7 @@ fn cached_reads_allocate_nothing() -> TestResult {
         let count = fs::read(&file, &mut buffer[..length]).map_err(text)?;
         ensure!(buffer[..count] == data[offset..offset + length], "the read at {offset} differs");
     }
-    let allocations = crate::mm::heap::stats().allocations - before;
+    let allocations = crate::mm::heap::allocations() - before;
     drop(file);
     fs::unlink("/ktest/resident").map_err(text)?;
     ensure!(allocations == 0, "three cached reads allocated {allocations} times");
@@ -167,6 +168,27 @@ fn run(command_line: &str) -> Result<spindle_abi::syscall::ExitStatus, String> {
     use crate::proc::{self, Grants, Parent};
     let process = proc::spawn(command_line, Parent::Kernel, Grants::NONE).map_err(|error| alloc::format!("spawn {command_line:?}: {error}"))?;
     proc::wait(process.pid(), Parent::Kernel, &|| false).map_err(|error| alloc::format!("wait for {command_line:?}: {error:?}"))
+}
+
+/// `fstest policy`: a program binds `readahead_app` to its own calls with the system call,
+/// sees it listed for a process, reads a file with it; when it exits the kernel unloads
+/// the policy and forgets its scope — and doing so 3 times leaves no heap behind.
+fn per_process_policy_from_a_program_ends_with_it() -> TestResult {
+    use crate::proc::{self, Grants, Parent};
+    work_directory()?;
+    fs::write_file("/ktest/policy", &pattern(3, 64 * 1024)).map_err(text)?;
+    let grants = Grants { extension_loader: true, ..Grants::NONE };
+    let once = || -> TestResult {
+        let process = proc::spawn("fstest policy /ktest/policy", Parent::Kernel, grants).map_err(|error| alloc::format!("spawn fstest policy: {error}"))?;
+        let status = proc::wait(process.pid(), Parent::Kernel, &|| false).map_err(|error| alloc::format!("wait for fstest policy: {error:?}"))?;
+        ensure!(status.is_success(), "fstest policy ended {status} (its output is above)");
+        ensure!(crate::ext::find("readahead_app").is_none(), "readahead_app is still loaded after its process ended");
+        ensure!(crate::services::cache_events::scope_of("readahead_app").is_none(), "readahead_app's process scope outlived the process");
+        Ok(())
+    };
+    let outcome = super::leaks::repeat("fstest policy (bind to itself, exit)", once);
+    fs::unlink("/ktest/policy").map_err(text)?;
+    outcome
 }
 
 /// `fstest check`: every file-system call from user space, and its errors.

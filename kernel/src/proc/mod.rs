@@ -291,6 +291,7 @@ pub fn spawn(command_line: &str, parent: Parent, grants: Grants) -> Result<Arc<P
 fn process_main(process: Arc<Process>, space: AddressSpace, entry: usize) {
     // The spawner records the strand too, but this strand may run (and end) first.
     process.strand.call_once(sched::current);
+    sched::set_current_process(process.pid());
     let mut space = space;
     let mut context = alloc::boxed::Box::new(UserContext::new(entry, STACK_TOP));
     sched::set_address_space(space.root_address());
@@ -344,6 +345,7 @@ fn process_main(process: Arc<Process>, space: AddressSpace, entry: usize) {
     process.set_mapped_bytes(0);
     // Its byte-range locks and waiting lock requests go with it.
     crate::services::locks::release_owner(process.pid as u32);
+    crate::services::policy::process_exited(process.pid);
     finish(&process, status);
 }
 

@@ -66,11 +66,9 @@ impl<T: Sync> Lent<T> {
         without_interrupts(|| {
             let slot = self.slot.lock();
             let value = slot.0.map(|pointer| {
-                // SAFETY: the pointer was made from a `&T` in `lend`, which does not
-                // return (so that borrow is alive, and nothing can hold a `&mut T` to the
-                // same value) before it has taken this lock to withdraw the pointer. We
-                // hold the lock until `reader` returns, and the `&T` given to it cannot
-                // escape that call (its lifetime is the guard's).
+                // SAFETY: made from a `&T` by `lend`, which withdraws it under this lock before
+                // that borrow ends (alive, no `&mut` meanwhile); we hold the lock until `reader`
+                // returns, and the `&T` cannot outlive that call (its lifetime is the guard's).
                 unsafe { pointer.as_ref() }
             });
             reader(value)

@@ -278,6 +278,23 @@ pub fn set_address_space(root_address: usize) {
     });
 }
 
+/// Records that the current strand works for process `pid` (0: the kernel) from now on:
+/// what [`current_process`] answers on it. A process's strand sets it first thing.
+pub fn set_current_process(pid: u64) {
+    csr::without_interrupts(|| {
+        current().set_process(pid);
+        hart::current().process.store(pid, Ordering::Relaxed);
+    });
+}
+
+/// The process the running strand works for (0: a kernel strand) — for services that
+/// attribute work to processes (the buffer cache's per-process policies). A few loads: the
+/// scheduler keeps the running strand's value in the hart's state.
+#[inline]
+pub fn current_process() -> u64 {
+    hart::current().process.load(Ordering::Relaxed)
+}
+
 /// [`set_address_space`] that also returns the current strand's previous address space
 /// (for code that runs briefly in another process's space on this strand: upcalls and
 /// cross-address-space calls, which put the previous one back the same way).

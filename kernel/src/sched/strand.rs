@@ -56,6 +56,8 @@ struct CarriedHartState {
     /// Physical address of the root page table the strand runs with (0: the kernel's);
     /// a process's strand runs with its process's address space.
     address_space: AtomicUsize,
+    /// Id of the process the strand works for (0: the kernel).
+    process: AtomicU64,
 }
 
 static NEXT_ID: AtomicU64 = AtomicU64::new(0);
@@ -247,7 +249,14 @@ impl Strand {
         local.budget_deadline.store(self.carried.budget_deadline.load(Ordering::Relaxed), Ordering::Relaxed);
         local.budget_point.store(self.carried.budget_point.load(Ordering::Relaxed), Ordering::Relaxed);
         local.stack_bottom.store(self.stack_bottom, Ordering::Relaxed);
+        local.process.store(self.carried.process.load(Ordering::Relaxed), Ordering::Relaxed);
         crate::mm::kernel_space::activate(self.carried.address_space.load(Ordering::Relaxed));
+    }
+
+    /// Records the process this strand works for (0: the kernel); the caller updates the
+    /// hart's copy if the strand is running.
+    pub(super) fn set_process(&self, pid: u64) {
+        self.carried.process.store(pid, Ordering::Relaxed);
     }
 
     /// The root page table this strand runs with (0: the kernel's).

@@ -65,8 +65,18 @@ static CANDIDATES: spin::Mutex<Vec<CacheBlockEntry>> = spin::Mutex::new(Vec::new
 static OFFERED: spin::Mutex<Vec<CacheBlockEntry>> = spin::Mutex::new(Vec::new());
 /// Application hints: (file, hint) → value.
 static HINTS: spin::Mutex<BTreeMap<(u32, u64), u64>> = spin::Mutex::new(BTreeMap::new());
-/// Owners whose bindings are imposed a `file == F` guard.
-static ASSIGNMENTS: spin::Mutex<BTreeMap<String, u32>> = spin::Mutex::new(BTreeMap::new());
+/// Owners whose bindings are imposed a `file == F` or `process == P` guard.
+static ASSIGNMENTS: spin::Mutex<BTreeMap<String, Scope>> = spin::Mutex::new(BTreeMap::new());
+
+/// What a policy extension's bindings are narrowed to ([`assign_scope`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Scope {
+    /// One file (an inode): the imposed guard `file == F`.
+    File(FileId),
+    /// Every file one process uses (a process id): the imposed guard `process == P` —
+    /// the events the process's own file-system calls raise.
+    Process(u32),
+}
 /// Serialises the raises made with something bound, whose handlers may read a list
 /// ([`CANDIDATES`], [`OFFERED`]) or the lent cache ([`VIEW`]).
 static GATE: spin::Mutex<()> = spin::Mutex::new(());
@@ -95,10 +105,16 @@ pub fn init() {
 /// the assignment (bindings installed later see every file). Bindings installed before are
 /// not changed: assign, then load.
 pub fn assign(owner: &str, file: Option<FileId>) {
+    assign_scope(owner, file.map(Scope::File));
+}
+
+/// [`assign`] for any [`Scope`]: a file, or one process's calls (`process == P`; only
+/// the `cache.*` events carry a process — `lock.Grant` refuses such an owner's binding).
+pub fn assign_scope(owner: &str, scope: Option<Scope>) {
     without_interrupts(|| {
         let mut assignments = ASSIGNMENTS.lock();
-        match file {
-            Some(file) => assignments.insert(String::from(owner), file),
+        match scope {
+            Some(scope) => assignments.insert(String::from(owner), scope),
             None => assignments.remove(owner),
         }
     });
@@ -106,6 +122,14 @@ pub fn assign(owner: &str, file: Option<FileId>) {
 
 /// The file `owner`'s cache bindings are assigned to ([`assign`]).
 pub fn assignment(owner: &str) -> Option<FileId> {
+    match scope_of(owner) {
+        Some(Scope::File(file)) => Some(file),
+        _ => None,
+    }
+}
+
+/// What `owner`'s cache bindings are narrowed to ([`assign_scope`]).
+pub fn scope_of(owner: &str) -> Option<Scope> {
     without_interrupts(|| ASSIGNMENTS.lock().get(owner).copied())
 }
 
@@ -162,13 +186,19 @@ fn state_bits(info: &BlockInfo) -> u32 {
     (if info.dirty { CACHE_DIRTY } else { 0 }) | (if info.pinned { CACHE_PINNED } else { 0 })
 }
 
-/// The imposed file guard for `request`'s owner, if it is assigned a file.
+/// The imposed guard for `request`'s owner, if it is assigned a scope: `file == F`, or
+/// `process == P` (refused for a record without a process field).
 pub(super) fn authorize_for_file<A: EventRecord>(request: &InstallRequest<'_, A>) -> Result<Authorization<A>, Refusal> {
-    let field = field_index(A::FIELDS, "file").ok_or(Refusal::Other("the record has no file field"))?;
-    Ok(match assignment(request.owner) {
-        Some(file) => Authorization::allow().impose(DeclarativeGuard::equals(field, u64::from(file))),
-        None => Authorization::allow(),
-    })
+    let (name, value) = match scope_of(request.owner) {
+        None => return Ok(Authorization::allow()),
+        Some(Scope::File(file)) => ("file", file),
+        Some(Scope::Process(process)) => ("process", process),
+    };
+    let field = field_index(A::FIELDS, name).ok_or(match name {
+        "file" => Refusal::Other("the record has no file field"),
+        _ => Refusal::Other("a per-process policy cannot bind this event: its record has no process field"),
+    })?;
+    Ok(Authorization::allow().impose(DeclarativeGuard::equals(field, u64::from(value))))
 }
 
 /// `cache.Enqueue`'s primary module.
@@ -306,7 +336,7 @@ impl PrimaryModule<CacheReadAhead, CachePrefetch> for ReadAheadModule {
             return Ok(());
         }
         match result.first.checked_add(result.count) {
-            Some(end) if end <= args.file_blocks && result.count <= u64::from(u32::MAX) => Ok(()),
+            Some(end) if end <= u64::from(args.file_blocks) && result.count <= u64::from(u32::MAX) => Ok(()),
             _ => Err(ResultRejection { reason: "the prefetch reaches past the end of the file" }),
         }
     }
@@ -323,17 +353,30 @@ impl PrimaryModule<CacheReadAhead, CachePrefetch> for ReadAheadModule {
 pub struct EventPolicy {
     /// The file this policy is for (`None`: the whole cache).
     pub file: Option<FileId>,
+    /// The process the records name (`None`: the running strand's, `sched::current_process`).
+    pub on_behalf_of: Option<u32>,
 }
 
 impl EventPolicy {
     /// The policy of the whole cache.
     pub const fn whole_cache() -> EventPolicy {
-        EventPolicy { file: None }
+        EventPolicy { file: None, on_behalf_of: None }
     }
 
     /// The policy of `file`.
     pub const fn for_file(file: FileId) -> EventPolicy {
-        EventPolicy { file: Some(file) }
+        EventPolicy { file: Some(file), on_behalf_of: None }
+    }
+
+    /// The same policy, its records naming process `process` whoever runs (tests of
+    /// per-process bindings).
+    pub const fn on_behalf_of(self, process: u32) -> EventPolicy {
+        EventPolicy { on_behalf_of: Some(process), ..self }
+    }
+
+    /// The process the records name now.
+    fn process(&self) -> u32 {
+        self.on_behalf_of.unwrap_or_else(|| u32::try_from(crate::sched::current_process()).unwrap_or(u32::MAX))
     }
 }
 
@@ -370,7 +413,7 @@ fn bound<A: EventRecord, R: EventRecord>(table: &spin::Once<Arc<EventTable<A, R>
     table.get().filter(|table| table.has_bindings())
 }
 
-fn access_code(access: Access) -> u16 {
+fn access_code(access: Access) -> u8 {
     match access {
         Access::Read => CacheEnqueue::READ,
         Access::Write => CacheEnqueue::WRITE,
@@ -378,17 +421,18 @@ fn access_code(access: Access) -> u16 {
     }
 }
 
-/// The `cache.Enqueue` record of `event`.
-pub fn enqueue_record(event: &EnqueueEvent) -> CacheEnqueue {
+/// The `cache.Enqueue` record of `event`, made by `process`'s call.
+pub fn enqueue_record(event: &EnqueueEvent, process: u32) -> CacheEnqueue {
     CacheEnqueue {
         block: event.info.block,
         file_block: event.info.file_block,
         file: encode_file(event.info.file),
         references: event.info.references,
-        level: u16::from(event.info.level),
+        level: event.info.level,
         access: access_code(event.access),
-        first: u16::from(event.first),
-        state: state_bits(&event.info) as u16,
+        first: u8::from(event.first),
+        state: state_bits(&event.info) as u8,
+        process,
     }
 }
 
@@ -411,7 +455,7 @@ impl Policy for EventPolicy {
 
     fn enqueue(&mut self, event: &EnqueueEvent, cache: &Cache) -> Option<Placement> {
         let table = bound(&ENQUEUE)?;
-        placement(raise_with_view(table, &enqueue_record(event), cache, None)?)
+        placement(raise_with_view(table, &enqueue_record(event, self.process()), cache, None)?)
     }
 
     fn evict(&mut self, event: &EvictEvent, candidates: &[BlockInfo], cache: &Cache) -> Option<Victim> {
@@ -420,9 +464,10 @@ impl Policy for EventPolicy {
             block: event.block,
             file_block: event.file_block,
             file: encode_file(event.file),
-            candidates: candidates.len() as u32,
-            prefetch: u32::from(event.prefetch),
+            candidates: candidates.len() as u16,
+            prefetch: u16::from(event.prefetch),
             scope: encode_file(self.file),
+            process: self.process(),
         };
         let answer = raise_with_view(table, &args, cache, Some((&CANDIDATES, candidates)))?;
         (answer.block != CacheVictim::NO_ANSWER).then_some(Victim { block: answer.block })
@@ -440,6 +485,7 @@ impl Policy for EventPolicy {
             limit: event.limit,
             capacity: event.capacity,
             offered: event.offered,
+            process: self.process(),
         };
         let answer = raise_with_view(table, &args, cache, Some((&OFFERED, offered)))?;
         Some(WritebackSet { mask: answer.mask })
@@ -447,7 +493,15 @@ impl Policy for EventPolicy {
 
     fn read_ahead(&mut self, event: &ReadAheadEvent, cache: &Cache) -> Option<Prefetch> {
         let table = bound(&READ_AHEAD)?;
-        let args = CacheReadAhead { file_block: event.file_block, file_blocks: event.file_blocks, ahead: event.ahead, file: event.file, run: event.run };
+        let args = CacheReadAhead {
+            file_block: event.file_block,
+            ahead: event.ahead,
+            // A file has fewer than 2^32 blocks (the file system's largest is about 2^20).
+            file_blocks: u32::try_from(event.file_blocks).unwrap_or(u32::MAX),
+            file: event.file,
+            run: event.run,
+            process: self.process(),
+        };
         let answer = raise_with_view(table, &args, cache, None)?;
         (answer.count != CachePrefetch::NO_ANSWER).then(|| Prefetch { first: answer.first, count: u32::try_from(answer.count).unwrap_or(u32::MAX) })
     }

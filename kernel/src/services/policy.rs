@@ -3,6 +3,9 @@
 //! text (what `setpolicy`, `getpolicy`, `cache_state` and the console's `setpolicy`,
 //! `getpolicy` and `cache` use).
 //!
+//! A policy can also be bound to one process's calls ([`bind_to_process`]: the guard
+//! `process == P` on every `cache.*` record, which names the process whose call raised it).
+//!
 //! Binding is by guard, not by a table of its own: the file's inode is assigned to the
 //! extension's name ([`super::cache_events::assign`], one table for `cache.*` and
 //! `lock.Grant`) before it loads,
@@ -26,6 +29,8 @@ pub enum BindError {
     Unknown,
     /// The extension is loaded already, or the loader refused it (the words say why).
     Refused(String),
+    /// No running process has this id ([`bind_to_process`]).
+    NoProcess(u64),
 }
 
 impl core::fmt::Display for BindError {
@@ -34,6 +39,7 @@ impl core::fmt::Display for BindError {
             BindError::File(error) => error.fmt(formatter),
             BindError::Unknown => formatter.write_str("no such extension"),
             BindError::Refused(why) => formatter.write_str(why),
+            BindError::NoProcess(pid) => write!(formatter, "no running process {pid}"),
         }
     }
 }
@@ -58,8 +64,61 @@ pub fn bind_to_file(path: &str, name: &str, technology: crate::ext::Preference) 
     }
 }
 
-/// Unloads policy extension `name` bound by [`bind_to_file`] (waiting for a user-level
-/// server to be reaped) and forgets its file, so a later load is cache-wide again.
+/// Loads extension `name` as `technology`, its `cache.*` bindings for the file-system calls
+/// of process `pid` only (the imposed guard `process == pid`, on every file it uses). An
+/// extension that binds `lock.Grant` is refused (that record names no process). Unloaded
+/// when the process ends ([`process_exited`]).
+pub fn bind_to_process(pid: u64, name: &str, technology: crate::ext::Preference) -> Result<(), BindError> {
+    let Some(process) = crate::proc::find(pid).filter(|process| process.exit_status().is_none()) else {
+        return Err(BindError::NoProcess(pid));
+    };
+    if crate::ext::find(name).is_some() {
+        return Err(BindError::Refused(alloc::format!("setpolicy --process {pid} {name}: `{name}` is loaded already (unload it first)")));
+    }
+    let Ok(scope) = u32::try_from(process.pid()) else { return Err(BindError::NoProcess(pid)) };
+    cache_events::assign_scope(name, Some(cache_events::Scope::Process(scope)));
+    match crate::ext::load(name, technology) {
+        Ok(_) => Ok(()),
+        Err(error) => {
+            cache_events::assign_scope(name, None);
+            match error {
+                crate::ext::ExtensionError::Unknown(_) => Err(BindError::Unknown),
+                error => Err(BindError::Refused(alloc::format!("setpolicy --process {pid} {name}: {error}"))),
+            }
+        }
+    }
+}
+
+/// Unloads the policy extensions bound to process `pid` ([`bind_to_process`]): called when
+/// it ends, so a policy does not outlive the only calls it could see.
+pub fn process_exited(pid: u64) {
+    let Ok(pid) = u32::try_from(pid) else { return };
+    for extension in crate::ext::list() {
+        if cache_events::scope_of(&extension.name) == Some(cache_events::Scope::Process(pid)) {
+            let _ = crate::ext::unload(&extension.name);
+            cache_events::assign_scope(&extension.name, None);
+        }
+    }
+}
+
+/// Every loaded policy extension with a scope: (name, technology, `file INODE` or
+/// `process PID`).
+pub fn scoped_policies() -> Vec<(String, String, String)> {
+    crate::ext::list()
+        .iter()
+        .filter_map(|extension| {
+            let scope = match cache_events::scope_of(&extension.name)? {
+                cache_events::Scope::File(inode) => alloc::format!("file {inode}"),
+                cache_events::Scope::Process(pid) => alloc::format!("process {pid}"),
+            };
+            Some((extension.name.clone(), alloc::format!("{}", extension.technology), scope))
+        })
+        .collect()
+}
+
+/// Unloads policy extension `name` bound by [`bind_to_file`] or [`bind_to_process`]
+/// (waiting for a user-level server to be reaped) and forgets its scope, so a later load
+/// is cache-wide again.
 pub fn unbind(name: &str) -> Result<(), crate::ext::ExtensionError> {
     let server = crate::ext::user::serving_pid(name);
     let unloaded = crate::ext::unload(name);

@@ -174,14 +174,42 @@ pub fn setpolicy(process: &Process, space: &AddressSpace, [pointer, length, name
         Err(crate::services::policy::BindError::File(error)) => Err(error.code()),
         Err(crate::services::policy::BindError::Unknown) => Err(Error::NotFound),
         Err(crate::services::policy::BindError::Refused(why)) => Err(super::shell_calls::refuse(process, why)),
+        Err(crate::services::policy::BindError::NoProcess(_)) => Err(Error::NotFound),
+    }
+}
+
+/// `setpolicy_process(pid, name_pointer, name_length, technology)`.
+pub fn setpolicy_process(process: &Process, space: &AddressSpace, [pid, name_pointer, name_length, technology, ..]: Arguments) -> Result<usize, Error> {
+    if !process.capabilities().may_load_extensions() {
+        return Err(Error::NotPermitted);
+    }
+    if name_length == 0 {
+        return Err(Error::BadLength);
+    }
+    let range = user_range(name_pointer, name_length, spindle_abi::syscall::MAX_NAME)?;
+    let mut name = vec![0u8; range.len()];
+    space.read(range.start, &mut name)?;
+    let name = String::from_utf8(name).map_err(|_| Error::BadArgument)?;
+    let technology = crate::ext::Preference::from_number(technology).ok_or(Error::BadArgument)?;
+    let pid = if pid == 0 { process.pid() } else { pid as u64 };
+    match crate::services::policy::bind_to_process(pid, &name, technology) {
+        Ok(()) => Ok(0),
+        Err(crate::services::policy::BindError::File(error)) => Err(error.code()),
+        Err(crate::services::policy::BindError::Unknown | crate::services::policy::BindError::NoProcess(_)) => Err(Error::NotFound),
+        Err(crate::services::policy::BindError::Refused(why)) => Err(super::shell_calls::refuse(process, why)),
     }
 }
 
 /// `getpolicy(pointer, length, out_pointer, out_length)`.
 pub fn getpolicy(space: &AddressSpace, [pointer, length, out_pointer, out_length, ..]: Arguments) -> Result<usize, Error> {
-    let path = read_path(space, pointer, length)?;
-    let bound = crate::services::policy::bound_to_file(&path).map_err(code)?;
-    let text: String = bound.iter().map(|(name, technology)| alloc::format!("{name}\t{technology}\n")).collect();
+    let text: String = if length == 0 {
+        let scoped = crate::services::policy::scoped_policies();
+        scoped.iter().map(|(name, technology, scope)| alloc::format!("{name}\t{technology}\t{scope}\n")).collect()
+    } else {
+        let path = read_path(space, pointer, length)?;
+        let bound = crate::services::policy::bound_to_file(&path).map_err(code)?;
+        bound.iter().map(|(name, technology)| alloc::format!("{name}\t{technology}\n")).collect()
+    };
     copy_out(space, out_pointer, out_length, text.as_bytes())
 }
 

@@ -101,6 +101,7 @@ pub fn handle(process: &Arc<Process>, space: &mut AddressSpace, context: &mut Us
         Some(Syscall::Unlink) => file_calls::unlink(space, arguments),
         Some(Syscall::Fsync) => file_calls::fsync(process, arguments),
         Some(Syscall::SetPolicy) => file_calls::setpolicy(process, space, arguments),
+        Some(Syscall::SetProcessPolicy) => file_calls::setpolicy_process(process, space, arguments),
         Some(Syscall::GetPolicy) => file_calls::getpolicy(space, arguments),
         Some(Syscall::CacheHint) => file_calls::cache_hint(space, arguments),
         Some(Syscall::CacheState) => file_calls::cache_state(space, arguments),

@@ -11,6 +11,9 @@
 //!   kills the machine right then).
 //! - `verify PATH SEED`: reads PATH and exits 0 if it holds exactly SEED's pattern.
 //! - `open PATH`: opens PATH three times and exits without closing it.
+//! - `policy PATH`: binds `readahead_app` (native) to its own file-system calls
+//!   (`setpolicy_process`), checks that `getpolicy` lists it for a process and that a second
+//!   binding is refused, reads PATH through, and exits (the kernel unloads the policy).
 
 #![no_std]
 #![no_main]
@@ -40,11 +43,42 @@ fn main(arguments: &Arguments) -> i32 {
             }
             0
         }
+        (Some("policy"), Some(path), None) => policy(path),
         _ => {
-            println!("usage: fstest check | durable PATH SEED | verify PATH SEED | open PATH");
+            println!("usage: fstest check | durable PATH SEED | verify PATH SEED | open PATH | policy PATH");
             2
         }
     }
+}
+
+/// `policy PATH`: a per-process policy bound by the program itself.
+fn policy(path: &str) -> i32 {
+    let mut check = Checker { failures: 0 };
+    let bound = arch::setpolicy_process(0, "readahead_app", arch::Technology::Default);
+    check.expect("setpolicy_process(0, readahead_app) binds it", bound.is_ok());
+    let mut listing = [0u8; 512];
+    match arch::getpolicy("", &mut listing) {
+        Ok(length) => {
+            let text = core::str::from_utf8(&listing[..length.min(listing.len())]).unwrap_or("");
+            check.expect("getpolicy lists readahead_app bound to a process", text.lines().any(|line| line.starts_with("readahead_app\t") && line.contains("\tprocess ")));
+        }
+        Err(error) => check.expect(alloc_free_message("getpolicy", error), false),
+    }
+    check.expect_error("a second binding", arch::setpolicy_process(0, "readahead_app", arch::Technology::Default), Error::Refused);
+    check.expect_error("a binding to no process", arch::setpolicy_process(999_999, "evict_mru", arch::Technology::Default), Error::NotFound);
+    match arch::open(path, OPEN_READ) {
+        Ok(handle) => {
+            let mut buffer = [0u8; 4096];
+            let mut total = 0;
+            while let Ok(count @ 1..) = arch::read(handle, &mut buffer) {
+                total += count;
+            }
+            check.expect("the file reads through with the policy bound", total > 0);
+            let _ = arch::close(handle);
+        }
+        Err(error) => check.expect(alloc_free_message("open", error), false),
+    }
+    if check.failures == 0 { 0 } else { 1 }
 }
 
 /// Byte `index` of SEED's pattern.

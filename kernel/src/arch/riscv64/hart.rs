@@ -57,6 +57,9 @@ pub struct HartLocal {
     pub satp_writes: AtomicUsize,
     /// Other `sfence.vma` instructions on this hart (TLB flushes after mapping changes).
     pub tlb_flushes: AtomicUsize,
+    /// Id of the process the running strand works for (0: the kernel); the scheduler
+    /// sets it from the strand at each switch (`sched::current_process`).
+    pub process: AtomicU64,
 }
 
 /// Byte offsets of [`HartLocal`] fields used by assembly.
@@ -93,6 +96,7 @@ impl HartLocal {
             pending_panic: AtomicUsize::new(0),
             current_extension_arena: AtomicUsize::new(0),
             heap_route: AtomicUsize::new(0),
+            process: AtomicU64::new(0),
         }
     }
 }
