@@ -141,7 +141,16 @@ pub struct FileSystem<S> {
     free_inodes: u32,
     block_hint: u64,
     inode_hint: u32,
+    /// In-core copies of recently used inodes (xv6's inode table), slot `number %
+    /// IN_CORE_INODES`: a read or write of a file finds its inode here instead of going
+    /// through the store for it every time. Every inode this file system writes goes
+    /// through here too (write-through), so a copy is never older than the store —
+    /// unless the inode table is written behind its back through [`FileSystem::store_mut`].
+    in_core: [Option<(u32, Inode)>; IN_CORE_INODES],
 }
+
+/// Slots of the in-core inode table.
+const IN_CORE_INODES: usize = 32;
 
 impl<S: BlockStore> FileSystem<S> {
     /// The root directory's inode.
@@ -181,7 +190,15 @@ impl<S: BlockStore> FileSystem<S> {
                 }
             }
         }
-        Ok(FileSystem { store, superblock, free_blocks, free_inodes, block_hint: superblock.data_start, inode_hint: ROOT_INODE })
+        Ok(FileSystem {
+            store,
+            superblock,
+            free_blocks,
+            free_inodes,
+            block_hint: superblock.data_start,
+            inode_hint: ROOT_INODE,
+            in_core: [None; IN_CORE_INODES],
+        })
     }
 
     /// The superblock as mounted.
@@ -225,10 +242,24 @@ impl<S: BlockStore> FileSystem<S> {
         if inode == 0 || inode >= self.superblock.inodes {
             return Err(FsError::NoSuchInode(inode));
         }
+        let slot = inode as usize % IN_CORE_INODES;
+        if let Some((number, value)) = self.in_core[slot]
+            && number == inode
+        {
+            return Ok(value);
+        }
         let (block_number, offset) = self.superblock.inode_location(inode);
         let mut bytes = [0u8; INODE_BYTES];
         self.store.read_part(block_number, Usage::Metadata, offset, &mut bytes)?;
-        Ok(Inode::decode(&bytes))
+        let value = Inode::decode(&bytes);
+        self.in_core[slot] = Some((inode, value));
+        Ok(value)
+    }
+
+    /// Records what the store now holds for `inode` (`None`: unknown, e.g. after a
+    /// failed write).
+    fn set_in_core(&mut self, inode: u32, value: Option<Inode>) {
+        self.in_core[inode as usize % IN_CORE_INODES] = value.map(|value| (inode, value));
     }
 
     /// A live inode and its kind.
@@ -246,7 +277,9 @@ impl<S: BlockStore> FileSystem<S> {
         let mut block = buffer();
         self.store.read(block_number, Usage::Metadata, &mut block)?;
         value.encode(&mut block[offset..offset + INODE_BYTES]);
-        self.store.write(block_number, Usage::Metadata, &block)?;
+        let written = self.store.write(block_number, Usage::Metadata, &block);
+        self.set_in_core(inode, written.is_ok().then_some(*value));
+        written?;
         Ok(())
     }
 
@@ -269,7 +302,9 @@ impl<S: BlockStore> FileSystem<S> {
             }
             if Inode::decode(&block[offset..offset + INODE_BYTES]).is_free() {
                 Inode::new(kind).encode(&mut block[offset..offset + INODE_BYTES]);
-                self.store.write(block_number, Usage::Metadata, &block)?;
+                let written = self.store.write(block_number, Usage::Metadata, &block);
+                self.set_in_core(number, written.is_ok().then(|| Inode::new(kind)));
+                written?;
                 self.free_inodes -= 1;
                 self.inode_hint = number;
                 return Ok(number);

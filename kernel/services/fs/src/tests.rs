@@ -689,3 +689,24 @@ fn partial_block_reads_copy_the_part_and_refuse_parts_outside_the_block() {
     assert_eq!(store.read_part(9, Usage::Metadata, 0, &mut part), Err(crate::IoError::OutOfRange { block: 9 }));
     assert_eq!(store.read_part(1, Usage::Metadata, usize::MAX, &mut part), Err(crate::IoError::OutOfRange { block: 1 }));
 }
+
+#[test]
+fn in_core_inodes_write_through_to_the_store() {
+    let mut fs = fresh(256, 64);
+    // More files than in-core slots, so slots are shared and replaced.
+    let files: Vec<u32> = (0..40).map(|index| fs.create(ROOT, &format!("f{index}")).unwrap()).collect();
+    for (index, &file) in files.iter().enumerate() {
+        fs.write_at(file, 0, &pattern(index as u64, 100 + index)).unwrap();
+    }
+    for (index, &file) in files.iter().enumerate().step_by(3) {
+        fs.write_at(file, 100 + index as u64, b"more").unwrap();
+    }
+    let sizes: Vec<u64> = files.iter().map(|&file| fs.stat(file).unwrap().size).collect();
+    let mut again = FileSystem::mount(fs.into_store()).unwrap();
+    let stored: Vec<u64> = files.iter().map(|&file| again.stat(file).unwrap().size).collect();
+    assert_eq!(sizes, stored, "what the in-core inodes said is what the store holds");
+    for (index, &size) in sizes.iter().enumerate() {
+        assert_eq!(size, 100 + index as u64 + if index % 3 == 0 { 4 } else { 0 });
+    }
+    assert_clean(&mut again);
+}
