@@ -41,6 +41,7 @@ pub const TESTS: &[KernelTest] = &[
     KernelTest { name: "cache_events::policy_rounds_leave_no_heap_behind", run: || clean(policy_rounds_leave_no_heap_behind) },
     KernelTest { name: "cache_events::exported_victims_are_the_cache_at_the_raise", run: || clean(exported_victims_are_the_cache_at_the_raise) },
     KernelTest { name: "cache_events::per_process_extension_in_every_technology", run: || clean(per_process_extension_in_every_technology) },
+    KernelTest { name: "cache_events::faulty_policy_is_contained_in_every_technology", run: || clean(faulty_policy_is_contained_in_every_technology) },
 ];
 
 /// The file the scripted workload reads.
@@ -65,7 +66,7 @@ fn debug(error: impl core::fmt::Debug) -> String {
 /// or hint is left (whether the test passed or not; its own failure is reported first).
 fn clean(test: fn() -> TestResult) -> TestResult {
     let outcome = test();
-    for owner in ["evict_mru", "evict_lfu", "evict_pinrange", "readahead_app", "lockgrant_fifo", "test.file-a", "test.file-b"] {
+    for owner in ["evict_mru", "evict_lfu", "evict_pinrange", "readahead_app", "lockgrant_fifo", "cache_faulty", "test.file-a", "test.file-b"] {
         cache_events::assign(owner, None);
     }
     cache_events::clear_hints(FILE);
@@ -479,6 +480,58 @@ fn per_process_extension_in_every_technology() -> TestResult {
             Ok(())
         }
     }
+}
+
+/// Loads `cache_faulty` as `preference`, runs `accesses` through a whole-cache
+/// [`EventPolicy`], unloads it; the trace and the extension's state at the end.
+fn run_faulty(preference: Preference, accesses: &[Access]) -> Result<(Trace, Option<ext::ExtensionState>), String> {
+    let extension = ext::load("cache_faulty", preference).map_err(|error| alloc::format!("loading cache_faulty ({}): {error}", preference.label()))?;
+    let technology = extension.technology;
+    drop(extension);
+    let trace = run(EventPolicy::whole_cache(), accesses);
+    let state = ext::find("cache_faulty").map(|extension| extension.state.lock().clone());
+    let server = ext::user::serving_pid("cache_faulty");
+    ext::unload("cache_faulty").map_err(text)?;
+    if let Some(pid) = server {
+        ensure!(crate::proc::wait_until_reaped(pid, 200), "cache_faulty {technology}: serving process {pid} did not end after the unload");
+    }
+    crate::events::quiescent();
+    crate::events::reclaim();
+    Ok((trace.map_err(|error| alloc::format!("cache_faulty {technology}: {error}"))?, state))
+}
+
+/// `cache_faulty` in every technology: its invalid answers on all four events (a level
+/// that does not exist, a victim that is no candidate, a write-back mask beyond the
+/// offered blocks, a prefetch past the end) are each refused and counted, and the cache
+/// serves exactly as with nothing bound; a handler that panics or loops on a trigger file
+/// is killed for it and the cache goes on with its defaults, the run again the default's.
+fn faulty_policy_is_contained_in_every_technology() -> TestResult {
+    let accesses = script(false);
+    let default = run(DefaultPolicy, &accesses)?;
+    for preference in TECHNOLOGIES {
+        let before: Vec<u64> = EVENT_NAMES[..4].iter().map(|event| faults(event)).collect();
+        let (trace, state) = run_faulty(preference, &accesses)?;
+        let after: Vec<u64> = EVENT_NAMES[..4].iter().map(|event| faults(event)).collect();
+        let label = preference.label();
+        ensure!(trace.log == default.log && trace.victims == default.victims, "cache_faulty ({label}) changed the run: {trace:?}\n  the default {default:?}");
+        for (index, event) in EVENT_NAMES[..4].iter().enumerate() {
+            ensure!(after[index] > before[index], "cache_faulty ({label}): no answer to {event} was refused");
+        }
+        ensure!(!matches!(state, Some(ext::ExtensionState::Killed(_))), "cache_faulty ({label}) was killed for refused answers: {state:?}");
+        for (file, reason) in [(cache_faulty::PANIC_FILE, "panicked"), (cache_faulty::LOOP_FILE, "overran budget")] {
+            // First, before three refused answers trip the binding's circuit breaker.
+            let mut triggered = accesses.clone();
+            triggered.insert(0, Access::Read(file, 0));
+            let expected = run(DefaultPolicy, &triggered)?;
+            let (trace, state) = run_faulty(preference, &triggered)?;
+            ensure!(trace.log == expected.log, "cache_faulty ({label}) on file {file}: the run differs from the default's: {trace:?}");
+            ensure!(
+                matches!(&state, Some(ext::ExtensionState::Killed(why)) if why.contains(reason)),
+                "cache_faulty ({label}) on file {file}: state {state:?}, expected a kill for {reason:?}"
+            );
+        }
+    }
+    Ok(())
 }
 
 /// A grant as the lock tests compare them.
