@@ -1001,6 +1001,12 @@ declare_records! {
     }
 }
 
+/// The counters `spindle_cache_counters` copies, in order: lookups that hit, that missed,
+/// prefetch reads issued, first hits on prefetched blocks, prefetched blocks that left
+/// unused, evictions, dirty blocks written back, failed writes, answers the cache refused.
+pub const CACHE_COUNTERS: [&str; 9] =
+    ["hits", "misses", "prefetches", "prefetch_hits", "prefetch_unused", "evictions", "writebacks", "write_errors", "rejected"];
+
 /// The `u32` that stands for "no file" in the `cache.*` records (the buffer cache's
 /// `NO_FILE`).
 pub const CACHE_NO_FILE: u32 = u32::MAX;

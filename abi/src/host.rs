@@ -287,9 +287,20 @@ macro_rules! for_each_kernel_function {
                 /// `destination` as `CacheBlockEntry` records; returns how many were copied.
                 fn cache_offered(destination: BytesMut) -> u64;
                 /// Exported state (Infokernel): the buffer cache's next victims, first to
-                /// last, as last published by the cache's owner, into `destination` as
-                /// `CacheBlockEntry` records; returns how many were copied.
+                /// last, as they are at the call (during a `cache.*` raise, the raising
+                /// cache's; otherwise the file system's cache if it is idle, else none), into
+                /// `destination` as `CacheBlockEntry` records (at most 64); returns how many
+                /// were copied.
                 fn cache_victims(destination: BytesMut) -> u64;
+                /// Exported state: the cache's counters (the same cache as
+                /// `cache_victims`) as little-endian `u64`s in the order of
+                /// `spindle_abi::event::CACHE_COUNTERS` (as many as fit); returns how many
+                /// were copied (0: no cache to read).
+                fn cache_counters(destination: BytesMut) -> u64;
+                /// Exported state: the blocks of file `file` in the cache (the same cache
+                /// as `cache_victims`): resident ones in the low 32 bits, dirty ones in the
+                /// high 32 bits (0 with no cache to read).
+                fn cache_file_blocks(file: u64) -> u64;
                 /// The value an application set for hint `hint` (`spindle_abi::event::CacheHint`)
                 /// of file `file`, or `CacheHint::UNSET` (`u64::MAX`) if none is set.
                 fn cache_file_hint(file: u64, hint: u64) -> u64;

@@ -351,6 +351,22 @@ fn exported_victims_are_the_cache_at_the_raise() -> TestResult {
     let expected: Vec<u64> = expected.iter().map(|info| info.block).collect();
     ensure!(!expected.is_empty(), "the file system's cache holds nothing: a useless check");
     ensure!(entry_blocks(&victims, listed) == expected, "outside a raise: {:?}, the cache lists {expected:?}", entry_blocks(&victims, listed));
+    // The counters and a file's blocks, as the file system reports them.
+    crate::services::fs::write_file("/cache-exported", &[7u8; 3 * 4096 + 5]).map_err(text)?;
+    crate::services::fs::settle_read_ahead();
+    let (_, _, file) = crate::services::fs::cache_state(0, Some("/cache-exported")).map_err(text)?;
+    let file = file.ok_or("no per-file state")?;
+    let status = crate::services::fs::status().map_err(text)?;
+    let mut words = [0u8; 9 * 8];
+    let copied = crate::ext::glue::KernelFunctions.cache_counters(&mut words);
+    let blocks = crate::ext::glue::KernelFunctions.cache_file_blocks(u64::from(file.inode));
+    crate::services::fs::unlink("/cache-exported").map_err(text)?;
+    let value = |index: usize| u64::from_le_bytes(words[index * 8..index * 8 + 8].try_into().unwrap_or_default());
+    let counters = status.cache;
+    let expected = [counters.hits, counters.misses, counters.prefetches, counters.prefetch_hits, counters.prefetch_unused, counters.evictions, counters.writebacks, counters.write_errors, counters.rejections.iter().sum()];
+    ensure!(copied == 9, "cache_counters copied {copied} values");
+    ensure!((0..9).map(value).eq(expected), "cache_counters {:?}, the file system reports {expected:?}", (0..9).map(value).collect::<Vec<_>>());
+    ensure!(file.resident == 4 && blocks == file.resident | file.dirty << 32, "cache_file_blocks {blocks:#x}, the file system reports {file:?}");
     Ok(())
 }
 

@@ -157,6 +157,19 @@ pub fn clear_hints(file: FileId) {
 /// a policy bound (but filtered out by its guard) pays only for lending the reference.
 static VIEW: crate::sched::Lent<Cache> = crate::sched::Lent::new();
 
+/// Runs `reader` on the cache the exported state is read from: the one lent for the raise
+/// in progress ([`VIEW`]), else the file system's if no strand is inside it (`None`: busy or
+/// not mounted).
+fn with_exported_cache<T>(reader: impl FnOnce(&Cache) -> T) -> Option<T> {
+    let mut reader = Some(reader);
+    if let Some(value) = VIEW.read(|cache| cache.and_then(|cache| reader.take().map(|read| read(cache)))) {
+        return Some(value);
+    }
+    reader.and_then(crate::services::fs::with_idle_cache)
+}
+
+const _: () = assert!(spindle_abi::event::CACHE_COUNTERS.len() == 9, "cache_counters copies nine values");
+
 /// Copies `cache`'s next victims (at most [`EXPORTED_VICTIMS`]) into `destination` as
 /// whole [`CacheBlockEntry`] records; how many.
 fn copy_victims(cache: &Cache, destination: &mut [u8]) -> u64 {
@@ -535,8 +548,42 @@ impl spindle_abi::host::domains::Cache for crate::ext::glue::KernelFunctions {
     /// The next victims of the cache whose decision is being raised, or of the idle file
     /// system's cache ([`VIEW`]).
     fn cache_victims(&self, destination: &mut [u8]) -> u64 {
-        let lent = VIEW.read(|cache| cache.map(|cache| copy_victims(cache, destination)));
-        lent.unwrap_or_else(|| crate::services::fs::with_idle_cache(|cache| copy_victims(cache, destination)).unwrap_or(0))
+        with_exported_cache(|cache| copy_victims(cache, destination)).unwrap_or(0)
+    }
+
+    /// The counters of the same cache as `cache_victims`.
+    fn cache_counters(&self, destination: &mut [u8]) -> u64 {
+        with_exported_cache(|cache| {
+            let counters = cache.counters();
+            let values = [
+                counters.hits,
+                counters.misses,
+                counters.prefetches,
+                counters.prefetch_hits,
+                counters.prefetch_unused,
+                counters.evictions,
+                counters.writebacks,
+                counters.write_errors,
+                counters.rejections.iter().sum(),
+            ];
+            let mut copied = 0;
+            for (chunk, value) in destination.chunks_exact_mut(8).zip(values) {
+                chunk.copy_from_slice(&value.to_le_bytes());
+                copied += 1;
+            }
+            copied
+        })
+        .unwrap_or(0)
+    }
+
+    /// Resident (low half) and dirty (high half) blocks of `file` in the same cache.
+    fn cache_file_blocks(&self, file: u64) -> u64 {
+        let Ok(file) = u32::try_from(file) else { return 0 };
+        with_exported_cache(|cache| {
+            let counts = cache.file_counts(file);
+            u64::from(counts.resident) | u64::from(counts.dirty) << 32
+        })
+        .unwrap_or(0)
     }
 
     /// An application hint of a file.
