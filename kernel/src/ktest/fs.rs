@@ -178,15 +178,19 @@ fn per_process_policy_from_a_program_ends_with_it() -> TestResult {
     work_directory()?;
     fs::write_file("/ktest/policy", &pattern(3, 64 * 1024)).map_err(text)?;
     let grants = Grants { extension_loader: true, ..Grants::NONE };
-    let once = || -> TestResult {
-        let process = proc::spawn("fstest policy /ktest/policy", Parent::Kernel, grants).map_err(|error| alloc::format!("spawn fstest policy: {error}"))?;
-        let status = proc::wait(process.pid(), Parent::Kernel, &|| false).map_err(|error| alloc::format!("wait for fstest policy: {error:?}"))?;
-        ensure!(status.is_success(), "fstest policy ended {status} (its output is above)");
-        ensure!(crate::ext::find("readahead_app").is_none(), "readahead_app is still loaded after its process ended");
-        ensure!(crate::services::cache_events::scope_of("readahead_app").is_none(), "readahead_app's process scope outlived the process");
+    let once = |technology: &str| -> TestResult {
+        let command = alloc::format!("fstest policy /ktest/policy {technology}");
+        let process = proc::spawn(&command, Parent::Kernel, grants).map_err(|error| alloc::format!("spawn {command}: {error}"))?;
+        let status = proc::wait(process.pid(), Parent::Kernel, &|| false).map_err(|error| alloc::format!("wait for {command}: {error:?}"))?;
+        ensure!(status.is_success(), "{command} ended {status} (its output is above)");
+        if let Some(server) = crate::ext::user::serving_pid("readahead_app") {
+            ensure!(proc::wait_until_reaped(server, 200), "{command}: the policy's server {server} did not end");
+        }
+        ensure!(crate::ext::find("readahead_app").is_none(), "{command}: readahead_app is still loaded after its process ended");
+        ensure!(crate::services::cache_events::scope_of("readahead_app").is_none(), "{command}: the process scope outlived the process");
         Ok(())
     };
-    let outcome = super::leaks::repeat("fstest policy (bind to itself, exit)", once);
+    let outcome = super::leaks::repeat("fstest policy (bind to itself, exit)", || once("native")).and_then(|()| once("user"));
     fs::unlink("/ktest/policy").map_err(text)?;
     outcome
 }

@@ -11,7 +11,7 @@
 //!   kills the machine right then).
 //! - `verify PATH SEED`: reads PATH and exits 0 if it holds exactly SEED's pattern.
 //! - `open PATH`: opens PATH three times and exits without closing it.
-//! - `policy PATH`: binds `readahead_app` (native) to its own file-system calls
+//! - `policy PATH [native|user]`: binds `readahead_app` (native by default) to its own file-system calls
 //!   (`setpolicy_process`), checks that `getpolicy` lists it for a process and that a second
 //!   binding is refused, reads PATH through, and exits (the kernel unloads the policy).
 
@@ -43,18 +43,25 @@ fn main(arguments: &Arguments) -> i32 {
             }
             0
         }
-        (Some("policy"), Some(path), None) => policy(path),
+        (Some("policy"), Some(path), technology) => match technology {
+            None | Some("native") => policy(path, arch::Technology::Default),
+            Some("user") => policy(path, arch::Technology::User),
+            Some(other) => {
+                println!("fstest policy: unknown technology {other} (native or user)");
+                2
+            }
+        },
         _ => {
-            println!("usage: fstest check | durable PATH SEED | verify PATH SEED | open PATH | policy PATH");
+            println!("usage: fstest check | durable PATH SEED | verify PATH SEED | open PATH | policy PATH [native|user]");
             2
         }
     }
 }
 
 /// `policy PATH`: a per-process policy bound by the program itself.
-fn policy(path: &str) -> i32 {
+fn policy(path: &str, technology: arch::Technology) -> i32 {
     let mut check = Checker { failures: 0 };
-    let bound = arch::setpolicy_process(0, "readahead_app", arch::Technology::Default);
+    let bound = arch::setpolicy_process(0, "readahead_app", technology);
     check.expect("setpolicy_process(0, readahead_app) binds it", bound.is_ok());
     let mut listing = [0u8; 512];
     match arch::getpolicy("", &mut listing) {
@@ -64,7 +71,7 @@ fn policy(path: &str) -> i32 {
         }
         Err(error) => check.expect(alloc_free_message("getpolicy", error), false),
     }
-    check.expect_error("a second binding", arch::setpolicy_process(0, "readahead_app", arch::Technology::Default), Error::Refused);
+    check.expect_error("a second binding", arch::setpolicy_process(0, "readahead_app", technology), Error::Refused);
     check.expect_error("a binding to no process", arch::setpolicy_process(999_999, "evict_mru", arch::Technology::Default), Error::NotFound);
     match arch::open(path, OPEN_READ) {
         Ok(handle) => {
