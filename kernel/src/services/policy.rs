@@ -48,20 +48,7 @@ impl core::fmt::Display for BindError {
 /// file at `path` only.
 pub fn bind_to_file(path: &str, name: &str, technology: crate::ext::Preference) -> Result<(), BindError> {
     let inode = fs::inode_of(path).map_err(BindError::File)?;
-    if crate::ext::find(name).is_some() {
-        return Err(BindError::Refused(alloc::format!("setpolicy {path} {name}: `{name}` is loaded already (unload it first)")));
-    }
-    cache_events::assign(name, Some(inode));
-    match crate::ext::load(name, technology) {
-        Ok(_) => Ok(()),
-        Err(error) => {
-            cache_events::assign(name, None);
-            match error {
-                crate::ext::ExtensionError::Unknown(_) => Err(BindError::Unknown),
-                error => Err(BindError::Refused(alloc::format!("setpolicy {path} {name}: {error}"))),
-            }
-        }
-    }
+    bind(&alloc::format!("setpolicy {path} {name}"), name, cache_events::Scope::File(inode), technology)
 }
 
 /// Loads extension `name` as `technology`, its `cache.*` bindings for the file-system calls
@@ -72,18 +59,24 @@ pub fn bind_to_process(pid: u64, name: &str, technology: crate::ext::Preference)
     let Some(process) = crate::proc::find(pid).filter(|process| process.exit_status().is_none()) else {
         return Err(BindError::NoProcess(pid));
     };
-    if crate::ext::find(name).is_some() {
-        return Err(BindError::Refused(alloc::format!("setpolicy --process {pid} {name}: `{name}` is loaded already (unload it first)")));
-    }
     let Ok(scope) = u32::try_from(process.pid()) else { return Err(BindError::NoProcess(pid)) };
-    cache_events::assign_scope(name, Some(cache_events::Scope::Process(scope)));
+    bind(&alloc::format!("setpolicy --process {pid} {name}"), name, cache_events::Scope::Process(scope), technology)
+}
+
+/// Assigns `scope` to `name` and loads it (`what`: the command, for the refusals' words);
+/// a failed load leaves no assignment behind.
+fn bind(what: &str, name: &str, scope: cache_events::Scope, technology: crate::ext::Preference) -> Result<(), BindError> {
+    if crate::ext::find(name).is_some() {
+        return Err(BindError::Refused(alloc::format!("{what}: `{name}` is loaded already (unload it first)")));
+    }
+    cache_events::assign_scope(name, Some(scope));
     match crate::ext::load(name, technology) {
         Ok(_) => Ok(()),
         Err(error) => {
             cache_events::assign_scope(name, None);
             match error {
                 crate::ext::ExtensionError::Unknown(_) => Err(BindError::Unknown),
-                error => Err(BindError::Refused(alloc::format!("setpolicy --process {pid} {name}: {error}"))),
+                error => Err(BindError::Refused(alloc::format!("{what}: {error}"))),
             }
         }
     }

@@ -161,21 +161,8 @@ pub fn setpolicy(process: &Process, space: &AddressSpace, [pointer, length, name
         return Err(Error::NotPermitted);
     }
     let path = read_path(space, pointer, length)?;
-    if name_length == 0 {
-        return Err(Error::BadLength);
-    }
-    let range = user_range(name_pointer, name_length, spindle_abi::syscall::MAX_NAME)?;
-    let mut name = vec![0u8; range.len()];
-    space.read(range.start, &mut name)?;
-    let name = String::from_utf8(name).map_err(|_| Error::BadArgument)?;
-    let technology = crate::ext::Preference::from_number(technology).ok_or(Error::BadArgument)?;
-    match crate::services::policy::bind_to_file(&path, &name, technology) {
-        Ok(()) => Ok(0),
-        Err(crate::services::policy::BindError::File(error)) => Err(error.code()),
-        Err(crate::services::policy::BindError::Unknown) => Err(Error::NotFound),
-        Err(crate::services::policy::BindError::Refused(why)) => Err(super::shell_calls::refuse(process, why)),
-        Err(crate::services::policy::BindError::NoProcess(_)) => Err(Error::NotFound),
-    }
+    let (name, technology) = policy_extension(space, name_pointer, name_length, technology)?;
+    bound(process, crate::services::policy::bind_to_file(&path, &name, technology))
 }
 
 /// `setpolicy_process(pid, name_pointer, name_length, technology)`.
@@ -183,6 +170,13 @@ pub fn setpolicy_process(process: &Process, space: &AddressSpace, [pid, name_poi
     if !process.capabilities().may_load_extensions() {
         return Err(Error::NotPermitted);
     }
+    let (name, technology) = policy_extension(space, name_pointer, name_length, technology)?;
+    let pid = if pid == 0 { process.pid() } else { pid as u64 };
+    bound(process, crate::services::policy::bind_to_process(pid, &name, technology))
+}
+
+/// The extension name and technology arguments of `setpolicy` and `setpolicy_process`.
+fn policy_extension(space: &AddressSpace, name_pointer: usize, name_length: usize, technology: usize) -> Result<(String, crate::ext::Preference), Error> {
     if name_length == 0 {
         return Err(Error::BadLength);
     }
@@ -190,13 +184,17 @@ pub fn setpolicy_process(process: &Process, space: &AddressSpace, [pid, name_poi
     let mut name = vec![0u8; range.len()];
     space.read(range.start, &mut name)?;
     let name = String::from_utf8(name).map_err(|_| Error::BadArgument)?;
-    let technology = crate::ext::Preference::from_number(technology).ok_or(Error::BadArgument)?;
-    let pid = if pid == 0 { process.pid() } else { pid as u64 };
-    match crate::services::policy::bind_to_process(pid, &name, technology) {
+    Ok((name, crate::ext::Preference::from_number(technology).ok_or(Error::BadArgument)?))
+}
+
+/// A binding's outcome as a system call's.
+fn bound(process: &Process, outcome: Result<(), crate::services::policy::BindError>) -> Result<usize, Error> {
+    use crate::services::policy::BindError;
+    match outcome {
         Ok(()) => Ok(0),
-        Err(crate::services::policy::BindError::File(error)) => Err(error.code()),
-        Err(crate::services::policy::BindError::Unknown | crate::services::policy::BindError::NoProcess(_)) => Err(Error::NotFound),
-        Err(crate::services::policy::BindError::Refused(why)) => Err(super::shell_calls::refuse(process, why)),
+        Err(BindError::File(error)) => Err(error.code()),
+        Err(BindError::Unknown | BindError::NoProcess(_)) => Err(Error::NotFound),
+        Err(BindError::Refused(why)) => Err(super::shell_calls::refuse(process, why)),
     }
 }
 
