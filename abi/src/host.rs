@@ -300,6 +300,18 @@ macro_rules! for_each_kernel_function {
                 /// bytes each, as many as fit); returns how many were copied.
                 fn lock_candidates(destination: BytesMut) -> u64;
             }
+            domain vm: Vm {
+                /// A zeroed frame for the fault of address space `space` whose
+                /// `vm.PageNotPresent` raise is being answered, charged to that space; its
+                /// frame number (what a MAP answer names), the same one for every call
+                /// during one raise. 0 when no such raise is in progress or no frame is free.
+                /// A granted frame the answer does not map is freed after the raise.
+                fn vm_grant(space: u64) -> u64;
+                /// Copies `bytes` to byte `offset` of the frame granted for `space`'s fault
+                /// (the page's contents a pager supplies); returns how many were copied — 0
+                /// without a grant or when the range leaves the page.
+                fn vm_fill(space: u64, offset: u64, bytes: Bytes) -> u64;
+            }
         }
     };
 }

@@ -674,7 +674,35 @@ declare_syscalls! {
     /// error. Errors: `BadHandle`, `BadArgument` (a bad range), `TooMany` (a split would
     /// pass the lock table's limit).
     Unlock = 42, "unlock", (handle, start, length) -> "0";
+    /// `vm_map(length, protection) -> address`: creates a demand-zero anonymous region of
+    /// `length` bytes (rounded up to pages) with `protection` ([`VM_READ`] | [`VM_WRITE`]
+    /// | [`VM_EXECUTE`]; write needs read, write and execute together are refused) at an
+    /// address the kernel chooses, with an unmapped guard page after it. No frame is
+    /// allocated until a page is touched (by the program, or by a system call that copies
+    /// into or out of it); each touched page is a fresh zeroed frame, returned when the
+    /// region is `unmap`ped or the process ends. Shares `map_anonymous`'s limits.
+    /// Errors: `BadLength` (0 or above [`MAX_MAP_LENGTH`]), `BadArgument` (a protection
+    /// that is none of those), `NoMemory` (above [`MAX_ANONYMOUS_BYTES`] in all, or no
+    /// room), `TooMany` (above [`MAX_ANONYMOUS_REGIONS`]).
+    VmMap = 43, "vm_map", (length, protection) -> "address of the region";
+    /// `vm_manage(address, pointer, length) -> region`: marks the `vm_map` region starting
+    /// at `address` managed: its faults raise `vm.PageNotPresent` / `vm.ProtectionFault`
+    /// (guardable on the address space and the region) and a missing page no handler
+    /// supplies kills the process (no pager). A name (`pointer`, `length` > 0) assigns the
+    /// region to that extension: bindings it installs afterwards (load it after this call)
+    /// see only this region's faults. Returns the region's id (the events' `region`).
+    /// Errors: `BadAddress` (no `vm_map` region starts at `address`), `BadLength` (a name
+    /// above [`MAX_NAME`]), `BadAddress` (the name is not readable), `BadArgument` (not
+    /// UTF-8), `Exists` (the region is managed already).
+    VmManage = 44, "vm_manage", (address, pointer, length) -> "region id";
 }
+
+/// [`Syscall::VmMap`] protection bit: readable.
+pub const VM_READ: usize = 1;
+/// [`Syscall::VmMap`] protection bit: writable (needs [`VM_READ`]).
+pub const VM_WRITE: usize = 2;
+/// [`Syscall::VmMap`] protection bit: executable.
+pub const VM_EXECUTE: usize = 4;
 
 /// [`Syscall::Lock`] flag: a shared (read) lock (the default: no flag).
 pub const LOCK_READ: usize = 0;

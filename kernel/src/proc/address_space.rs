@@ -29,6 +29,8 @@ use spindle_abi::syscall::Error;
 use spindle_process::layout::{PAGE_SIZE, STACK_BOTTOM, STACK_SIZE, USER_ROOT_SLOTS};
 use spindle_process::range::pages;
 use spindle_process::{Executable, PageAccess, Protection, Region, RegionKind, Regions, SegmentPermissions};
+use spindle_service_frames::Owner;
+use spindle_service_vm::{AccessKind, FaultClass, KillCause, Outcome, ProtChange, Pte, RegionKind as VmKind, RegionTable, Trap};
 
 use crate::arch::sv39::{FrameSource, MapError, PageTableRoot, PteFlags};
 use crate::mm::frame::{self, FrameRun};
@@ -69,6 +71,37 @@ impl FrameSource for TableFrames<'_> {
     }
 }
 
+/// The translation service's part of an address space: the `vm_map` regions, the frame
+/// behind each of their present pages, and the page-table pages mapping them needed.
+/// Behind a lock so that kernel copies (`&self`) can fault a demand-zero page in; only
+/// the process's own strand takes it.
+struct Translation {
+    regions: RegionTable,
+    /// The frame of each page that has one, by page address (a page whose protection is
+    /// none keeps its frame without a leaf).
+    pages: BTreeMap<u64, FrameRun>,
+    /// Page-table pages allocated while mapping those pages.
+    tables: Vec<FrameRun>,
+}
+
+/// Why a user page fault ends the process ([`AddressSpace::handle_fault`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FaultKill {
+    /// The translation service's cause.
+    Vm(KillCause),
+    /// No frame for a demand-zero page, or for a page table.
+    OutOfMemory,
+}
+
+impl fmt::Display for FaultKill {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            FaultKill::Vm(cause) => write!(formatter, "{cause}"),
+            FaultKill::OutOfMemory => formatter.write_str("no frame for the page"),
+        }
+    }
+}
+
 /// A process's address space.
 pub struct AddressSpace {
     root: PageTableRoot,
@@ -77,15 +110,25 @@ pub struct AddressSpace {
     regions: Regions,
     /// The frames behind each region, by region start.
     region_frames: BTreeMap<usize, FrameRun>,
+    /// The address space's id in records and the frame table (its process id).
+    id: u64,
+    translation: spin::Mutex<Translation>,
 }
 
 impl AddressSpace {
-    /// An address space that maps what the kernel maps and nothing in user space yet.
-    pub fn new() -> Result<AddressSpace, SpaceError> {
+    /// An address space with id `id` (its process's id) that maps what the kernel maps and
+    /// nothing in user space yet.
+    pub fn new(id: u64) -> Result<AddressSpace, SpaceError> {
         let mut table_frames = Vec::new();
         let root = PageTableRoot::new(&mut TableFrames(&mut table_frames)).map_err(|_| SpaceError::OutOfMemory)?;
         crate::mm::kernel_space::share_with(root, USER_ROOT_SLOTS).map_err(SpaceError::KernelUsesUserSlot)?;
-        Ok(AddressSpace { root, table_frames, regions: Regions::new(), region_frames: BTreeMap::new() })
+        let translation = Translation { regions: RegionTable::new(id), pages: BTreeMap::new(), tables: Vec::new() };
+        Ok(AddressSpace { root, table_frames, regions: Regions::new(), region_frames: BTreeMap::new(), id, translation: spin::Mutex::new(translation) })
+    }
+
+    /// Its id (the process id).
+    pub fn id(&self) -> u64 {
+        self.id
     }
 
     /// Physical address of the root table (what `sched::set_address_space` takes).
@@ -100,7 +143,13 @@ impl AddressSpace {
 
     /// Frames held, page tables included.
     pub fn frame_count(&self) -> usize {
-        self.table_frames.len() + self.region_frames.values().map(FrameRun::count).sum::<usize>()
+        let translation = self.translation.lock();
+        self.table_frames.len() + self.region_frames.values().map(FrameRun::count).sum::<usize>() + translation.pages.len() + translation.tables.len()
+    }
+
+    /// Pages of `vm_map` regions that have a frame.
+    pub fn resident_pages(&self) -> usize {
+        self.translation.lock().pages.len()
     }
 
     /// Leaf flags for `permissions`, plus the U bit.
@@ -186,10 +235,66 @@ impl AddressSpace {
         Ok(region.start)
     }
 
+    /// `vm_map(length, protection)`: a demand-zero region (no frame until a page is
+    /// touched); returns its address. Errors as documented for the system call.
+    pub fn vm_map(&mut self, length: usize, protection: usize) -> Result<usize, Error> {
+        let region = self.regions.place_anonymous(length)?;
+        let protection = spindle_service_vm::Protection::from_bits(protection as u64).map_err(|_| Error::BadArgument)?;
+        if protection == spindle_service_vm::Protection::NONE || (protection.writable() && protection.executable()) {
+            return Err(Error::BadArgument);
+        }
+        let translation = self.translation.get_mut();
+        translation.regions.add(region.start as u64, region.length as u64, protection, VmKind::Anonymous).map_err(|_| Error::NoMemory)?;
+        if self.regions.insert(region).is_err() {
+            let id = translation.regions.containing(region.start as u64).map(|region| region.id);
+            if let Some(id) = id {
+                let _ = translation.regions.remove(id);
+            }
+            return Err(Error::NoMemory);
+        }
+        Ok(region.start)
+    }
+
+    /// `vm_manage(address, name)`: marks the `vm_map` region starting at `address`
+    /// managed, its faults trapped for this space's handlers; assigns it to extension
+    /// `name` if given. Returns the region's id. Errors as documented for the system call
+    /// (the name's are the caller's).
+    pub fn vm_manage(&mut self, address: usize, name: Option<&str>) -> Result<u64, Error> {
+        let id = self.id;
+        let translation = self.translation.get_mut();
+        let region = *translation.regions.containing(address as u64).filter(|region| region.start == address as u64).ok_or(Error::BadAddress)?;
+        if region.kind == VmKind::Managed {
+            return Err(Error::Exists);
+        }
+        translation.regions.set_kind(region.id, VmKind::Managed).map_err(|_| Error::BadAddress)?;
+        translation.regions.trap(region.id, Trap { owner: Owner::AddressSpace(id), handler: 0 }).map_err(|_| Error::Exists)?;
+        if let Some(name) = name {
+            crate::services::vm::assign(name, Some((id, region.id)));
+        }
+        Ok(region.id)
+    }
+
     /// `unmap(address, length)`: removes a whole anonymous region and frees its frames.
     /// Errors as documented for the system call.
     pub fn unmap(&mut self, address: usize, length: usize) -> Result<(), Error> {
         let region = self.regions.check_unmap(address, length)?;
+        let translation = self.translation.get_mut();
+        if let Some(id) = translation.regions.containing(region.start as u64).map(|region| region.id) {
+            // A `vm_map` region: unmap and give back the pages that have a frame.
+            let pages: Vec<u64> = translation.pages.range(region.start as u64..region.end() as u64).map(|(&page, _)| page).collect();
+            for page in pages {
+                if self.root.translate(page as usize).is_some() {
+                    let _ = self.root.unmap_range(page as usize, PAGE_SIZE);
+                }
+                if let Some(run) = translation.pages.remove(&page) {
+                    crate::services::vm::release(run);
+                }
+            }
+            crate::arch::csr::flush_tlb();
+            let _ = translation.regions.remove(id);
+            self.regions.remove(region.start);
+            return Ok(());
+        }
         // Mapped page by page in `map_region`, so every page has a 4 KiB leaf (none if
         // `protect` made the region inaccessible).
         if self.regions.protection(region.start).is_mapped() {
@@ -207,6 +312,10 @@ impl AddressSpace {
     /// nothing.
     pub fn protect(&mut self, address: usize, length: usize, access: usize) -> Result<(), Error> {
         let (region, protection) = self.regions.check_protect(address, length, access)?;
+        if self.translation.get_mut().regions.containing(region.start as u64).is_some() {
+            // A `vm_map` region: its pages have protections of their own.
+            return Err(Error::NotPermitted);
+        }
         let physical = self.region_frames.get(&region.start).map(FrameRun::address).ok_or(Error::BadAddress)?;
         let old = self.regions.protection(region.start);
         let flags_of = |protection: Protection| Self::user_flags(SegmentPermissions { read: true, write: protection.is_writable(), execute: false });
@@ -233,12 +342,125 @@ impl AddressSpace {
     /// Checks that every page of `address..address + length` is mapped for `access` on
     /// the user's behalf (see `spindle_process::PageAccess`); the range must have passed
     /// `spindle_process::user_range`. Errors: [`Error::BadAddress`].
+    ///
+    /// A page of a `vm_map` region that has no frame yet is faulted in first (demand-zero,
+    /// no event: a managed region's missing page is refused here).
     pub fn check(&self, address: usize, length: usize, access: PageAccess) -> Result<(), Error> {
+        self.fault_in(address, length, access);
         check_in(self.root, address, length, access)
+    }
+
+    /// Gives every page of `address..address + length` of a `vm_map` region that the
+    /// access may touch but that has no frame yet its demand-zero frame (kernel copies
+    /// from and to user memory). Pages it cannot fault in are left for the check to refuse.
+    fn fault_in(&self, address: usize, length: usize, access: PageAccess) {
+        let Some(end) = address.checked_add(length) else { return };
+        let kind = match access {
+            PageAccess::Write => AccessKind::Write,
+            PageAccess::Read => AccessKind::Read,
+        };
+        for page in pages(&(address..end)) {
+            if self.root.translate(page).is_some() {
+                continue;
+            }
+            let mut translation = self.translation.lock();
+            let fault = spindle_service_vm::classify(&translation.regions, page as u64, kind, Pte::ABSENT);
+            if fault.class != FaultClass::PageNotPresent || fault.kind != Some(VmKind::Anonymous) {
+                continue;
+            }
+            if let Outcome::DemandZero { page, protection } = spindle_service_vm::default_outcome(&translation.regions, &fault)
+                && let Some(run) = crate::services::vm::allocate(self.id, page)
+            {
+                // On failure the page stays absent and the check refuses it.
+                let _ = self.map_vm_page(&mut translation, page, run, protection);
+            }
+        }
+    }
+
+    /// Maps `run` at `page` with `protection` (plus the U bit) and records it as the
+    /// page's frame; on failure gives the frame back.
+    fn map_vm_page(&self, translation: &mut Translation, page: u64, run: FrameRun, protection: spindle_service_vm::Protection) -> Result<(), FaultKill> {
+        let flags = vm_flags(protection);
+        let mapped = self.root.map_range(page as usize, run.address(), PAGE_SIZE, flags, &mut TableFrames(&mut translation.tables));
+        if mapped.is_err() {
+            crate::services::vm::release(run);
+            return Err(FaultKill::OutOfMemory);
+        }
+        translation.pages.insert(page, run);
+        // Conservative: the privileged spec lets a hart cache invalid entries too.
+        crate::arch::csr::flush_tlb();
+        Ok(())
+    }
+
+    /// Rewrites the leaves of a protection change already recorded in the region table:
+    /// a page with a frame is mapped with the new protection, or left without a leaf for
+    /// none.
+    fn apply_protection(&self, translation: &mut Translation, change: &ProtChange) -> Result<(), FaultKill> {
+        for index in 0..change.count {
+            let page = change.start + index * PAGE_SIZE as u64;
+            let Some(physical) = translation.pages.get(&page).map(FrameRun::address) else { continue };
+            if self.root.translate(page as usize).is_some() {
+                let _ = self.root.unmap_range(page as usize, PAGE_SIZE);
+            }
+            if change.protection != spindle_service_vm::Protection::NONE {
+                self.root
+                    .map_range(page as usize, physical, PAGE_SIZE, vm_flags(change.protection), &mut TableFrames(&mut translation.tables))
+                    .map_err(|_| FaultKill::OutOfMemory)?;
+            }
+        }
+        crate::arch::csr::flush_tlb();
+        Ok(())
+    }
+
+    /// A user page fault at `address` by an `access`: classified against the `vm_map`
+    /// regions, decided by the translation service (events for managed regions), applied.
+    /// `Ok`: resume the faulting instruction; `Err`: kill the process with that cause.
+    pub fn handle_fault(&mut self, address: usize, access: AccessKind) -> Result<(), FaultKill> {
+        let id = self.id;
+        let in_legacy_region = self.regions.containing(address).is_some();
+        let pte = match self.root.translate(address) {
+            Some((_, flags)) if flags.contains(PteFlags::USER) => Pte {
+                present: true,
+                readable: flags.contains(PteFlags::READ),
+                writable: flags.contains(PteFlags::WRITE),
+                executable: flags.contains(PteFlags::EXECUTE),
+                accessed: flags.contains(PteFlags::ACCESSED),
+                dirty: flags.contains(PteFlags::DIRTY),
+            },
+            _ => Pte::ABSENT,
+        };
+        let mut translation = self.translation.lock();
+        let fault = spindle_service_vm::classify(&translation.regions, address as u64, access, pte);
+        if fault.class == FaultClass::BadAddress && in_legacy_region {
+            // The image, the stack or a `map_anonymous` region: eagerly mapped, so the
+            // access is one its permissions forbid.
+            return Err(FaultKill::Vm(KillCause::ProtectionViolation));
+        }
+        let decision = crate::services::vm::decide(&translation.regions, &fault);
+        match decision.outcome {
+            Outcome::Retry => {
+                crate::arch::csr::flush_tlb();
+                Ok(())
+            }
+            Outcome::Kill(cause) => Err(FaultKill::Vm(cause)),
+            Outcome::DemandZero { page, protection } => {
+                let run = crate::services::vm::allocate(id, page).ok_or(FaultKill::OutOfMemory)?;
+                self.map_vm_page(&mut translation, page, run, protection)
+            }
+            Outcome::Map { page, protection, .. } => {
+                let run = decision.frame.ok_or(FaultKill::Vm(KillCause::NoPager))?;
+                self.map_vm_page(&mut translation, page, run, protection)
+            }
+            Outcome::Protect(change) => {
+                translation.regions.apply(&change).map_err(|_| FaultKill::Vm(KillCause::ProtectionViolation))?;
+                self.apply_protection(&mut translation, &change)
+            }
+        }
     }
 
     /// Copies user memory at `address` into `buffer` after [`Self::check`]ing it for reading.
     pub fn read(&self, address: usize, buffer: &mut [u8]) -> Result<(), Error> {
+        self.fault_in(address, buffer.len(), PageAccess::Read);
         // SAFETY: this space's root is live while `self` is borrowed, and the process's
         // only strand is running this, so nothing writes its frames meanwhile.
         unsafe { read_in(self.root, address, buffer) }
@@ -366,6 +588,24 @@ impl Drop for AddressSpace {
             crate::sched::set_address_space(0);
         }
         crate::arch::csr::flush_tlb();
-        // The frames (regions, then tables) are freed by their own drops.
+        // The `vm_map` pages go back through the translation service (frame table and
+        // counters); their leaves are no longer reachable by any hart.
+        let translation = self.translation.get_mut();
+        for (_, run) in core::mem::take(&mut translation.pages) {
+            crate::services::vm::release(run);
+        }
+        crate::services::vm::forget_space(self.id);
+        // The other frames (regions, then tables) are freed by their own drops.
     }
+}
+
+/// Leaf flags for a `vm_map` page's protection, plus the U bit.
+fn vm_flags(protection: spindle_service_vm::Protection) -> PteFlags {
+    let mut flags = PteFlags::USER;
+    for (wanted, flag) in [(protection.readable(), PteFlags::READ), (protection.writable(), PteFlags::WRITE), (protection.executable(), PteFlags::EXECUTE)] {
+        if wanted {
+            flags = flags | flag;
+        }
+    }
+    flags
 }
