@@ -695,6 +695,33 @@ declare_syscalls! {
     /// above [`MAX_NAME`]), `BadAddress` (the name is not readable), `BadArgument` (not
     /// UTF-8), `Exists` (the region is managed already).
     VmManage = 44, "vm_manage", (address, pointer, length) -> "region id";
+    /// `prot1(address, protection) -> 0`: Appel & Li's `prot1`: sets the protection of the
+    /// page at `address` of a `vm_map` region ([`VM_READ`] | [`VM_WRITE`] | [`VM_EXECUTE`],
+    /// 0 for no access), within the region's own; the leaf is rewritten (or removed for no
+    /// access, the frame kept) and the TLB flushed. An access the new protection forbids
+    /// faults: `vm.ProtectionFault` for a trapped region (see [`Syscall::VmTrap`]), else
+    /// the process is killed. Errors: `BadAddress` (not page-aligned, in no `vm_map`
+    /// region), `BadArgument` (not a protection), `NotPermitted` (above the region's).
+    Prot1 = 45, "prot1", (address, protection) -> "0";
+    /// `prot_n(address, count, protection) -> 0`: Appel & Li's `protN`: as `prot1` for
+    /// `count` pages from `address`, all in one region. Errors: as `prot1`; `BadLength`
+    /// (`count` 0 or above 65,536), `BadAddress` (the range leaves the region).
+    ProtN = 46, "prot_n", (address, count, protection) -> "0";
+    /// `unprot_n(address, count) -> 0`: Appel & Li's `unprotN`: gives `count` pages from
+    /// `address` their region's protection back. Errors: as `prot_n`.
+    UnprotN = 47, "unprot_n", (address, count) -> "0";
+    /// `dirty(address) -> 0 or 1`: Appel & Li's `dirty`: 1 if the page at `address` of a
+    /// `vm_map` region was written since it got its frame (a page without a frame, or with
+    /// no access, is clean). Errors: `BadAddress` (not page-aligned, in no `vm_map` region).
+    Dirty = 48, "dirty", (address) -> "1 if dirty";
+    /// `vm_trap(address, pointer, length) -> region`: Appel & Li's `trap`: the faults of
+    /// the `vm_map` region starting at `address` raise `vm.PageNotPresent` /
+    /// `vm.ProtectionFault` to handlers — assigned to extension NAME (`pointer`, `length`
+    /// > 0) as for `vm_manage` — while its pages stay demand-zero by default; a handler's
+    /// answer (e.g. PROTECT, unprotecting the page) is applied and the faulting instruction
+    /// runs again. Returns the region's id. Errors: `BadAddress` (no `vm_map` region
+    /// starts there), the name's (`BadLength`, `BadAddress`, `BadArgument`).
+    VmTrap = 49, "vm_trap", (address, pointer, length) -> "region id";
 }
 
 /// [`Syscall::VmMap`] protection bit: readable.

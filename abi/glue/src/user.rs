@@ -55,7 +55,7 @@ fn reading_call(syscall: Syscall, arguments: [usize; 6]) -> Result<usize, Error>
             | Syscall::EventCount | Syscall::Kill | Syscall::MapAnonymous | Syscall::ExtLoad | Syscall::ExtUnload
             | Syscall::KernelCommand | Syscall::Open | Syscall::Close | Syscall::Seek | Syscall::MakeDir | Syscall::Unlink
             | Syscall::Fsync | Syscall::SetPolicy | Syscall::CacheHint | Syscall::Lock | Syscall::Unlock | Syscall::VmMap
-            | Syscall::VmManage
+            | Syscall::VmManage | Syscall::Dirty | Syscall::VmTrap
     ));
     // SAFETY: these calls write no user memory and unmap nothing (map_anonymous only
     // adds a new mapping; extension and console commands act on the kernel), so no
@@ -362,6 +362,35 @@ pub fn vm_map(length: usize, protection: usize) -> Result<usize, Error> {
 pub fn vm_manage(address: usize, pager: Option<&str>) -> Result<u64, Error> {
     let (pointer, length) = pager.map_or((0, 0), |name| (name.as_ptr() as usize, name.len()));
     reading_call(Syscall::VmManage, [address, pointer, length, 0, 0, 0]).map(|region| region as u64)
+}
+
+/// Appel & Li's `trap`: the faults of the `vm_map` region at `address` go to handlers
+/// (assigned to extension `handler` if given); returns the region's id. Errors as for
+/// [`Syscall::VmTrap`].
+pub fn vm_trap(address: usize, handler: Option<&str>) -> Result<u64, Error> {
+    let (pointer, length) = handler.map_or((0, 0), |name| (name.as_ptr() as usize, name.len()));
+    reading_call(Syscall::VmTrap, [address, pointer, length, 0, 0, 0]).map(|region| region as u64)
+}
+
+/// Appel & Li's `dirty`: whether the page at `address` was written. Errors as for
+/// [`Syscall::Dirty`].
+pub fn dirty(address: usize) -> Result<bool, Error> {
+    reading_call(Syscall::Dirty, [address, 0, 0, 0, 0, 0]).map(|dirty| dirty != 0)
+}
+
+/// Appel & Li's `prot1`, `protN` (`count` pages) and `unprotN` (`protection` `None`).
+///
+/// # Safety
+/// No reference of the program may point into the pages whose access is narrowed (an
+/// access through it would fault), as for [`call`].
+pub unsafe fn protect_pages(address: usize, count: usize, protection: Option<usize>) -> Result<(), Error> {
+    let (syscall, arguments) = match (count, protection) {
+        (1, Some(protection)) => (Syscall::Prot1, [address, protection, 0, 0, 0, 0]),
+        (count, Some(protection)) => (Syscall::ProtN, [address, count, protection, 0, 0, 0]),
+        (count, None) => (Syscall::UnprotN, [address, count, 0, 0, 0, 0]),
+    };
+    // SAFETY: forwarded from the caller.
+    unsafe { call(syscall, arguments) }.map(|_| ())
 }
 
 /// Anonymous memory from [`Syscall::MapAnonymous`], owned: unmapped on drop. Its

@@ -5,8 +5,12 @@
 //! (`spindle_vm_grant`), writes the page's own address into the frame's first word
 //! (`spindle_vm_fill`), so a program can tell the pager's pages from demand-zero ones, and
 //! answers MAP, read-write. Without a grant it declines (the default then applies: a
-//! managed region's process is killed). It also binds `vm.BadAddress`, an announcement,
-//! and does nothing there (tests count the calls).
+//! managed region's process is killed).
+//!
+//! As Appel & Li's `trap` handler (`vm.ProtectionFault`) it is a write barrier: a store to
+//! a page protected read-only (`prot1`/`protN`) is answered by unprotecting that page
+//! (PROTECT, one page, read-write), and the store runs again. It also binds
+//! `vm.BadAddress`, an announcement, and does nothing there (tests count the calls).
 //!
 //! Which faults it sees is the kernel's business: a process that marks its region managed
 //! for `pager_fill` (`vm_manage`) has the kernel impose guards on the address space and the
@@ -15,7 +19,7 @@
 #![no_std]
 #![forbid(unsafe_code)]
 
-use spindle_abi::event::{TranslationAnswer, TranslationRecord, VM_BAD_ADDRESS, VM_PAGE_NOT_PRESENT};
+use spindle_abi::event::{TranslationAnswer, TranslationRecord, VM_BAD_ADDRESS, VM_PAGE_NOT_PRESENT, VM_PROTECTION_FAULT};
 
 spindle_abi::extension! {
     name: "pager_fill",
@@ -25,6 +29,7 @@ spindle_abi::extension! {
     domains: ["vm"],
     bindings: [
         VM_PAGE_NOT_PRESENT => page_not_present,
+        VM_PROTECTION_FAULT => protection_fault,
         VM_BAD_ADDRESS => bad_address,
     ],
 }
@@ -52,6 +57,17 @@ fn page_not_present(record: &TranslationRecord) -> TranslationAnswer {
     answer(record, frame)
 }
 
+/// `vm.ProtectionFault`: unprotect the faulting page (read-write).
+fn protection_fault(record: &TranslationRecord) -> TranslationAnswer {
+    TranslationAnswer {
+        action: TranslationAnswer::PROTECT,
+        protection: TranslationAnswer::READ | TranslationAnswer::WRITE,
+        page: record.page(),
+        frame: 0,
+        count: 1,
+    }
+}
+
 /// `vm.BadAddress`: an announcement; nothing to do.
 fn bad_address(_: &TranslationRecord) {}
 
@@ -65,6 +81,8 @@ mod tests {
         let mapped = answer(&record, 77);
         assert_eq!((mapped.action, mapped.page, mapped.frame, mapped.protection), (TranslationAnswer::MAP, 0x14_0000_1000, 77, 3));
         assert_eq!(answer(&record, 0).action, TranslationAnswer::DECLINE);
+        let unprotect = protection_fault(&record);
+        assert_eq!((unprotect.action, unprotect.page, unprotect.count, unprotect.protection), (TranslationAnswer::PROTECT, 0x14_0000_1000, 1, 3));
     }
 
     #[test]

@@ -28,6 +28,8 @@ pub static TESTS: &[KernelTest] = &[
     KernelTest { name: "vm::guards_isolate_two_processes_regions", run: guards_isolate_two_processes_regions },
     KernelTest { name: "vm::bad_answers_are_rejected_and_the_default_applies", run: bad_answers_are_rejected_and_the_default_applies },
     KernelTest { name: "vm::bad_address_is_announced_in_every_technology", run: bad_address_is_announced_in_every_technology },
+    KernelTest { name: "vm::appel_li_write_barrier_in_every_technology", run: appel_li_write_barrier_in_every_technology },
+    KernelTest { name: "vm::system_calls_get_every_documented_error", run: system_calls_get_every_documented_error },
     KernelTest { name: "vm::frames_come_back_after_create_touch_exit", run: frames_come_back_after_create_touch_exit },
 ];
 
@@ -251,6 +253,32 @@ fn bad_address_is_announced_in_every_technology() -> TestResult {
             Ok(())
         })?;
     }
+    Ok(())
+}
+
+/// Appel & Li through `vmtest barrier`: `dirty`, `vm_trap` to `pager_fill`, `protN` to
+/// read-only, a store to every page — each a `vm.ProtectionFault` the handler answers by
+/// unprotecting the page, after which the store runs again — then `unprotN` and `prot1`.
+fn appel_li_write_barrier_in_every_technology() -> TestResult {
+    for preference in TECHNOLOGIES {
+        clean(|| {
+            let before = stats();
+            let command_line = format!("vmtest barrier 4 {}", technology_number(preference));
+            let (process, status) = run_with(&command_line, loader()?)?;
+            let change = delta(before, stats());
+            ensure!(status == ExitStatus::Exited(0), "{}: {command_line:?} ended {status} (fault {:?})", preference.label(), process.fault_cause());
+            ensure!(change.protects == 4 && change.raised == 4 && change.rejected == 0, "{}: counters {change:?}", preference.label());
+            ensure!(change.demand_zero == 4 && change.frames_held == 0, "{}: counters {change:?}", preference.label());
+            Ok(())
+        })?;
+    }
+    Ok(())
+}
+
+/// `vmtest errors`: every documented error of the new calls, in order.
+fn system_calls_get_every_documented_error() -> TestResult {
+    let (_, status) = run("vmtest errors")?;
+    ensure!(status == ExitStatus::Exited(0), "vmtest errors ended {status} (the count of wrong answers; see the log)");
     Ok(())
 }
 

@@ -372,19 +372,24 @@ impl AddressSpace {
                 && let Some(run) = crate::services::vm::allocate(self.id, page)
             {
                 // On failure the page stays absent and the check refuses it.
-                let _ = self.map_vm_page(&mut translation, page, run, protection);
+                let _ = self.map_vm_page(&mut translation, page, run, protection, kind == AccessKind::Write);
             }
         }
     }
 
     /// Maps `run` at `page` with `protection` (plus the U bit) and records it as the
-    /// page's frame; on failure gives the frame back.
-    fn map_vm_page(&self, translation: &mut Translation, page: u64, run: FrameRun, protection: spindle_service_vm::Protection) -> Result<(), FaultKill> {
+    /// page's frame, dirty only if `written` (Appel & Li's `dirty` reads the bit); on
+    /// failure gives the frame back.
+    fn map_vm_page(&self, translation: &mut Translation, page: u64, run: FrameRun, protection: spindle_service_vm::Protection, written: bool) -> Result<(), FaultKill> {
         let flags = vm_flags(protection);
         let mapped = self.root.map_range(page as usize, run.address(), PAGE_SIZE, flags, &mut TableFrames(&mut translation.tables));
         if mapped.is_err() {
             crate::services::vm::release(run);
             return Err(FaultKill::OutOfMemory);
+        }
+        if !written {
+            // The hardware sets the bit on the first store (or faults, and the retry sets it).
+            let _ = self.root.update_leaf(page as usize, PteFlags::empty(), PteFlags::DIRTY);
         }
         translation.pages.insert(page, run);
         // Conservative: the privileged spec lets a hart cache invalid entries too.
@@ -393,32 +398,100 @@ impl AddressSpace {
     }
 
     /// Rewrites the leaves of a protection change already recorded in the region table:
-    /// a page with a frame is mapped with the new protection, or left without a leaf for
-    /// none.
+    /// a page with a leaf gets the new permissions in place (keeping its accessed and
+    /// dirty bits), a page with a frame but no leaf (it was protected to none) is mapped
+    /// again, and protecting to none removes the leaf but keeps the frame. Pages without a
+    /// frame are left alone (a touch faults them in with the new protection). Then one TLB
+    /// flush.
     fn apply_protection(&self, translation: &mut Translation, change: &ProtChange) -> Result<(), FaultKill> {
+        let permissions = PteFlags::READ | PteFlags::WRITE | PteFlags::EXECUTE;
+        let mut outcome = Ok(());
         for index in 0..change.count {
             let page = change.start + index * PAGE_SIZE as u64;
             let Some(physical) = translation.pages.get(&page).map(FrameRun::address) else { continue };
-            if self.root.translate(page as usize).is_some() {
-                let _ = self.root.unmap_range(page as usize, PAGE_SIZE);
-            }
-            if change.protection != spindle_service_vm::Protection::NONE {
-                self.root
-                    .map_range(page as usize, physical, PAGE_SIZE, vm_flags(change.protection), &mut TableFrames(&mut translation.tables))
-                    .map_err(|_| FaultKill::OutOfMemory)?;
+            let present = self.root.translate(page as usize).is_some();
+            if change.protection == spindle_service_vm::Protection::NONE {
+                if present {
+                    let _ = self.root.unmap_range(page as usize, PAGE_SIZE);
+                }
+            } else if present {
+                // Clearing every permission first would leave no leaf: set the new ones,
+                // then clear the others.
+                let wanted = vm_flags(change.protection);
+                let _ = self.root.update_leaf(page as usize, wanted, PteFlags::empty());
+                let unwanted = PteFlags::from_bits(permissions.bits() & !wanted.bits());
+                let _ = self.root.update_leaf(page as usize, PteFlags::empty(), unwanted);
+            } else if self
+                .root
+                .map_range(page as usize, physical, PAGE_SIZE, vm_flags(change.protection), &mut TableFrames(&mut translation.tables))
+                .is_err()
+            {
+                outcome = Err(FaultKill::OutOfMemory);
             }
         }
         crate::arch::csr::flush_tlb();
-        Ok(())
+        outcome
     }
 
-    /// A user page fault at `address` by an `access`: classified against the `vm_map`
-    /// regions, decided by the translation service (events for managed regions), applied.
-    /// `Ok`: resume the faulting instruction; `Err`: kill the process with that cause.
-    pub fn handle_fault(&mut self, address: usize, access: AccessKind) -> Result<(), FaultKill> {
+    /// The system-call error for a refused primitive.
+    fn vm_error(error: spindle_service_vm::PrimitiveError) -> Error {
+        use spindle_service_vm::PrimitiveError;
+        match error {
+            PrimitiveError::BadCount(_) => Error::BadLength,
+            PrimitiveError::AboveRegion(_) => Error::NotPermitted,
+            PrimitiveError::AlreadyTrapped(_) => Error::Exists,
+            PrimitiveError::Misaligned(_)
+            | PrimitiveError::NotUserAddress(_)
+            | PrimitiveError::NoRegion(_)
+            | PrimitiveError::CrossesRegion { .. }
+            | PrimitiveError::NoSuchRegion(_)
+            | PrimitiveError::NotTrapped(_) => Error::BadAddress,
+        }
+    }
+
+    /// `prot_n(address, count, protection)` (`prot1` is `count` 1), or `unprot_n` for
+    /// `protection` `None`: records the pages' protection in the region table and rewrites
+    /// their leaves. Errors as documented for the system calls.
+    pub fn protect_pages(&mut self, address: usize, count: usize, protection: Option<usize>) -> Result<(), Error> {
+        let protection = match protection {
+            Some(bits) => Some(spindle_service_vm::Protection::from_bits(bits as u64).map_err(|_| Error::BadArgument)?),
+            None => None,
+        };
+        let mut translation = self.translation.lock();
+        let change = match protection {
+            Some(protection) => translation.regions.prot_n(address as u64, count as u64, protection),
+            None => translation.regions.unprot_n(address as u64, count as u64),
+        }
+        .map_err(Self::vm_error)?;
+        self.apply_protection(&mut translation, &change).map_err(|_| Error::NoMemory)
+    }
+
+    /// `dirty(address)`: whether the page of a `vm_map` region was written since it got
+    /// its frame (a page without a frame, or protected to none, is clean). Errors:
+    /// `BadAddress` (not page-aligned, or in no `vm_map` region).
+    pub fn dirty(&self, address: usize) -> Result<bool, Error> {
+        let pte = self.pte(address);
+        self.translation.lock().regions.dirty(address as u64, pte).map_err(Self::vm_error)
+    }
+
+    /// `vm_trap(address, name)`: the faults of the `vm_map` region starting at `address`
+    /// raise the `vm.*` events (for this space's handlers; assigned to extension `name` if
+    /// given) while its pages stay anonymous (demand-zero by default). Returns the
+    /// region's id. Errors: `BadAddress` (no `vm_map` region starts there).
+    pub fn vm_trap(&mut self, address: usize, name: Option<&str>) -> Result<u64, Error> {
         let id = self.id;
-        let in_legacy_region = self.regions.containing(address).is_some();
-        let pte = match self.root.translate(address) {
+        let translation = self.translation.get_mut();
+        let region = *translation.regions.containing(address as u64).filter(|region| region.start == address as u64).ok_or(Error::BadAddress)?;
+        translation.regions.trap(region.id, Trap { owner: Owner::AddressSpace(id), handler: 0 }).map_err(Self::vm_error)?;
+        if let Some(name) = name {
+            crate::services::vm::assign(name, Some((id, region.id)));
+        }
+        Ok(region.id)
+    }
+
+    /// The leaf of `address` as the translation service sees it.
+    fn pte(&self, address: usize) -> Pte {
+        match self.root.translate(address) {
             Some((_, flags)) if flags.contains(PteFlags::USER) => Pte {
                 present: true,
                 readable: flags.contains(PteFlags::READ),
@@ -428,7 +501,16 @@ impl AddressSpace {
                 dirty: flags.contains(PteFlags::DIRTY),
             },
             _ => Pte::ABSENT,
-        };
+        }
+    }
+
+    /// A user page fault at `address` by an `access`: classified against the `vm_map`
+    /// regions, decided by the translation service (events for managed regions), applied.
+    /// `Ok`: resume the faulting instruction; `Err`: kill the process with that cause.
+    pub fn handle_fault(&mut self, address: usize, access: AccessKind) -> Result<(), FaultKill> {
+        let id = self.id;
+        let in_legacy_region = self.regions.containing(address).is_some();
+        let pte = self.pte(address);
         let mut translation = self.translation.lock();
         let fault = spindle_service_vm::classify(&translation.regions, address as u64, access, pte);
         if fault.class == FaultClass::BadAddress && in_legacy_region {
@@ -439,17 +521,21 @@ impl AddressSpace {
         let decision = crate::services::vm::decide(&translation.regions, &fault);
         match decision.outcome {
             Outcome::Retry => {
+                // The leaf allows the access: a stale TLB entry, or an accessed or dirty bit
+                // the hardware wants set in software.
+                let bits = if access == AccessKind::Write { PteFlags::ACCESSED | PteFlags::DIRTY } else { PteFlags::ACCESSED };
+                let _ = self.root.update_leaf(address, bits, PteFlags::empty());
                 crate::arch::csr::flush_tlb();
                 Ok(())
             }
             Outcome::Kill(cause) => Err(FaultKill::Vm(cause)),
             Outcome::DemandZero { page, protection } => {
                 let run = crate::services::vm::allocate(id, page).ok_or(FaultKill::OutOfMemory)?;
-                self.map_vm_page(&mut translation, page, run, protection)
+                self.map_vm_page(&mut translation, page, run, protection, access == AccessKind::Write)
             }
             Outcome::Map { page, protection, .. } => {
                 let run = decision.frame.ok_or(FaultKill::Vm(KillCause::NoPager))?;
-                self.map_vm_page(&mut translation, page, run, protection)
+                self.map_vm_page(&mut translation, page, run, protection, access == AccessKind::Write)
             }
             Outcome::Protect(change) => {
                 translation.regions.apply(&change).map_err(|_| FaultKill::Vm(KillCause::ProtectionViolation))?;

@@ -13,6 +13,15 @@
 //!   `spindle_abi::syscall::Technology`), then reads the first word of every page: a pager
 //!   such as `pager_fill` supplies pages whose first word is their address. Unloads PAGER
 //!   unless `keep`. Without a pager the first touch kills the process (no pager).
+//! - `barrier PAGES TECHNOLOGY`: Appel & Li. Maps PAGES pages; `dirty` is 0 for a page only
+//!   read, 1 once written; traps the region to `pager_fill` (`vm_trap`), loads it, protects
+//!   every page read-only (`protN`) and stores to each: every store faults, the handler
+//!   unprotects the page and the store runs again (PAGES protection faults). Then `protN`
+//!   and `unprotN` (no faults), and `prot1` to no access and back (the page keeps its
+//!   contents). Exits 0 if all is as expected.
+//! - `errors`: every documented error of `vm_map`, `vm_manage`, `vm_trap`, `prot1`,
+//!   `prot_n`, `unprot_n`, `dirty` and of `protect`/`unmap` on a `vm_map` region; exits with
+//!   the number of calls that got another answer.
 //!
 //! The raw accesses need `unsafe`: the one place this crate allows it ([`raw`]).
 
@@ -33,6 +42,11 @@ fn main(arguments: &Arguments) -> i32 {
         },
         Some("bad") => bad(),
         Some("readonly") => readonly(),
+        Some("barrier") => match (number(1), number(2)) {
+            (Some(pages), Some(technology)) if pages > 0 => barrier(pages, technology),
+            _ => usage(),
+        },
+        Some("errors") => errors(),
         Some("managed") => match (number(1), arguments.get(2), number(3)) {
             (Some(pages), Some(pager), Some(technology)) if pages > 0 => managed(pages, pager, technology, arguments.get(4) == Some("keep")),
             _ => usage(),
@@ -42,7 +56,7 @@ fn main(arguments: &Arguments) -> i32 {
 }
 
 fn usage() -> i32 {
-    println!("vmtest: usage: vmtest zero PAGES TOUCH | bad | readonly | managed PAGES PAGER TECHNOLOGY [keep]");
+    println!("vmtest: usage: vmtest zero PAGES TOUCH | bad | readonly | managed PAGES PAGER TECHNOLOGY [keep] | barrier PAGES TECHNOLOGY | errors");
     2
 }
 
@@ -133,6 +147,97 @@ fn managed(pages: usize, pager: &str, technology: usize, keep: bool) -> i32 {
     0
 }
 
+fn errors() -> i32 {
+    use arch::Error;
+    let mut wrong = 0;
+    let mut expect = |what: &str, got: Result<usize, Error>, expected: Error| {
+        if got != Err(expected) {
+            println!("vmtest: {what}: {got:?}, expected {expected:?}");
+            wrong += 1;
+        }
+    };
+    let page = arch::PAGE_SIZE;
+    let rw = arch::VM_READ | arch::VM_WRITE;
+    expect("vm_map(0)", arch::vm_map(0, rw), Error::BadLength);
+    expect("vm_map(too long)", arch::vm_map(arch::MAX_MAP_LENGTH + 1, rw), Error::BadLength);
+    expect("vm_map(bad bits)", arch::vm_map(page, 8), Error::BadArgument);
+    expect("vm_map(write only)", arch::vm_map(page, arch::VM_WRITE), Error::BadArgument);
+    expect("vm_map(no access)", arch::vm_map(page, 0), Error::BadArgument);
+    expect("vm_map(write and execute)", arch::vm_map(page, rw | arch::VM_EXECUTE), Error::BadArgument);
+    let Ok(base) = arch::vm_map(2 * page, rw) else { return 100 };
+    let as_usize = |result: Result<u64, Error>| result.map(|value| value as usize);
+    expect("vm_manage(unaligned)", as_usize(arch::vm_manage(base + 1, None)), Error::BadAddress);
+    expect("vm_manage(inside)", as_usize(arch::vm_manage(base + page, None)), Error::BadAddress);
+    expect("vm_manage(the stack)", as_usize(arch::vm_manage(arch::PAGE_SIZE * 16, None)), Error::BadAddress);
+    expect("vm_trap(unaligned)", as_usize(arch::vm_trap(base + 8, None)), Error::BadAddress);
+    let Ok(bytes) = core::str::from_utf8(&[b'x'; 65]) else { return 100 };
+    expect("vm_manage(long name)", as_usize(arch::vm_manage(base, Some(bytes))), Error::BadLength);
+    expect("prot1(unaligned)", raw::protect(base + 1, 1, Some(arch::VM_READ)).map(|()| 0), Error::BadAddress);
+    expect("prot1(bad bits)", raw::protect(base, 1, Some(8)).map(|()| 0), Error::BadArgument);
+    expect("prot1(write only)", raw::protect(base, 1, Some(arch::VM_WRITE)).map(|()| 0), Error::BadArgument);
+    expect("prot1(above the region)", raw::protect(base, 1, Some(arch::VM_READ | arch::VM_EXECUTE)).map(|()| 0), Error::NotPermitted);
+    expect("prot1(guard page)", raw::protect(base + 2 * page, 1, Some(arch::VM_READ)).map(|()| 0), Error::BadAddress);
+    expect("prot_n(0 pages)", raw::protect(base, 0, Some(arch::VM_READ)).map(|()| 0), Error::BadLength);
+    expect("prot_n(past the region)", raw::protect(base, 3, Some(arch::VM_READ)).map(|()| 0), Error::BadAddress);
+    expect("unprot_n(past the region)", raw::protect(base + page, 2, None).map(|()| 0), Error::BadAddress);
+    expect("dirty(unaligned)", arch::dirty(base + 1).map(usize::from), Error::BadAddress);
+    expect("dirty(not a vm_map region)", arch::dirty(0x10_0000_0000).map(usize::from), Error::BadAddress);
+    expect("protect(a vm_map region)", raw::legacy_protect(base, 2 * page), Error::NotPermitted);
+    expect("vm_manage(first)", as_usize(arch::vm_manage(base, None)).and(Err(Error::Exists)), Error::Exists);
+    expect("vm_manage(again)", as_usize(arch::vm_manage(base, None)), Error::Exists);
+    expect("unmap(a vm_map region)", raw::unmap(base, 2 * page).and(Err(Error::Exists)), Error::Exists);
+    expect("dirty(after unmap)", arch::dirty(base).map(usize::from), Error::BadAddress);
+    println!("vmtest: errors: {wrong} wrong");
+    wrong
+}
+
+fn barrier(pages: usize, technology: usize) -> i32 {
+    let Ok(base) = arch::vm_map(pages * arch::PAGE_SIZE, arch::VM_READ | arch::VM_WRITE) else { return 2 };
+    let page = |index: usize| base + index * arch::PAGE_SIZE;
+    if raw::load(base) != 0 || arch::dirty(base) != Ok(false) {
+        println!("vmtest: a page only read is not clean and zero");
+        return 5;
+    }
+    for index in 0..pages {
+        raw::store(page(index), index as u64);
+    }
+    if arch::dirty(base) != Ok(true) {
+        println!("vmtest: a written page is not dirty");
+        return 5;
+    }
+    let Some(technology) = arch::Technology::from_number(technology) else { return usage() };
+    if arch::vm_trap(base, Some("pager_fill")).is_err() || arch::ext_load("pager_fill", technology).is_err() {
+        println!("vmtest: trapping the region to pager_fill failed");
+        return 2;
+    }
+    let mut status = 0;
+    if raw::protect(base, pages, Some(arch::VM_READ)).is_err() {
+        status = 6;
+    }
+    for index in 0..pages {
+        if raw::load(page(index)) != index as u64 {
+            status = 7;
+        }
+        // Faults: the handler unprotects the page, the store runs again.
+        raw::store(page(index), index as u64 + 100);
+        if raw::load(page(index)) != index as u64 + 100 {
+            status = 7;
+        }
+    }
+    if raw::protect(base, pages, Some(arch::VM_READ)).is_err() || raw::protect(base, pages, None).is_err() {
+        status = 6;
+    }
+    for index in 0..pages {
+        raw::store(page(index), index as u64 + 7);
+    }
+    if raw::protect(base, 1, Some(0)).is_err() || raw::protect(base, 1, None).is_err() || raw::load(base) != 7 {
+        status = 8;
+    }
+    let _ = arch::ext_unload("pager_fill");
+    println!("vmtest: barrier over {pages} pages ended with {status}");
+    status
+}
+
 #[allow(unsafe_code)]
 mod raw {
     use spindle_runtime::arch;
@@ -155,6 +260,25 @@ mod raw {
     pub fn store(address: usize, value: u64) {
         // SAFETY: as for `load`: the program's own region, nothing else refers to it.
         unsafe { (address as *mut u64).write_volatile(value) }
+    }
+
+    /// `prot1` / `protN` / `unprotN` of this program's own region.
+    pub fn protect(address: usize, count: usize, protection: Option<usize>) -> Result<(), arch::Error> {
+        // SAFETY: no Rust reference points into the region (it is reached only through
+        // this module's raw accesses).
+        unsafe { arch::protect_pages(address, count, protection) }
+    }
+
+    /// `protect(address, length, read)` (the `map_anonymous` call) on a `vm_map` region.
+    pub fn legacy_protect(address: usize, length: usize) -> Result<usize, arch::Error> {
+        // SAFETY: the region is this program's own and no reference points into it.
+        unsafe { arch::call(arch::Syscall::Protect, [address, length, arch::ACCESS_READ, 0, 0, 0]) }
+    }
+
+    /// `unmap(address, length)` of a `vm_map` region.
+    pub fn unmap(address: usize, length: usize) -> Result<usize, arch::Error> {
+        // SAFETY: no reference points into the region, and it is not used afterwards.
+        unsafe { arch::call(arch::Syscall::Unmap, [address, length, 0, 0, 0, 0]) }
     }
 
     /// `arguments` into `length` bytes at `address` (a `vm_map` region no reference
