@@ -193,6 +193,9 @@ fn guards_isolate_two_processes_regions() -> TestResult {
     Ok(())
 }
 
+/// A test handler of `vm.PageNotPresent`.
+type Answerer = fn(&TranslationRecord) -> TranslationAnswer;
+
 /// Handlers that answer wrongly: an encoding the primary module refuses (counted as the
 /// binding's fault), a frame that was not granted, and a granted frame for the wrong page
 /// (the service refuses and counts both, and frees the grant): the default applies each
@@ -222,7 +225,7 @@ fn bad_answers_are_rejected_and_the_default_applies() -> TestResult {
     };
     let dispatcher = crate::events::dispatcher();
     let frames_before = crate::mm::frame::stats().allocated;
-    let cases: [(&str, fn(&TranslationRecord) -> TranslationAnswer, u64); 4] =
+    let cases: [(&str, Answerer, u64); 4] =
         [("garbage", garbage, 0), ("stranger", stranger, 1), ("wrong page", wrong_page, 1), ("above the region", above, 1)];
     for (name, handler, rejected) in cases {
         let binding = dispatcher.install(&VM_PAGE_NOT_PRESENT, BindingSpec::new("test.vm", handler_fn("test.vm", move |record: &TranslationRecord| Ok(handler(record))))).map_err(text)?;
