@@ -693,7 +693,8 @@ declare_syscalls! {
     /// see only this region's faults. Returns the region's id (the events' `region`).
     /// Errors: `BadAddress` (no `vm_map` region starts at `address`), `BadLength` (a name
     /// above [`MAX_NAME`]), `BadAddress` (the name is not readable), `BadArgument` (not
-    /// UTF-8), `Exists` (the region is managed already).
+    /// UTF-8), `Exists` (the region is managed already), `Busy` (the extension is assigned
+    /// to another process's region).
     VmManage = 44, "vm_manage", (address, pointer, length) -> "region id";
     /// `prot1(address, protection) -> 0`: Appel & Li's `prot1`: sets the protection of the
     /// page at `address` of a `vm_map` region ([`VM_READ`] | [`VM_WRITE`] | [`VM_EXECUTE`],
@@ -720,7 +721,8 @@ declare_syscalls! {
     /// > 0) as for `vm_manage` — while its pages stay demand-zero by default; a handler's
     /// answer (e.g. PROTECT, unprotecting the page) is applied and the faulting instruction
     /// runs again. Returns the region's id. Errors: `BadAddress` (no `vm_map` region
-    /// starts there), the name's (`BadLength`, `BadAddress`, `BadArgument`).
+    /// starts there), the name's (`BadLength`, `BadAddress`, `BadArgument`), `Busy` (the
+    /// extension is assigned to another process's region).
     VmTrap = 49, "vm_trap", (address, pointer, length) -> "region id";
 }
 

@@ -10,7 +10,7 @@ use alloc::sync::Arc;
 
 use spindle_abi::event::{TranslationAnswer, TranslationRecord, VM_PAGE_NOT_PRESENT};
 use spindle_abi::syscall::{ExitStatus, KillCause, SPAWN_EXTENSION_LOADER};
-use spindle_dispatch::{BindingSpec, handler_fn};
+use spindle_dispatch::{BindingSpec, HandlerFault, handler_fn};
 use spindle_service_vm::KillCause as VmKill;
 
 use super::{KernelTest, TestResult, text};
@@ -198,8 +198,9 @@ type Answerer = fn(&TranslationRecord) -> TranslationAnswer;
 
 /// Handlers that answer wrongly: an encoding the primary module refuses (counted as the
 /// binding's fault), a frame that was not granted, and a granted frame for the wrong page
-/// (the service refuses and counts both, and frees the grant): the default applies each
-/// time (the managed region's process is killed), and no frame is left behind.
+/// (the service refuses and counts both, and frees the grant), a protection above the
+/// region's, a handler that fails after taking a grant: the default applies each time (the
+/// managed region's process is killed), and no frame is left behind.
 fn bad_answers_are_rejected_and_the_default_applies() -> TestResult {
     let garbage = |_: &TranslationRecord| TranslationAnswer { action: 9, ..TranslationAnswer::default() };
     let stranger = |record: &TranslationRecord| TranslationAnswer {
@@ -236,6 +237,16 @@ fn bad_answers_are_rejected_and_the_default_applies() -> TestResult {
         outcome.map_err(|error| format!("{name}: {error}"))?;
         ensure!(change.rejected == rejected && change.raised == 1 && change.pager_maps == 0, "{name}: counters {change:?}");
     }
+    // A handler that fails (as a panicking or overrunning extension's does) after taking
+    // a grant: contained by the dispatcher, the grant freed, the default applied.
+    let failing = handler_fn("test.vm", |record: &TranslationRecord| {
+        spindle_abi::host::vm_grant(record.space);
+        Err::<TranslationAnswer, HandlerFault>(HandlerFault::Panicked)
+    });
+    let binding = dispatcher.install(&VM_PAGE_NOT_PRESENT, BindingSpec::new("test.vm", failing)).map_err(text)?;
+    let outcome = ensure_killed("vmtest managed 2 none 0", VmKill::NoPager);
+    let _ = dispatcher.uninstall(binding);
+    outcome.map_err(|error| format!("a failing handler: {error}"))?;
     crate::events::quiescent();
     crate::events::reclaim();
     crate::sched::sleep_ticks(1);

@@ -266,11 +266,11 @@ impl AddressSpace {
         if region.kind == VmKind::Managed {
             return Err(Error::Exists);
         }
+        if let Some(name) = name {
+            crate::services::vm::assign_for_space(name, id, region.id)?;
+        }
         translation.regions.set_kind(region.id, VmKind::Managed).map_err(|_| Error::BadAddress)?;
         translation.regions.trap(region.id, Trap { owner: Owner::AddressSpace(id), handler: 0 }).map_err(|_| Error::Exists)?;
-        if let Some(name) = name {
-            crate::services::vm::assign(name, Some((id, region.id)));
-        }
         Ok(region.id)
     }
 
@@ -482,10 +482,10 @@ impl AddressSpace {
         let id = self.id;
         let translation = self.translation.get_mut();
         let region = *translation.regions.containing(address as u64).filter(|region| region.start == address as u64).ok_or(Error::BadAddress)?;
-        translation.regions.trap(region.id, Trap { owner: Owner::AddressSpace(id), handler: 0 }).map_err(Self::vm_error)?;
         if let Some(name) = name {
-            crate::services::vm::assign(name, Some((id, region.id)));
+            crate::services::vm::assign_for_space(name, id, region.id)?;
         }
+        translation.regions.trap(region.id, Trap { owner: Owner::AddressSpace(id), handler: 0 }).map_err(Self::vm_error)?;
         Ok(region.id)
     }
 

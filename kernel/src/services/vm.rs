@@ -30,6 +30,7 @@ use alloc::string::String;
 use alloc::sync::Arc;
 use core::sync::atomic::{AtomicU64, Ordering};
 
+use spindle_abi::syscall::Error;
 use spindle_abi::event::{TranslationAnswer, TranslationRecord, VM_BAD_ADDRESS, VM_PAGE_NOT_PRESENT, VM_PROTECTION_FAULT, EventRecord, field_index};
 use spindle_dispatch::{Authorization, Combiner, DeclarativeGuard, EventTable, InstallRequest, PrimaryModule, Refusal, ResultRejection};
 use spindle_service_frames::{FrameTable, Owner};
@@ -138,6 +139,22 @@ pub fn assign(owner: &str, target: Option<(u64, u64)>) {
             None => assignments.remove(owner),
         }
     });
+}
+
+/// [`assign`] for a process's `vm_manage`/`vm_trap`: `owner`'s bindings installed from now
+/// on see only region `region` of `space`.
+///
+/// Errors: [`Error::Busy`] if `owner` is assigned to a region of another address space
+/// (a process cannot take another's pager).
+pub fn assign_for_space(owner: &str, space: u64, region: u64) -> Result<(), Error> {
+    without_interrupts(|| {
+        let mut assignments = ASSIGNMENTS.lock();
+        if assignments.get(owner).is_some_and(|&(assigned, _)| assigned != space) {
+            return Err(Error::Busy);
+        }
+        assignments.insert(String::from(owner), (space, region));
+        Ok(())
+    })
 }
 
 /// Forgets every assignment to address space `space` (its process ended).
