@@ -25,6 +25,7 @@ mod calls;
 mod dispatch;
 mod extensions;
 mod user;
+mod vm;
 #[allow(unsafe_code)]
 pub mod grafts;
 #[allow(unsafe_code)]
@@ -120,6 +121,7 @@ pub fn run() -> ! {
     scheduling::run();
     extensions::run();
     user::run();
+    vm::run();
     let mut grafts_clean = grafts::run();
     grafts_clean &= stream::run();
     grafts_clean &= blackbox::run();

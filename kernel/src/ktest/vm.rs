@@ -30,6 +30,7 @@ pub static TESTS: &[KernelTest] = &[
     KernelTest { name: "vm::bad_address_is_announced_in_every_technology", run: bad_address_is_announced_in_every_technology },
     KernelTest { name: "vm::appel_li_write_barrier_in_every_technology", run: appel_li_write_barrier_in_every_technology },
     KernelTest { name: "vm::system_calls_get_every_documented_error", run: system_calls_get_every_documented_error },
+    KernelTest { name: "vm::benchmark_modes_run_and_trap_every_time", run: benchmark_modes_run_and_trap_every_time },
     KernelTest { name: "vm::frames_come_back_after_create_touch_exit", run: frames_come_back_after_create_touch_exit },
 ];
 
@@ -293,6 +294,26 @@ fn appel_li_write_barrier_in_every_technology() -> TestResult {
 fn system_calls_get_every_documented_error() -> TestResult {
     let (_, status) = run("vmtest errors")?;
     ensure!(status == ExitStatus::Exited(0), "vmtest errors ended {status} (the count of wrong answers; see the log)");
+    Ok(())
+}
+
+/// The `vm` benchmark group's programs (`vmtest bench`, `vmtest bench-trap`) run to the end,
+/// every measured trap is one protection fault answered by the handler (3,000 per run), so
+/// the rows measure what they name.
+fn benchmark_modes_run_and_trap_every_time() -> TestResult {
+    let (_, status) = run("vmtest bench")?;
+    ensure!(status == ExitStatus::Exited(0), "vmtest bench ended {status}");
+    for preference in [Preference::BuiltIn, Preference::User] {
+        clean(|| {
+            let before = stats();
+            let command_line = format!("vmtest bench-trap {} {}", technology_number(preference), preference.label());
+            let (_, status) = run_with(&command_line, loader()?)?;
+            let change = delta(before, stats());
+            ensure!(status == ExitStatus::Exited(0), "{command_line:?} ended {status}");
+            ensure!(change.protects == 3000 && change.rejected == 0 && change.kills == 0, "{}: counters {change:?}", preference.label());
+            Ok(())
+        })?;
+    }
     Ok(())
 }
 

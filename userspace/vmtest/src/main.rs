@@ -20,8 +20,18 @@
 //!   and `unprotN` (no faults), and `prot1` to no access and back (the page keeps its
 //!   contents). Exits 0 if all is as expected.
 //! - `errors`: every documented error of `vm_map`, `vm_manage`, `vm_trap`, `prot1`,
-//!   `prot_n`, `unprot_n`, `dirty` and of `protect`/`unmap` on a `vm_map` region; exits with
-//!   the number of calls that got another answer.
+//!   `prot_n`, `unprot_n`, `dirty` and of `protect`/`unmap` on a `vm_map` region, and kernel
+//!   copies from and to a managed region's missing page (refused); exits with the number of
+//!   calls that got another answer.
+//! - `bench`: Appel & Li's primitives without a handler (SPIN Table 4's `dirty`, `prot1`,
+//!   `prot100`, `unprot100`, and `fault`: a demand-zero fault), as `bench row vm NAME
+//!   ITERATIONS MILLI-INSTRUCTIONS` lines for `cargo xtask bench` (`rdinstret` in U-mode,
+//!   which counts the kernel's instructions too; the cost of the two reads subtracted).
+//! - `bench-trap TECHNOLOGY LABEL`: with `pager_fill` loaded as TECHNOLOGY handling the
+//!   region's protection faults: `trap-LABEL` (a store to a read-only page, delivered to the
+//!   handler, which unprotects the page; the store runs again), `appel1-LABEL` (that, then
+//!   `prot1` of another page) and `appel2-LABEL` (`protN` of 100 pages, then a trapped store
+//!   to each, per page).
 //!
 //! The raw accesses need `unsafe`: the one place this crate allows it ([`raw`]).
 
@@ -47,6 +57,11 @@ fn main(arguments: &Arguments) -> i32 {
             _ => usage(),
         },
         Some("errors") => errors(),
+        Some("bench") => bench(),
+        Some("bench-trap") => match (number(1), arguments.get(2)) {
+            (Some(technology), Some(label)) => bench_trap(technology, label),
+            _ => usage(),
+        },
         Some("managed") => match (number(1), arguments.get(2), number(3)) {
             (Some(pages), Some(pager), Some(technology)) if pages > 0 => managed(pages, pager, technology, arguments.get(4) == Some("keep")),
             _ => usage(),
@@ -56,7 +71,7 @@ fn main(arguments: &Arguments) -> i32 {
 }
 
 fn usage() -> i32 {
-    println!("vmtest: usage: vmtest zero PAGES TOUCH | bad | readonly | managed PAGES PAGER TECHNOLOGY [keep] | barrier PAGES TECHNOLOGY | errors");
+    println!("vmtest: usage: vmtest zero PAGES TOUCH | bad | readonly | managed PAGES PAGER TECHNOLOGY [keep] | barrier PAGES TECHNOLOGY | errors | bench | bench-trap TECHNOLOGY LABEL");
     2
 }
 
@@ -185,10 +200,135 @@ fn errors() -> i32 {
     expect("protect(a vm_map region)", raw::legacy_protect(base, 2 * page), Error::NotPermitted);
     expect("vm_manage(first)", as_usize(arch::vm_manage(base, None)).and(Err(Error::Exists)), Error::Exists);
     expect("vm_manage(again)", as_usize(arch::vm_manage(base, None)), Error::Exists);
+    // A kernel copy from a missing page of a managed region is refused (no pager runs for
+    // the kernel's own copies), the process lives on.
+    expect("write(a managed region's missing page)", arch::write_from_address(arch::CONSOLE, base, 8), Error::BadAddress);
+    expect("arguments(into a managed region's missing page)", raw::arguments_into(base + page, 8), Error::BadAddress);
     expect("unmap(a vm_map region)", raw::unmap(base, 2 * page).and(Err(Error::Exists)), Error::Exists);
     expect("dirty(after unmap)", arch::dirty(base).map(usize::from), Error::BadAddress);
     println!("vmtest: errors: {wrong} wrong");
     wrong
+}
+
+/// Instructions `operation` takes, the cost of reading the counter twice subtracted.
+fn instructions(operation: impl FnOnce()) -> u64 {
+    let start = arch::instructions_retired();
+    operation();
+    let end = arch::instructions_retired();
+    let empty_start = arch::instructions_retired();
+    let empty_end = arch::instructions_retired();
+    (end - start).saturating_sub(empty_end - empty_start)
+}
+
+fn row(name: &str, iterations: u64, total: u64) {
+    println!("bench row vm {name} {iterations} {}", total * 1000 / iterations);
+}
+
+/// Pages of the benchmark region (its first page is not protected by the `prot100` rows).
+const BENCH_PAGES: usize = 256;
+
+fn bench() -> i32 {
+    let Ok(base) = arch::vm_map(BENCH_PAGES * arch::PAGE_SIZE, arch::VM_READ | arch::VM_WRITE) else { return 2 };
+    let page = |index: usize| base + index * arch::PAGE_SIZE;
+    // `fault`: a store to a page that has no frame yet (demand-zero).
+    let mut total = 0;
+    for index in 0..BENCH_PAGES {
+        total += instructions(|| raw::store(page(index), index as u64));
+    }
+    row("fault", BENCH_PAGES as u64, total);
+    let iterations = 1000;
+    let mut total = 0;
+    for _ in 0..iterations {
+        total += instructions(|| {
+            let _ = arch::dirty(base);
+        });
+    }
+    row("dirty", iterations, total);
+    let mut total = 0;
+    for round in 0..iterations {
+        let protection = if round % 2 == 0 { arch::VM_READ } else { arch::VM_READ | arch::VM_WRITE };
+        total += instructions(|| {
+            let _ = raw::protect(page(1), 1, Some(protection));
+        });
+    }
+    row("prot1", iterations, total);
+    let rounds = 100;
+    let (mut protect, mut unprotect) = (0, 0);
+    for _ in 0..rounds {
+        protect += instructions(|| {
+            let _ = raw::protect(page(1), 100, Some(arch::VM_READ));
+        });
+        unprotect += instructions(|| {
+            let _ = raw::protect(page(1), 100, None);
+        });
+    }
+    row("prot100", rounds, protect);
+    row("unprot100", rounds, unprotect);
+    0
+}
+
+fn bench_trap(technology: usize, label: &str) -> i32 {
+    let pages = 128;
+    let Ok(base) = arch::vm_map(pages * arch::PAGE_SIZE, arch::VM_READ | arch::VM_WRITE) else { return 2 };
+    let page = |index: usize| base + index * arch::PAGE_SIZE;
+    for index in 0..pages {
+        raw::store(page(index), 0);
+    }
+    let Some(technology) = arch::Technology::from_number(technology) else { return usage() };
+    if arch::vm_trap(base, Some("pager_fill")).is_err() || arch::ext_load("pager_fill", technology).is_err() {
+        println!("vmtest: trapping the region to pager_fill failed");
+        return 2;
+    }
+    let iterations = 1000;
+    let (mut trap, mut appel1) = (0, 0);
+    for round in 0..iterations {
+        let _ = raw::protect(page(0), 1, Some(arch::VM_READ));
+        trap += instructions(|| raw::store(page(0), round));
+        let _ = raw::protect(page(1), 1, Some(arch::VM_READ));
+        appel1 += instructions(|| {
+            raw::store(page(1), round);
+            let _ = raw::protect(page(2), 1, Some(arch::VM_READ));
+        });
+        let _ = raw::protect(page(2), 1, None);
+    }
+    let rounds = 10;
+    let mut appel2 = 0;
+    for round in 0..rounds {
+        appel2 += instructions(|| {
+            let _ = raw::protect(page(8), 100, Some(arch::VM_READ));
+            for index in 8..108 {
+                raw::store(page(index), round);
+            }
+        });
+    }
+    let _ = arch::ext_unload("pager_fill");
+    row(&alloc_name("trap", label), iterations, trap);
+    row(&alloc_name("appel1", label), iterations, appel1);
+    row(&alloc_name("appel2", label), rounds * 100, appel2);
+    0
+}
+
+/// `NAME-LABEL` in a fixed buffer (no allocator here).
+fn alloc_name(name: &str, label: &str) -> Name {
+    let mut buffer = Name { bytes: [0; 48], length: 0 };
+    for byte in name.bytes().chain(core::iter::once(b'-')).chain(label.bytes()).take(48) {
+        buffer.bytes[buffer.length] = byte;
+        buffer.length += 1;
+    }
+    buffer
+}
+
+/// A short name ([`alloc_name`]).
+struct Name {
+    bytes: [u8; 48],
+    length: usize,
+}
+
+impl core::ops::Deref for Name {
+    type Target = str;
+    fn deref(&self) -> &str {
+        core::str::from_utf8(&self.bytes[..self.length]).unwrap_or("?")
+    }
 }
 
 fn barrier(pages: usize, technology: usize) -> i32 {
