@@ -311,6 +311,14 @@ macro_rules! for_each_kernel_function {
                 /// (the page's contents a pager supplies); returns how many were copied — 0
                 /// without a grant or when the range leaves the page.
                 fn vm_fill(space: u64, offset: u64, bytes: Bytes) -> u64;
+                /// Appel & Li's `protN` (`protection` bits 1 read, 2 write, 4 execute) or,
+                /// with `protection` `u64::MAX`, `unprotN` of `count` pages from `page` of
+                /// address space `space`, queued while `space`'s `vm.PageNotPresent` or
+                /// `vm.ProtectionFault` raise is being answered and applied right after the
+                /// answer (checked as the system calls are; a refused change is counted and
+                /// skipped). 1 if queued; 0 without such a raise, for bits that are not a
+                /// protection, or when 8 changes are queued already.
+                fn vm_protect(space: u64, page: u64, count: u64, protection: u64) -> u64;
             }
         }
     };

@@ -8,7 +8,7 @@ use alloc::format;
 use alloc::string::String;
 use alloc::sync::Arc;
 
-use spindle_abi::event::{TranslationAnswer, TranslationRecord, VM_PAGE_NOT_PRESENT};
+use spindle_abi::event::{TranslationAnswer, TranslationRecord, VM_PAGE_NOT_PRESENT, VM_PROTECTION_FAULT};
 use spindle_abi::syscall::{ExitStatus, KillCause, SPAWN_EXTENSION_LOADER};
 use spindle_dispatch::{BindingSpec, HandlerFault, handler_fn};
 use spindle_service_vm::KillCause as VmKill;
@@ -30,6 +30,7 @@ pub static TESTS: &[KernelTest] = &[
     KernelTest { name: "vm::bad_address_is_announced_in_every_technology", run: bad_address_is_announced_in_every_technology },
     KernelTest { name: "vm::appel_li_write_barrier_in_every_technology", run: appel_li_write_barrier_in_every_technology },
     KernelTest { name: "vm::system_calls_get_every_documented_error", run: system_calls_get_every_documented_error },
+    KernelTest { name: "vm::in_kernel_handler_protects_through_kernel_functions", run: in_kernel_handler_protects_through_kernel_functions },
     KernelTest { name: "vm::benchmark_modes_run_and_trap_every_time", run: benchmark_modes_run_and_trap_every_time },
     KernelTest { name: "vm::frames_come_back_after_create_touch_exit", run: frames_come_back_after_create_touch_exit },
 ];
@@ -314,6 +315,34 @@ fn benchmark_modes_run_and_trap_every_time() -> TestResult {
             Ok(())
         })?;
     }
+    Ok(())
+}
+
+/// In-kernel Appel & Li: a handler of `vm.ProtectionFault` answers by unprotecting the
+/// faulting page and queues `spindle_vm_protect` of the next page (read-only), so each of
+/// `vmtest chain 4`'s stores in order traps exactly once; the change queued past the
+/// region's end is refused and counted; a queue outside a raise is refused.
+fn in_kernel_handler_protects_through_kernel_functions() -> TestResult {
+    ensure!(spindle_abi::host::vm_protect(1, 0x10_0000_0000, 1, 1) == 0, "vm_protect outside a raise was queued");
+    let chain = handler_fn("test.vm.chain", |record: &TranslationRecord| {
+        spindle_abi::host::vm_protect(record.space, record.page() + 0x1000, 1, u64::from(TranslationAnswer::READ));
+        Ok::<TranslationAnswer, HandlerFault>(TranslationAnswer {
+            action: TranslationAnswer::PROTECT,
+            protection: TranslationAnswer::READ | TranslationAnswer::WRITE,
+            page: record.page(),
+            frame: 0,
+            count: 1,
+        })
+    });
+    let dispatcher = crate::events::dispatcher();
+    let binding = dispatcher.install(&VM_PROTECTION_FAULT, BindingSpec::new("test.vm", chain)).map_err(text)?;
+    let before = stats();
+    let outcome = run("vmtest chain 4");
+    let change = delta(before, stats());
+    let _ = dispatcher.uninstall(binding);
+    let (process, status) = outcome?;
+    ensure!(status == ExitStatus::Exited(0), "vmtest chain ended {status} (fault {:?})", process.fault_cause());
+    ensure!(change.protects == 4 && change.raised == 4 && change.rejected == 1, "counters {change:?}");
     Ok(())
 }
 

@@ -519,6 +519,7 @@ impl AddressSpace {
             return Err(FaultKill::Vm(KillCause::ProtectionViolation));
         }
         let decision = crate::services::vm::decide(&translation.regions, &fault);
+        let protects = decision.protects;
         match decision.outcome {
             Outcome::Retry => {
                 // The leaf allows the access: a stale TLB entry, or an accessed or dirty bit
@@ -526,22 +527,35 @@ impl AddressSpace {
                 let bits = if access == AccessKind::Write { PteFlags::ACCESSED | PteFlags::DIRTY } else { PteFlags::ACCESSED };
                 let _ = self.root.update_leaf(address, bits, PteFlags::empty());
                 crate::arch::csr::flush_tlb();
-                Ok(())
             }
-            Outcome::Kill(cause) => Err(FaultKill::Vm(cause)),
+            Outcome::Kill(cause) => return Err(FaultKill::Vm(cause)),
             Outcome::DemandZero { page, protection } => {
                 let run = crate::services::vm::allocate(id, page).ok_or(FaultKill::OutOfMemory)?;
-                self.map_vm_page(&mut translation, page, run, protection, access == AccessKind::Write)
+                self.map_vm_page(&mut translation, page, run, protection, access == AccessKind::Write)?;
             }
             Outcome::Map { page, protection, .. } => {
                 let run = decision.frame.ok_or(FaultKill::Vm(KillCause::NoPager))?;
-                self.map_vm_page(&mut translation, page, run, protection, access == AccessKind::Write)
+                self.map_vm_page(&mut translation, page, run, protection, access == AccessKind::Write)?;
             }
             Outcome::Protect(change) => {
                 translation.regions.apply(&change).map_err(|_| FaultKill::Vm(KillCause::ProtectionViolation))?;
-                self.apply_protection(&mut translation, &change)
+                self.apply_protection(&mut translation, &change)?;
             }
         }
+        // Then the handlers' queued protection changes (in-kernel Appel & Li), each
+        // checked as `prot_n`/`unprot_n`; a refused one is counted and skipped. (If one
+        // takes the faulting page's access away again, the access faults again.)
+        for queued in protects {
+            let change = match queued.protection {
+                Some(protection) => translation.regions.prot_n(queued.page, queued.count, protection),
+                None => translation.regions.unprot_n(queued.page, queued.count),
+            };
+            match change {
+                Ok(change) => self.apply_protection(&mut translation, &change)?,
+                Err(_) => crate::services::vm::refused(),
+            }
+        }
+        Ok(())
     }
 
     /// Copies user memory at `address` into `buffer` after [`Self::check`]ing it for reading.

@@ -14,7 +14,8 @@
 //! frame charged to the faulting address space, may fill it (`spindle_vm_fill`) and answers
 //! MAP with its number. The grant exists only while the raise is in progress; a grant the
 //! outcome does not map is freed right after the raise, so nothing leaks whatever the
-//! handler does.
+//! handler does. Appel & Li for in-kernel handlers: `spindle_vm_protect` queues `protN` /
+//! `unprotN` changes of the faulting space, applied (and checked) after the answer.
 //!
 //! Isolation: every record field is guardable. For an extension, whose guards are fixed
 //! when it is built, [`assign`] (the `vm_manage` system call) names the address space and
@@ -28,6 +29,7 @@
 use alloc::collections::BTreeMap;
 use alloc::string::String;
 use alloc::sync::Arc;
+use alloc::vec::Vec;
 use core::sync::atomic::{AtomicU64, Ordering};
 
 use spindle_abi::syscall::Error;
@@ -46,9 +48,33 @@ static BAD_ADDRESS: spin::Once<Arc<EventTable<TranslationRecord, ()>>> = spin::O
 
 /// The frame table over all of RAM the frame allocator hands out, built on first use.
 static FRAMES: spin::Mutex<Option<FrameTable>> = spin::Mutex::new(None);
-/// The grant of each address space whose `vm.PageNotPresent` raise is in progress (`None`
-/// until the handler asks for one).
-static GRANTS: spin::Mutex<BTreeMap<u64, Option<FrameRun>>> = spin::Mutex::new(BTreeMap::new());
+/// What the handlers of an address space's raise in progress asked for through the `vm`
+/// domain: a granted frame (`spindle_vm_grant`) and protection changes to apply after the
+/// answer (`spindle_vm_protect`).
+#[derive(Default)]
+struct RaiseState {
+    grant: Option<FrameRun>,
+    protects: Vec<PageProtection>,
+}
+
+/// A protection change a handler queued with `spindle_vm_protect`: `count` pages from
+/// `page` to `protection` (`None`: back to the region's, `unprotN`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PageProtection {
+    /// The first page.
+    pub page: u64,
+    /// Pages.
+    pub count: u64,
+    /// The protection, or `None` for the region's.
+    pub protection: Option<Protection>,
+}
+
+/// Most protection changes the handlers of one raise may queue.
+pub const MAX_QUEUED_PROTECTIONS: usize = 8;
+
+/// The state of each address space whose `vm.PageNotPresent` or `vm.ProtectionFault`
+/// raise is in progress.
+static RAISES: spin::Mutex<BTreeMap<u64, RaiseState>> = spin::Mutex::new(BTreeMap::new());
 /// Owners whose bindings are imposed `space == S` and `region == R`.
 static ASSIGNMENTS: spin::Mutex<BTreeMap<String, (u64, u64)>> = spin::Mutex::new(BTreeMap::new());
 
@@ -257,6 +283,16 @@ pub struct Decision {
     pub frame: Option<FrameRun>,
     /// The handler's answer, if it was refused (already counted).
     pub rejected: Option<AnswerRejection>,
+    /// Protection changes the handlers queued (`spindle_vm_protect`), to apply after the
+    /// outcome unless it kills; each is checked as `prot_n`/`unprot_n` are, and one
+    /// refused is counted with [`refused`].
+    pub protects: Vec<PageProtection>,
+}
+
+/// Counts a handler's request the address space refused (a queued protection change
+/// that does not pass the primitives' checks).
+pub fn refused() {
+    count(&COUNTERS.rejected);
 }
 
 /// Decides a classified user fault in `table`'s address space: raises its event when the
@@ -264,7 +300,7 @@ pub struct Decision {
 /// default. Counts everything.
 pub fn decide(table: &RegionTable, fault: &Fault) -> Decision {
     count(&COUNTERS.faults);
-    let default = Decision { outcome: spindle_service_vm::default_outcome(table, fault), frame: None, rejected: None };
+    let default = Decision { outcome: spindle_service_vm::default_outcome(table, fault), frame: None, rejected: None, protects: Vec::new() };
     if fault.class == FaultClass::BadAddress {
         if let Some(events) = bound(&BAD_ADDRESS) {
             count(&COUNTERS.raised);
@@ -279,17 +315,18 @@ pub fn decide(table: &RegionTable, fault: &Fault) -> Decision {
     };
     let Some(events) = bound(events).filter(|_| fault.raises_event()) else { return finish(default) };
     let space = fault.space;
-    without_interrupts(|| GRANTS.lock().insert(space, None));
+    without_interrupts(|| RAISES.lock().insert(space, RaiseState::default()));
     count(&COUNTERS.raised);
     let answer = crate::events::raise(events, &record(fault));
-    let grant = without_interrupts(|| GRANTS.lock().remove(&space)).flatten();
+    let state = without_interrupts(|| RAISES.lock().remove(&space)).unwrap_or_default();
+    let grant = state.grant;
     // A refused encoding was replaced by the default (DECLINE) by the dispatcher.
     let answer = decode(&answer).unwrap_or(Answer::Decline);
     let resolution = with_frames(|frames| spindle_service_vm::resolve(table, frames, fault, Some(answer)));
     if resolution.rejected.is_some() {
         count(&COUNTERS.rejected);
     }
-    let mut decision = Decision { outcome: resolution.outcome, frame: None, rejected: resolution.rejected };
+    let mut decision = Decision { outcome: resolution.outcome, frame: None, rejected: resolution.rejected, protects: state.protects };
     match (resolution.outcome, grant) {
         (Outcome::Map { page, frame: number, .. }, Some(run)) if number == frame_number(&run) && with_frames(|frames| frames.map(number, space, page)).is_ok() => {
             count(&COUNTERS.pager_maps);
@@ -304,7 +341,7 @@ pub fn decide(table: &RegionTable, fault: &Fault) -> Decision {
                 // A frame of the space that is not this raise's grant (check_answer cannot
                 // tell them apart): refused like any frame not granted.
                 count(&COUNTERS.rejected);
-                decision = Decision { rejected: Some(AnswerRejection::NotGranted), ..default };
+                decision = Decision { rejected: Some(AnswerRejection::NotGranted), protects: decision.protects, ..default };
             }
         }
     }
@@ -389,8 +426,8 @@ impl spindle_abi::host::domains::Vm for crate::ext::glue::KernelFunctions {
     /// A zeroed frame for the fault of `space` being answered (see the declaration).
     fn vm_grant(&self, space: u64) -> u64 {
         without_interrupts(|| {
-            let mut grants = GRANTS.lock();
-            let Some(slot) = grants.get_mut(&space) else { return 0 };
+            let mut raises = RAISES.lock();
+            let Some(RaiseState { grant: slot, .. }) = raises.get_mut(&space) else { return 0 };
             if let Some(run) = slot {
                 return frame_number(run);
             }
@@ -407,10 +444,31 @@ impl spindle_abi::host::domains::Vm for crate::ext::glue::KernelFunctions {
     /// Copies `bytes` into the frame granted for `space`'s fault.
     fn vm_fill(&self, space: u64, offset: u64, bytes: &[u8]) -> u64 {
         without_interrupts(|| {
-            let mut grants = GRANTS.lock();
-            let Some(Some(run)) = grants.get_mut(&space) else { return 0 };
+            let mut raises = RAISES.lock();
+            let Some(RaiseState { grant: Some(run), .. }) = raises.get_mut(&space) else { return 0 };
             let Ok(offset) = usize::try_from(offset) else { return 0 };
             if run.write(offset, bytes) { bytes.len() as u64 } else { 0 }
+        })
+    }
+
+    /// Queues a protection change for the address space whose fault is being answered.
+    fn vm_protect(&self, space: u64, page: u64, count: u64, protection: u64) -> u64 {
+        let protection = if protection == u64::MAX {
+            None
+        } else {
+            match Protection::from_bits(protection) {
+                Ok(protection) => Some(protection),
+                Err(_) => return 0,
+            }
+        };
+        without_interrupts(|| {
+            let mut raises = RAISES.lock();
+            let Some(state) = raises.get_mut(&space) else { return 0 };
+            if state.protects.len() >= MAX_QUEUED_PROTECTIONS {
+                return 0;
+            }
+            state.protects.push(PageProtection { page, count, protection });
+            1
         })
     }
 }

@@ -19,6 +19,11 @@
 //!   unprotects the page and the store runs again (PAGES protection faults). Then `protN`
 //!   and `unprotN` (no faults), and `prot1` to no access and back (the page keeps its
 //!   contents). Exits 0 if all is as expected.
+//! - `chain PAGES`: maps PAGES pages, touches them, traps the region for handlers
+//!   assigned to nobody (`vm_trap`, no name), protects the first page read-only and stores
+//!   to every page in order: with a handler that unprotects the faulting page and protects
+//!   the next (`spindle_vm_protect`, in-kernel Appel & Li), every store traps once. Exits 0
+//!   if every page holds what was stored.
 //! - `errors`: every documented error of `vm_map`, `vm_manage`, `vm_trap`, `prot1`,
 //!   `prot_n`, `unprot_n`, `dirty` and of `protect`/`unmap` on a `vm_map` region, and kernel
 //!   copies from and to a managed region's missing page (refused); exits with the number of
@@ -57,6 +62,10 @@ fn main(arguments: &Arguments) -> i32 {
             _ => usage(),
         },
         Some("errors") => errors(),
+        Some("chain") => match number(1) {
+            Some(pages) if pages > 0 => chain(pages),
+            _ => usage(),
+        },
         Some("bench") => bench(),
         Some("bench-trap") => match (number(1), arguments.get(2)) {
             (Some(technology), Some(label)) => bench_trap(technology, label),
@@ -71,7 +80,7 @@ fn main(arguments: &Arguments) -> i32 {
 }
 
 fn usage() -> i32 {
-    println!("vmtest: usage: vmtest zero PAGES TOUCH | bad | readonly | managed PAGES PAGER TECHNOLOGY [keep] | barrier PAGES TECHNOLOGY | errors | bench | bench-trap TECHNOLOGY LABEL");
+    println!("vmtest: usage: vmtest zero PAGES TOUCH | bad | readonly | managed PAGES PAGER TECHNOLOGY [keep] | barrier PAGES TECHNOLOGY | errors | chain PAGES | bench | bench-trap TECHNOLOGY LABEL");
     2
 }
 
@@ -159,6 +168,25 @@ fn managed(pages: usize, pager: &str, technology: usize, keep: bool) -> i32 {
         return 3;
     }
     println!("vmtest: {pages} pages from {pager}");
+    0
+}
+
+fn chain(pages: usize) -> i32 {
+    let Ok(base) = arch::vm_map(pages * arch::PAGE_SIZE, arch::VM_READ | arch::VM_WRITE) else { return 2 };
+    let page = |index: usize| base + index * arch::PAGE_SIZE;
+    for index in 0..pages {
+        raw::store(page(index), 0);
+    }
+    if arch::vm_trap(base, None).is_err() || raw::protect(base, 1, Some(arch::VM_READ)).is_err() {
+        return 2;
+    }
+    for index in 0..pages {
+        raw::store(page(index), index as u64 + 1);
+    }
+    if (0..pages).any(|index| raw::load(page(index)) != index as u64 + 1) {
+        return 3;
+    }
+    println!("vmtest: chain over {pages} pages stored");
     0
 }
 
