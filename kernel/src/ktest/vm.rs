@@ -177,9 +177,19 @@ fn pager_fill_in_every_technology() -> TestResult {
 
 /// Process A's region is assigned to `pager_fill`; process B's managed region, faulting
 /// while `pager_fill` is still loaded, is not served (the imposed guards name A's space
-/// and region), so B is killed for want of a pager.
+/// and region), so B is killed for want of a pager — in every technology. And a name
+/// assigned to one space cannot be taken by another (`Busy`) until the first is gone.
 fn guards_isolate_two_processes_regions() -> TestResult {
-    for preference in [Preference::BuiltIn, Preference::User] {
+    // A name assigned to one address space's region cannot be taken by another's until the
+    // first is gone.
+    let (first, second) = (u64::MAX - 1, u64::MAX - 2);
+    crate::services::vm::assign_for_space("test.vm.owner", first, 1).map_err(text)?;
+    let taken = crate::services::vm::assign_for_space("test.vm.owner", second, 1);
+    crate::services::vm::forget_space(first);
+    let after = crate::services::vm::assign_for_space("test.vm.owner", second, 1);
+    crate::services::vm::forget_space(second);
+    ensure!(taken == Err(spindle_abi::syscall::Error::Busy) && after.is_ok(), "another space took the name: {taken:?}, after the first went: {after:?}");
+    for preference in TECHNOLOGIES {
         clean(|| {
             let command_line = format!("vmtest managed 3 pager_fill {} keep", technology_number(preference));
             let (first, status) = run_with(&command_line, loader()?)?;
