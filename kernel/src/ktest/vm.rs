@@ -211,7 +211,8 @@ type Answerer = fn(&TranslationRecord) -> TranslationAnswer;
 /// Handlers that answer wrongly: an encoding the primary module refuses (counted as the
 /// binding's fault), a frame that was not granted, and a granted frame for the wrong page
 /// (the service refuses and counts both, and frees the grant), a protection above the
-/// region's, a handler that fails after taking a grant: the default applies each time (the
+/// region's, a kernel or unaligned page, a handler that fails or loops after taking a
+/// grant: the default applies each time (the
 /// managed region's process is killed), and no frame is left behind.
 fn bad_answers_are_rejected_and_the_default_applies() -> TestResult {
     let garbage = |_: &TranslationRecord| TranslationAnswer { action: 9, ..TranslationAnswer::default() };
@@ -236,10 +237,24 @@ fn bad_answers_are_rejected_and_the_default_applies() -> TestResult {
         let frame = spindle_abi::host::vm_grant(record.space);
         TranslationAnswer { action: TranslationAnswer::MAP, protection: 7, page: record.page(), frame, count: 0 }
     };
+    let kernel_page = |record: &TranslationRecord| {
+        let frame = spindle_abi::host::vm_grant(record.space);
+        TranslationAnswer { action: TranslationAnswer::MAP, protection: 3, page: 0x8020_0000, frame, count: 0 }
+    };
+    let unaligned = |record: &TranslationRecord| {
+        let frame = spindle_abi::host::vm_grant(record.space);
+        TranslationAnswer { action: TranslationAnswer::MAP, protection: 3, page: record.page() + 8, frame, count: 0 }
+    };
     let dispatcher = crate::events::dispatcher();
     let frames_before = crate::mm::frame::stats().allocated;
-    let cases: [(&str, Answerer, u64); 4] =
-        [("garbage", garbage, 0), ("stranger", stranger, 1), ("wrong page", wrong_page, 1), ("above the region", above, 1)];
+    let cases: [(&str, Answerer, u64); 6] = [
+        ("garbage", garbage, 0),
+        ("stranger", stranger, 1),
+        ("wrong page", wrong_page, 1),
+        ("above the region", above, 1),
+        ("a kernel address", kernel_page, 1),
+        ("an unaligned page", unaligned, 1),
+    ];
     for (name, handler, rejected) in cases {
         let binding = dispatcher.install(&VM_PAGE_NOT_PRESENT, BindingSpec::new("test.vm", handler_fn("test.vm", move |record: &TranslationRecord| Ok(handler(record))))).map_err(text)?;
         let before = stats();
@@ -259,6 +274,20 @@ fn bad_answers_are_rejected_and_the_default_applies() -> TestResult {
     let outcome = ensure_killed("vmtest managed 2 none 0", VmKill::NoPager);
     let _ = dispatcher.uninstall(binding);
     outcome.map_err(|error| format!("a failing handler: {error}"))?;
+    // A handler that loops after taking a grant: stopped by its budget, the same.
+    let looping = handler_fn("test.vm", |record: &TranslationRecord| {
+        spindle_abi::host::vm_grant(record.space);
+        loop {
+            core::hint::spin_loop();
+        }
+        #[allow(unreachable_code)]
+        Ok::<TranslationAnswer, HandlerFault>(TranslationAnswer::default())
+    });
+    let spec = BindingSpec::new("test.vm", looping).mode(spindle_dispatch::Mode::Bounded { budget: 200_000 });
+    let binding = dispatcher.install(&VM_PAGE_NOT_PRESENT, spec).map_err(text)?;
+    let outcome = ensure_killed("vmtest managed 2 none 0", VmKill::NoPager);
+    let _ = dispatcher.uninstall(binding);
+    outcome.map_err(|error| format!("a looping handler: {error}"))?;
     crate::events::quiescent();
     crate::events::reclaim();
     crate::sched::sleep_ticks(1);
