@@ -22,6 +22,7 @@
 //! on its own strand after switching back to the kernel's table.
 
 use alloc::collections::BTreeMap;
+use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::fmt;
 
@@ -73,8 +74,9 @@ impl FrameSource for TableFrames<'_> {
 
 /// The translation service's part of an address space: the `vm_map` regions, the frame
 /// behind each of their present pages, and the page-table pages mapping them needed.
-/// Behind a lock so that kernel copies (`&self`) can fault a demand-zero page in; only
-/// the process's own strand takes it.
+/// Shared (`Arc`) with the space's [`SpaceView`]s and behind a lock, so that kernel copies
+/// (`&self`) and code running in the space on another strand (migrating calls, upcalls)
+/// can fault a demand-zero page in.
 struct Translation {
     regions: RegionTable,
     /// The frame of each page that has one, by page address (a page whose protection is
@@ -112,7 +114,7 @@ pub struct AddressSpace {
     region_frames: BTreeMap<usize, FrameRun>,
     /// The address space's id in records and the frame table (its process id).
     id: u64,
-    translation: spin::Mutex<Translation>,
+    translation: Arc<spin::Mutex<Translation>>,
 }
 
 impl AddressSpace {
@@ -123,7 +125,7 @@ impl AddressSpace {
         let root = PageTableRoot::new(&mut TableFrames(&mut table_frames)).map_err(|_| SpaceError::OutOfMemory)?;
         crate::mm::kernel_space::share_with(root, USER_ROOT_SLOTS).map_err(SpaceError::KernelUsesUserSlot)?;
         let translation = Translation { regions: RegionTable::new(id), pages: BTreeMap::new(), tables: Vec::new() };
-        Ok(AddressSpace { root, table_frames, regions: Regions::new(), region_frames: BTreeMap::new(), id, translation: spin::Mutex::new(translation) })
+        Ok(AddressSpace { root, table_frames, regions: Regions::new(), region_frames: BTreeMap::new(), id, translation: Arc::new(spin::Mutex::new(translation)) })
     }
 
     /// Its id (the process id).
@@ -230,9 +232,8 @@ impl AddressSpace {
     /// `map_anonymous(length)`: zeroed read-write memory; returns its address. Errors as
     /// documented for the system call.
     pub fn map_anonymous(&mut self, length: usize) -> Result<usize, Error> {
-        let region = self.regions.place_anonymous(length)?;
-        self.map_region(region, SegmentPermissions { read: true, write: true, execute: false }).map_err(|_| Error::NoMemory)?;
-        Ok(region.start)
+        // A demand-zero read-write `vm_map` region (the same limits, no frame until touched).
+        self.vm_map(length, spindle_service_vm::Protection::READ_WRITE.bits() as usize)
     }
 
     /// `vm_map(length, protection)`: a demand-zero region (no frame until a page is
@@ -243,7 +244,7 @@ impl AddressSpace {
         if protection == spindle_service_vm::Protection::NONE || (protection.writable() && protection.executable()) {
             return Err(Error::BadArgument);
         }
-        let translation = self.translation.get_mut();
+        let mut translation = self.translation.lock();
         translation.regions.add(region.start as u64, region.length as u64, protection, VmKind::Anonymous).map_err(|_| Error::NoMemory)?;
         if self.regions.insert(region).is_err() {
             let id = translation.regions.containing(region.start as u64).map(|region| region.id);
@@ -261,7 +262,7 @@ impl AddressSpace {
     /// (the name's are the caller's).
     pub fn vm_manage(&mut self, address: usize, name: Option<&str>) -> Result<u64, Error> {
         let id = self.id;
-        let translation = self.translation.get_mut();
+        let mut translation = self.translation.lock();
         let region = *translation.regions.containing(address as u64).filter(|region| region.start == address as u64).ok_or(Error::BadAddress)?;
         if region.kind == VmKind::Managed {
             return Err(Error::Exists);
@@ -278,7 +279,7 @@ impl AddressSpace {
     /// Errors as documented for the system call.
     pub fn unmap(&mut self, address: usize, length: usize) -> Result<(), Error> {
         let region = self.regions.check_unmap(address, length)?;
-        let translation = self.translation.get_mut();
+        let mut translation = self.translation.lock();
         if let Some(id) = translation.regions.containing(region.start as u64).map(|region| region.id) {
             // A `vm_map` region: unmap and give back the pages that have a frame.
             let pages: Vec<u64> = translation.pages.range(region.start as u64..region.end() as u64).map(|(&page, _)| page).collect();
@@ -312,10 +313,21 @@ impl AddressSpace {
     /// nothing.
     pub fn protect(&mut self, address: usize, length: usize, access: usize) -> Result<(), Error> {
         let (region, protection) = self.regions.check_protect(address, length, access)?;
-        if self.translation.get_mut().regions.containing(region.start as u64).is_some() {
-            // A `vm_map` region: its pages have protections of their own.
-            return Err(Error::NotPermitted);
+        let mut translation = self.translation.lock();
+        if translation.regions.containing(region.start as u64).is_some() {
+            // A `vm_map` region (every anonymous region is one): `protN` over all its pages.
+            let wanted = match protection {
+                Protection::None => spindle_service_vm::Protection::NONE,
+                Protection::Read => spindle_service_vm::Protection::READ,
+                Protection::ReadWrite => spindle_service_vm::Protection::READ_WRITE,
+            };
+            let change = translation.regions.prot_n(region.start as u64, (region.length / PAGE_SIZE) as u64, wanted).map_err(Self::vm_error)?;
+            self.apply_protection(&mut translation, &change).map_err(|_| Error::NoMemory)?;
+            drop(translation);
+            self.regions.set_protection(region.start, protection);
+            return Ok(());
         }
+        drop(translation);
         let physical = self.region_frames.get(&region.start).map(FrameRun::address).ok_or(Error::BadAddress)?;
         let old = self.regions.protection(region.start);
         let flags_of = |protection: Protection| Self::user_flags(SegmentPermissions { read: true, write: protection.is_writable(), execute: false });
@@ -354,47 +366,12 @@ impl AddressSpace {
     /// access may touch but that has no frame yet its demand-zero frame (kernel copies
     /// from and to user memory). Pages it cannot fault in are left for the check to refuse.
     fn fault_in(&self, address: usize, length: usize, access: PageAccess) {
-        let Some(end) = address.checked_add(length) else { return };
-        let kind = match access {
-            PageAccess::Write => AccessKind::Write,
-            PageAccess::Read => AccessKind::Read,
-        };
-        for page in pages(&(address..end)) {
-            if self.root.translate(page).is_some() {
-                continue;
-            }
-            let mut translation = self.translation.lock();
-            let fault = spindle_service_vm::classify(&translation.regions, page as u64, kind, Pte::ABSENT);
-            if fault.class != FaultClass::PageNotPresent || fault.kind != Some(VmKind::Anonymous) {
-                continue;
-            }
-            if let Outcome::DemandZero { page, protection } = spindle_service_vm::default_outcome(&translation.regions, &fault)
-                && let Some(run) = crate::services::vm::allocate(self.id, page)
-            {
-                // On failure the page stays absent and the check refuses it.
-                let _ = self.map_vm_page(&mut translation, page, run, protection, kind == AccessKind::Write);
-            }
-        }
+        fault_in(self.root, self.id, &self.translation, address, length, access);
     }
 
-    /// Maps `run` at `page` with `protection` (plus the U bit) and records it as the
-    /// page's frame, dirty only if `written` (Appel & Li's `dirty` reads the bit); on
-    /// failure gives the frame back.
+    /// Maps `run` at `page` (see [`map_vm_page`]).
     fn map_vm_page(&self, translation: &mut Translation, page: u64, run: FrameRun, protection: spindle_service_vm::Protection, written: bool) -> Result<(), FaultKill> {
-        let flags = vm_flags(protection);
-        let mapped = self.root.map_range(page as usize, run.address(), PAGE_SIZE, flags, &mut TableFrames(&mut translation.tables));
-        if mapped.is_err() {
-            crate::services::vm::release(run);
-            return Err(FaultKill::OutOfMemory);
-        }
-        if !written {
-            // The hardware sets the bit on the first store (or faults, and the retry sets it).
-            let _ = self.root.update_leaf(page as usize, PteFlags::empty(), PteFlags::DIRTY);
-        }
-        translation.pages.insert(page, run);
-        // Conservative: the privileged spec lets a hart cache invalid entries too.
-        crate::arch::csr::flush_tlb();
-        Ok(())
+        map_vm_page(self.root, translation, page, run, protection, written)
     }
 
     /// Rewrites the leaves of a protection change already recorded in the region table:
@@ -480,7 +457,7 @@ impl AddressSpace {
     /// region's id. Errors: `BadAddress` (no `vm_map` region starts there).
     pub fn vm_trap(&mut self, address: usize, name: Option<&str>) -> Result<u64, Error> {
         let id = self.id;
-        let translation = self.translation.get_mut();
+        let mut translation = self.translation.lock();
         let region = *translation.regions.containing(address as u64).filter(|region| region.start == address as u64).ok_or(Error::BadAddress)?;
         if let Some(name) = name {
             crate::services::vm::assign_for_space(name, id, region.id)?;
@@ -582,7 +559,7 @@ impl AddressSpace {
     /// A view for reading this space from another strand while the process is pinned
     /// (serving upcalls or service calls from inside a system call); see [`SpaceView`].
     pub fn view(&self) -> SpaceView {
-        SpaceView { root: self.root }
+        SpaceView { root: self.root, id: self.id, translation: self.translation.clone() }
     }
 }
 
@@ -590,9 +567,17 @@ impl AddressSpace {
 /// address space on another strand (upcalls, cross-address-space calls) while the
 /// process's own strand is blocked inside a system call that keeps the space alive and
 /// unchanged (it cannot map or unmap while blocked there).
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone)]
 pub struct SpaceView {
     root: PageTableRoot,
+    id: u64,
+    translation: Arc<spin::Mutex<Translation>>,
+}
+
+impl fmt::Debug for SpaceView {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        formatter.debug_struct("SpaceView").field("root", &self.root).field("id", &self.id).finish_non_exhaustive()
+    }
 }
 
 impl SpaceView {
@@ -608,8 +593,33 @@ impl SpaceView {
     /// The space this view came from is still alive and not being changed (its process
     /// is pinned, see the type's documentation).
     pub unsafe fn read(&self, address: usize, buffer: &mut [u8]) -> Result<(), Error> {
+        fault_in(self.root, self.id, &self.translation, address, buffer.len(), PageAccess::Read);
         // SAFETY: forwarded from the caller.
         unsafe { read_in(self.root, address, buffer) }
+    }
+
+    /// Faults the page at `address` in for `access` if it is a missing page of an
+    /// anonymous `vm_map` region (demand-zero, no event): code running in the space on
+    /// another strand (a migrating call, an upcall) touched it. True if the page is now
+    /// mapped and its leaf allows the access (the instruction can run again).
+    ///
+    /// # Safety
+    /// As for [`SpaceView::read`].
+    pub unsafe fn fault_in(&self, address: usize, access: AccessKind) -> bool {
+        let page_access = if access == AccessKind::Write { PageAccess::Write } else { PageAccess::Read };
+        fault_in(self.root, self.id, &self.translation, address, 1, page_access);
+        let allowed = self.root.translate(address).is_some_and(|(_, flags)| {
+            flags.contains(PteFlags::USER)
+                && match access {
+                    AccessKind::Read => flags.contains(PteFlags::READ),
+                    AccessKind::Write => flags.contains(PteFlags::WRITE),
+                    AccessKind::Execute => flags.contains(PteFlags::EXECUTE),
+                }
+        });
+        if allowed {
+            crate::arch::csr::flush_tlb();
+        }
+        allowed
     }
 }
 
@@ -621,6 +631,7 @@ impl SpaceView {
     /// As for [`SpaceView::read`]; also, no reference of the kernel's points into the
     /// range (it is user memory, which the kernel never borrows).
     pub unsafe fn write(&self, address: usize, bytes: &[u8]) -> Result<(), Error> {
+        fault_in(self.root, self.id, &self.translation, address, bytes.len(), PageAccess::Write);
         check_in(self.root, address, bytes.len(), PageAccess::Write)?;
         copy_in_pages(self.root, address, bytes.len(), |physical, offset, count| {
             // The page is a valid user leaf of the pinned space, writable by the user, so it
@@ -680,6 +691,53 @@ fn copy_in_pages(root: PageTableRoot, address: usize, length: usize, mut step: i
     }
 }
 
+/// [`AddressSpace::fault_in`] on the table at `root` of space `id`: demand-zero for every
+/// missing page of an anonymous `vm_map` region in the range that `access` may touch (no
+/// event; a managed region's missing page is left absent).
+fn fault_in(root: PageTableRoot, id: u64, translation: &spin::Mutex<Translation>, address: usize, length: usize, access: PageAccess) {
+    let Some(end) = address.checked_add(length) else { return };
+    let kind = match access {
+        PageAccess::Write => AccessKind::Write,
+        PageAccess::Read => AccessKind::Read,
+    };
+    for page in pages(&(address..end)) {
+        if root.translate(page).is_some() {
+            continue;
+        }
+        let mut translation = translation.lock();
+        let fault = spindle_service_vm::classify(&translation.regions, page as u64, kind, Pte::ABSENT);
+        if fault.class != FaultClass::PageNotPresent || fault.kind != Some(VmKind::Anonymous) {
+            continue;
+        }
+        if let Outcome::DemandZero { page, protection } = spindle_service_vm::default_outcome(&translation.regions, &fault)
+            && let Some(run) = crate::services::vm::allocate(id, page)
+        {
+            // On failure the page stays absent and the check refuses it.
+            let _ = map_vm_page(root, &mut translation, page, run, protection, kind == AccessKind::Write);
+        }
+    }
+}
+
+/// Maps `run` at `page` of the table at `root` with `protection` (plus the U bit) and
+/// records it as the page's frame, dirty only if `written` (Appel & Li's `dirty` reads the
+/// bit); on failure gives the frame back.
+fn map_vm_page(root: PageTableRoot, translation: &mut Translation, page: u64, run: FrameRun, protection: spindle_service_vm::Protection, written: bool) -> Result<(), FaultKill> {
+    let flags = vm_flags(protection);
+    let mapped = root.map_range(page as usize, run.address(), PAGE_SIZE, flags, &mut TableFrames(&mut translation.tables));
+    if mapped.is_err() {
+        crate::services::vm::release(run);
+        return Err(FaultKill::OutOfMemory);
+    }
+    if !written {
+        // The hardware sets the bit on the first store (or faults, and the retry sets it).
+        let _ = root.update_leaf(page as usize, PteFlags::empty(), PteFlags::DIRTY);
+    }
+    translation.pages.insert(page, run);
+    // Conservative: the privileged spec lets a hart cache invalid entries too.
+    crate::arch::csr::flush_tlb();
+    Ok(())
+}
+
 impl Drop for AddressSpace {
     fn drop(&mut self) {
         // Never free a table the hart still uses: its process switches to the kernel's
@@ -690,10 +748,14 @@ impl Drop for AddressSpace {
         crate::arch::csr::flush_tlb();
         // The `vm_map` pages go back through the translation service (frame table and
         // counters); their leaves are no longer reachable by any hart.
-        let translation = self.translation.get_mut();
+        let mut translation = self.translation.lock();
         for (_, run) in core::mem::take(&mut translation.pages) {
             crate::services::vm::release(run);
         }
+        // A view may outlive the space (kept by a withdrawn registration): its page tables
+        // go now, with the space.
+        drop(core::mem::take(&mut translation.tables));
+        drop(translation);
         crate::services::vm::forget_space(self.id);
         // The other frames (regions, then tables) are freed by their own drops.
     }

@@ -225,7 +225,9 @@ fn errors() -> i32 {
     expect("unprot_n(past the region)", raw::protect(base + page, 2, None).map(|()| 0), Error::BadAddress);
     expect("dirty(unaligned)", arch::dirty(base + 1).map(usize::from), Error::BadAddress);
     expect("dirty(not a vm_map region)", arch::dirty(0x10_0000_0000).map(usize::from), Error::BadAddress);
-    expect("protect(a vm_map region)", raw::legacy_protect(base, 2 * page), Error::NotPermitted);
+    expect("protect(a vm_map region, read)", raw::legacy_protect(base, 2 * page, arch::ACCESS_READ).and(Err(Error::Exists)), Error::Exists);
+    let Ok(read_only) = arch::vm_map(page, arch::VM_READ) else { return 100 };
+    expect("protect(a read-only vm_map region, write)", raw::legacy_protect(read_only, page, arch::ACCESS_WRITE), Error::NotPermitted);
     expect("vm_manage(first)", as_usize(arch::vm_manage(base, None)).and(Err(Error::Exists)), Error::Exists);
     expect("vm_manage(again)", as_usize(arch::vm_manage(base, None)), Error::Exists);
     // A kernel copy from a missing page of a managed region is refused (no pager runs for
@@ -437,10 +439,10 @@ mod raw {
         unsafe { arch::protect_pages(address, count, protection) }
     }
 
-    /// `protect(address, length, read)` (the `map_anonymous` call) on a `vm_map` region.
-    pub fn legacy_protect(address: usize, length: usize) -> Result<usize, arch::Error> {
+    /// `protect(address, length, access)` (the `map_anonymous` call) on a `vm_map` region.
+    pub fn legacy_protect(address: usize, length: usize, access: usize) -> Result<usize, arch::Error> {
         // SAFETY: the region is this program's own and no reference points into it.
-        unsafe { arch::call(arch::Syscall::Protect, [address, length, arch::ACCESS_READ, 0, 0, 0]) }
+        unsafe { arch::call(arch::Syscall::Protect, [address, length, access, 0, 0, 0]) }
     }
 
     /// `unmap(address, length)` of a `vm_map` region.
