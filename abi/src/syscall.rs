@@ -465,8 +465,10 @@ declare_syscalls! {
     SleepTicks = 6, "sleep_ticks", (ticks) -> "0";
     /// `map_anonymous(length) -> address`: maps `length` bytes (rounded up to pages) of
     /// zeroed read-write memory at an address the kernel chooses, with an unmapped guard
-    /// page after it. Errors: `BadLength` (0 or above [`MAX_MAP_LENGTH`]), `NoMemory`
-    /// (above [`MAX_ANONYMOUS_BYTES`] in all, or no frames), `TooMany` (above
+    /// page after it: `vm_map(length, VM_READ | VM_WRITE)`, demand-zero (a page gets its
+    /// frame when first touched; with no frame left then, the process is killed).
+    /// Errors: `BadLength` (0 or above [`MAX_MAP_LENGTH`]), `NoMemory` (above
+    /// [`MAX_ANONYMOUS_BYTES`] in all, or no room), `TooMany` (above
     /// [`MAX_ANONYMOUS_REGIONS`]).
     MapAnonymous = 7, "map_anonymous", (length) -> "address of the mapping";
     /// `unmap(address, length)`: unmaps a whole region returned by `map_anonymous`
@@ -527,10 +529,11 @@ declare_syscalls! {
     /// Errors: `BadLength`, `BadAddress`.
     LastError = 18, "last_error", (pointer, length) -> "length of the message";
     /// `protect(address, length, access) -> 0`: changes the access of a whole anonymous
-    /// region ([`ACCESS_READ`] | [`ACCESS_WRITE`]; 0 makes it inaccessible).
+    /// region ([`ACCESS_READ`] | [`ACCESS_WRITE`]; 0 makes it inaccessible; its pages keep
+    /// their frames) — `prot_n` over all its pages.
     /// Errors: `BadAddress` (misaligned, or no anonymous region starts there),
-    /// `NotPermitted` (image or stack), `BadLength` (not the region's length),
-    /// `BadArgument` (unknown access bits).
+    /// `NotPermitted` (image or stack, or more than a `vm_map` region's own protection),
+    /// `BadLength` (not the region's length), `BadArgument` (unknown access bits).
     Protect = 19, "protect", (address, length, access) -> "0";
     /// `kernel_command(pointer, length) -> 0`: runs one line of the kernel console's
     /// commands (`mem`, `probe`, `reclaim`, `halt`, …; see `help`). Only for a process
