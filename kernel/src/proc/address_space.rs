@@ -228,7 +228,6 @@ impl AddressSpace {
         let region = Region { start: STACK_BOTTOM, length: STACK_SIZE, kind: RegionKind::Stack };
         self.map_region(region, SegmentPermissions { read: true, write: true, execute: false }).map(|_| ())
     }
-
     /// `map_anonymous(length)`: zeroed read-write memory; returns its address. Errors as
     /// documented for the system call.
     pub fn map_anonymous(&mut self, length: usize) -> Result<usize, Error> {
@@ -262,6 +261,7 @@ impl AddressSpace {
     /// (the name's are the caller's).
     pub fn vm_manage(&mut self, address: usize, name: Option<&str>) -> Result<u64, Error> {
         let id = self.id;
+        self.require_vm_map_region(address)?;
         let mut translation = self.translation.lock();
         let region = *translation.regions.containing(address as u64).filter(|region| region.start == address as u64).ok_or(Error::BadAddress)?;
         if region.kind == VmKind::Managed {
@@ -430,6 +430,7 @@ impl AddressSpace {
     /// `protection` `None`: records the pages' protection in the region table and rewrites
     /// their leaves. Errors as documented for the system calls.
     pub fn protect_pages(&mut self, address: usize, count: usize, protection: Option<usize>) -> Result<(), Error> {
+        self.require_vm_map_region(address)?;
         let protection = match protection {
             Some(bits) => Some(spindle_service_vm::Protection::from_bits(bits as u64).map_err(|_| Error::BadArgument)?),
             None => None,
@@ -447,6 +448,7 @@ impl AddressSpace {
     /// its frame (a page without a frame, or protected to none, is clean). Errors:
     /// `BadAddress` (not page-aligned, or in no `vm_map` region).
     pub fn dirty(&self, address: usize) -> Result<bool, Error> {
+        self.require_vm_map_region(address)?;
         let pte = self.pte(address);
         self.translation.lock().regions.dirty(address as u64, pte).map_err(Self::vm_error)
     }
@@ -457,6 +459,7 @@ impl AddressSpace {
     /// region's id. Errors: `BadAddress` (no `vm_map` region starts there).
     pub fn vm_trap(&mut self, address: usize, name: Option<&str>) -> Result<u64, Error> {
         let id = self.id;
+        self.require_vm_map_region(address)?;
         let mut translation = self.translation.lock();
         let region = *translation.regions.containing(address as u64).filter(|region| region.start == address as u64).ok_or(Error::BadAddress)?;
         if let Some(name) = name {
@@ -464,6 +467,15 @@ impl AddressSpace {
         }
         translation.regions.trap(region.id, Trap { owner: Owner::AddressSpace(id), handler: 0 }).map_err(Self::vm_error)?;
         Ok(region.id)
+    }
+
+    /// `BadAddress` unless `address` lies in an anonymous (`vm_map` or `map_anonymous`)
+    /// region (the image and the stack are not the program's to manage or protect).
+    fn require_vm_map_region(&self, address: usize) -> Result<(), Error> {
+        match self.regions.containing(address) {
+            Some(region) if region.kind == RegionKind::Anonymous => Ok(()),
+            _ => Err(Error::BadAddress),
+        }
     }
 
     /// The leaf of `address` as the translation service sees it.

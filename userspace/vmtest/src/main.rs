@@ -211,7 +211,12 @@ fn errors() -> i32 {
     let as_usize = |result: Result<u64, Error>| result.map(|value| value as usize);
     expect("vm_manage(unaligned)", as_usize(arch::vm_manage(base + 1, None)), Error::BadAddress);
     expect("vm_manage(inside)", as_usize(arch::vm_manage(base + page, None)), Error::BadAddress);
-    expect("vm_manage(the stack)", as_usize(arch::vm_manage(arch::PAGE_SIZE * 16, None)), Error::BadAddress);
+    expect("vm_manage(not a user address)", as_usize(arch::vm_manage(arch::PAGE_SIZE * 16, None)), Error::BadAddress);
+    // The stack is not the program's to manage or protect.
+    let local = 0u8;
+    let stack_page = core::hint::black_box(&local as *const u8 as usize) & !(page - 1);
+    expect("prot1(the stack)", raw::protect(stack_page, 1, Some(arch::VM_READ)).map(|()| 0), Error::BadAddress);
+    expect("dirty(the stack)", arch::dirty(stack_page).map(usize::from), Error::BadAddress);
     expect("vm_trap(unaligned)", as_usize(arch::vm_trap(base + 8, None)), Error::BadAddress);
     let Ok(bytes) = core::str::from_utf8(&[b'x'; 65]) else { return 100 };
     expect("vm_manage(long name)", as_usize(arch::vm_manage(base, Some(bytes))), Error::BadLength);
