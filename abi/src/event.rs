@@ -16,7 +16,9 @@
 //! [`BLOCK_FORMAT`], the disk's [`DISK_SCHEDULE`], the buffer cache's [`CACHE_ENQUEUE`],
 //! [`CACHE_EVICT`], [`CACHE_WRITEBACK`], [`CACHE_READ_AHEAD`], the lock service's
 //! [`LOCK_GRANT`], the scheduler's [`SCHED_BLOCK`], [`SCHED_UNBLOCK`],
-//! [`SCHED_CHECKPOINT`], [`SCHED_RESUME`]) and listed in [`KERNEL_EVENTS`].
+//! [`SCHED_CHECKPOINT`], [`SCHED_RESUME`], the translation service's
+//! [`VM_PAGE_NOT_PRESENT`], [`VM_PROTECTION_FAULT`], [`VM_BAD_ADDRESS`]) and listed in
+//! [`KERNEL_EVENTS`].
 //!
 //! Limitations: fields are integers only (no pointers, slices or `bool`); signed fields are
 //! widened to `u64` by sign extension, so declarative range guards compare them as unsigned
@@ -1377,6 +1379,21 @@ declare_events! {
     /// strand itself when it continues after a `Checkpoint` or starts for the first time.
     /// An announcement: handlers return nothing.
     pub event SCHED_RESUME = 23, "sched.Resume", fn(StrandResume) -> ();
+
+    /// A user access touched a page of a managed (or trapped) region that has no frame:
+    /// a pager answers MAP with a frame from `spindle_vm_grant` (or PROTECT, or DECLINE).
+    /// Default: demand-zero for an anonymous region; a managed region's process is killed
+    /// (no pager).
+    pub event VM_PAGE_NOT_PRESENT = 30, "vm.PageNotPresent", fn(TranslationRecord) -> TranslationAnswer;
+
+    /// A user access the page's protection does not allow, in a managed (or trapped)
+    /// region: a handler may answer PROTECT (Appel & Li's trap) or DECLINE. Default: the
+    /// process is killed (protection violation).
+    pub event VM_PROTECTION_FAULT = 31, "vm.ProtectionFault", fn(TranslationRecord) -> TranslationAnswer;
+
+    /// A user access to an address in no region: an announcement (region 0) raised before
+    /// the process is killed; handlers return nothing.
+    pub event VM_BAD_ADDRESS = 32, "vm.BadAddress", fn(TranslationRecord) -> ();
 }
 
 declare_records! {
@@ -1486,6 +1503,71 @@ impl StrandCheckpoint {
     /// stopped its U-mode code and its strand gives up the hart, staying ready. (Kernel
     /// strands preempted inside the timer interrupt raise nothing.)
     pub const TIME_SLICE: u32 = 5;
+}
+
+declare_records! {
+    /// Arguments of `vm.PageNotPresent`, `vm.ProtectionFault` and `vm.BadAddress`: a user
+    /// page fault, as the translation service classified it. Every field is guardable, so
+    /// a pager binds to its own address space and region only.
+    pub struct TranslationRecord {
+        /// The faulting address space (the process id).
+        pub space: u64,
+        /// The faulting virtual address.
+        pub address: u64,
+        /// The access: [`TranslationRecord::READ`], [`TranslationRecord::WRITE`] or
+        /// [`TranslationRecord::EXECUTE`].
+        pub access: u64,
+        /// The region's id within its address space (from 1); 0 for none (`vm.BadAddress`).
+        pub region: u64,
+    }
+
+    /// Result of `vm.PageNotPresent` and `vm.ProtectionFault`: how the handler resolves the
+    /// fault. The translation service checks it (a page of the faulting region, a frame the
+    /// handler was granted, a protection within the region's that allows the access, …);
+    /// a refused answer is counted and the default applies (demand-zero for anonymous
+    /// memory, otherwise the process is killed).
+    pub struct TranslationAnswer {
+        /// [`TranslationAnswer::DECLINE`] (0: the default), [`TranslationAnswer::MAP`] or
+        /// [`TranslationAnswer::PROTECT`].
+        pub action: u32,
+        /// The protection to map or set: bits 1 read, 2 write, 4 execute.
+        pub protection: u32,
+        /// The page (page-aligned) to map, or the first page to protect.
+        pub page: u64,
+        /// `MAP`: the frame number `spindle_vm_grant` returned.
+        pub frame: u64,
+        /// `PROTECT`: how many pages.
+        pub count: u64,
+    }
+}
+
+impl TranslationRecord {
+    /// `access`: a load.
+    pub const READ: u64 = 0;
+    /// `access`: a store (or an atomic).
+    pub const WRITE: u64 = 1;
+    /// `access`: an instruction fetch.
+    pub const EXECUTE: u64 = 2;
+
+    /// The faulting page (the address rounded down to 4 KiB).
+    pub const fn page(&self) -> u64 {
+        self.address & !0xfff
+    }
+}
+
+impl TranslationAnswer {
+    /// No answer: the default outcome.
+    pub const DECLINE: u32 = 0;
+    /// Map `frame` at `page` with `protection`.
+    pub const MAP: u32 = 1;
+    /// Set the protection of `count` pages from `page`.
+    pub const PROTECT: u32 = 2;
+    /// Protection bit: readable.
+    pub const READ: u32 = 1;
+    /// Protection bit: writable.
+    pub const WRITE: u32 = 2;
+    /// Protection bit: executable.
+    pub const EXECUTE: u32 = 4;
 }
 
 declare_records! {
@@ -1607,7 +1689,7 @@ mod tests {
 
     #[test]
     fn kernel_events_are_declared() {
-        assert_eq!(KERNEL_EVENTS.len(), 19);
+        assert_eq!(KERNEL_EVENTS.len(), 22);
         assert_eq!(CLOCK_TICK.name(), "clock.Tick");
         assert_eq!(CONSOLE_LINE.id(), EventId(2));
         assert_eq!(MM_RECLAIM.descriptor().result.fields[0].name, "frame");

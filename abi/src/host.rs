@@ -311,6 +311,26 @@ macro_rules! for_each_kernel_function {
                 /// bytes each, as many as fit); returns how many were copied.
                 fn lock_candidates(destination: BytesMut) -> u64;
             }
+            domain vm: Vm {
+                /// A zeroed frame for the fault of address space `space` whose
+                /// `vm.PageNotPresent` raise is being answered, charged to that space; its
+                /// frame number (what a MAP answer names), the same one for every call
+                /// during one raise. 0 when no such raise is in progress or no frame is free.
+                /// A granted frame the answer does not map is freed after the raise.
+                fn vm_grant(space: u64) -> u64;
+                /// Copies `bytes` to byte `offset` of the frame granted for `space`'s fault
+                /// (the page's contents a pager supplies); returns how many were copied — 0
+                /// without a grant or when the range leaves the page.
+                fn vm_fill(space: u64, offset: u64, bytes: Bytes) -> u64;
+                /// Appel & Li's `protN` (`protection` bits 1 read, 2 write, 4 execute) or,
+                /// with `protection` `u64::MAX`, `unprotN` of `count` pages from `page` of
+                /// address space `space`, queued while `space`'s `vm.PageNotPresent` or
+                /// `vm.ProtectionFault` raise is being answered and applied right after the
+                /// answer (checked as the system calls are; a refused change is counted and
+                /// skipped). 1 if queued; 0 without such a raise, for bits that are not a
+                /// protection, or when 8 changes are queued already.
+                fn vm_protect(space: u64, page: u64, count: u64, protection: u64) -> u64;
+            }
         }
     };
 }

@@ -465,8 +465,10 @@ declare_syscalls! {
     SleepTicks = 6, "sleep_ticks", (ticks) -> "0";
     /// `map_anonymous(length) -> address`: maps `length` bytes (rounded up to pages) of
     /// zeroed read-write memory at an address the kernel chooses, with an unmapped guard
-    /// page after it. Errors: `BadLength` (0 or above [`MAX_MAP_LENGTH`]), `NoMemory`
-    /// (above [`MAX_ANONYMOUS_BYTES`] in all, or no frames), `TooMany` (above
+    /// page after it: `vm_map(length, VM_READ | VM_WRITE)`, demand-zero (a page gets its
+    /// frame when first touched; with no frame left then, the process is killed).
+    /// Errors: `BadLength` (0 or above [`MAX_MAP_LENGTH`]), `NoMemory` (above
+    /// [`MAX_ANONYMOUS_BYTES`] in all, or no room), `TooMany` (above
     /// [`MAX_ANONYMOUS_REGIONS`]).
     MapAnonymous = 7, "map_anonymous", (length) -> "address of the mapping";
     /// `unmap(address, length)`: unmaps a whole region returned by `map_anonymous`
@@ -527,10 +529,11 @@ declare_syscalls! {
     /// Errors: `BadLength`, `BadAddress`.
     LastError = 18, "last_error", (pointer, length) -> "length of the message";
     /// `protect(address, length, access) -> 0`: changes the access of a whole anonymous
-    /// region ([`ACCESS_READ`] | [`ACCESS_WRITE`]; 0 makes it inaccessible).
+    /// region ([`ACCESS_READ`] | [`ACCESS_WRITE`]; 0 makes it inaccessible; its pages keep
+    /// their frames) — `prot_n` over all its pages.
     /// Errors: `BadAddress` (misaligned, or no anonymous region starts there),
-    /// `NotPermitted` (image or stack), `BadLength` (not the region's length),
-    /// `BadArgument` (unknown access bits).
+    /// `NotPermitted` (image or stack, or more than a `vm_map` region's own protection),
+    /// `BadLength` (not the region's length), `BadArgument` (unknown access bits).
     Protect = 19, "protect", (address, length, access) -> "0";
     /// `kernel_command(pointer, length) -> 0`: runs one line of the kernel console's
     /// commands (`mem`, `probe`, `reclaim`, `halt`, …; see `help`). Only for a process
@@ -676,6 +679,56 @@ declare_syscalls! {
     /// error. Errors: `BadHandle`, `BadArgument` (a bad range), `TooMany` (a split would
     /// pass the lock table's limit).
     Unlock = 42, "unlock", (handle, start, length) -> "0";
+    /// `vm_map(length, protection) -> address`: creates a demand-zero anonymous region of
+    /// `length` bytes (rounded up to pages) with `protection` ([`VM_READ`] | [`VM_WRITE`]
+    /// | [`VM_EXECUTE`]; write needs read, write and execute together are refused) at an
+    /// address the kernel chooses, with an unmapped guard page after it. No frame is
+    /// allocated until a page is touched (by the program, or by a system call that copies
+    /// into or out of it); each touched page is a fresh zeroed frame, returned when the
+    /// region is `unmap`ped or the process ends. Shares `map_anonymous`'s limits.
+    /// Errors: `BadLength` (0 or above [`MAX_MAP_LENGTH`]), `BadArgument` (a protection
+    /// that is none of those), `NoMemory` (above [`MAX_ANONYMOUS_BYTES`] in all, or no
+    /// room), `TooMany` (above [`MAX_ANONYMOUS_REGIONS`]).
+    VmMap = 43, "vm_map", (length, protection) -> "address of the region";
+    /// `vm_manage(address, pointer, length) -> region`: marks the `vm_map` region starting
+    /// at `address` managed: its faults raise `vm.PageNotPresent` / `vm.ProtectionFault`
+    /// (guardable on the address space and the region) and a missing page no handler
+    /// supplies kills the process (no pager). A name (`pointer`, `length` > 0) assigns the
+    /// region to that extension: bindings it installs afterwards (load it after this call)
+    /// see only this region's faults. Returns the region's id (the events' `region`).
+    /// Errors: `BadAddress` (no `vm_map` region starts at `address`), `BadLength` (a name
+    /// above [`MAX_NAME`]), `BadAddress` (the name is not readable), `BadArgument` (not
+    /// UTF-8), `Exists` (the region is managed already), `Busy` (the extension is assigned
+    /// to another process's region).
+    VmManage = 44, "vm_manage", (address, pointer, length) -> "region id";
+    /// `prot1(address, protection) -> 0`: Appel & Li's `prot1`: sets the protection of the
+    /// page at `address` of a `vm_map` region ([`VM_READ`] | [`VM_WRITE`] | [`VM_EXECUTE`],
+    /// 0 for no access), within the region's own; the leaf is rewritten (or removed for no
+    /// access, the frame kept) and the TLB flushed. An access the new protection forbids
+    /// faults: `vm.ProtectionFault` for a trapped region (see [`Syscall::VmTrap`]), else
+    /// the process is killed. Errors: `BadAddress` (not page-aligned, in no `vm_map`
+    /// region), `BadArgument` (not a protection), `NotPermitted` (above the region's).
+    Prot1 = 45, "prot1", (address, protection) -> "0";
+    /// `prot_n(address, count, protection) -> 0`: Appel & Li's `protN`: as `prot1` for
+    /// `count` pages from `address`, all in one region. Errors: as `prot1`; `BadLength`
+    /// (`count` 0 or above 65,536), `BadAddress` (the range leaves the region).
+    ProtN = 46, "prot_n", (address, count, protection) -> "0";
+    /// `unprot_n(address, count) -> 0`: Appel & Li's `unprotN`: gives `count` pages from
+    /// `address` their region's protection back. Errors: as `prot_n`.
+    UnprotN = 47, "unprot_n", (address, count) -> "0";
+    /// `dirty(address) -> 0 or 1`: Appel & Li's `dirty`: 1 if the page at `address` of a
+    /// `vm_map` region was written since it got its frame (a page without a frame, or with
+    /// no access, is clean). Errors: `BadAddress` (not page-aligned, in no `vm_map` region).
+    Dirty = 48, "dirty", (address) -> "1 if dirty";
+    /// `vm_trap(address, pointer, length) -> region`: Appel & Li's `trap`: the faults of
+    /// the `vm_map` region starting at `address` raise `vm.PageNotPresent` /
+    /// `vm.ProtectionFault` to handlers — assigned to extension NAME (`pointer`, `length`
+    /// > 0) as for `vm_manage` — while its pages stay demand-zero by default; a handler's
+    /// answer (e.g. PROTECT, unprotecting the page) is applied and the faulting instruction
+    /// runs again. Returns the region's id. Errors: `BadAddress` (no `vm_map` region
+    /// starts there), the name's (`BadLength`, `BadAddress`, `BadArgument`), `Busy` (the
+    /// extension is assigned to another process's region).
+    VmTrap = 49, "vm_trap", (address, pointer, length) -> "region id";
     /// `setpolicy_process(pid, name_pointer, name_length, technology) -> 0`: binds the
     /// policy extension NAME to the file-system calls of process `pid` (0: the caller):
     /// the extension is loaded with [`Technology`] `technology`, and every binding it
@@ -686,8 +739,15 @@ declare_syscalls! {
     /// `BadArgument` (not UTF-8, unknown technology), `NotFound` (no such extension or no
     /// running process `pid`), `Refused` (already loaded, the loader refused, or it binds
     /// `lock.Grant`, whose record names no process; see [`Syscall::LastError`]).
-    SetProcessPolicy = 43, "setpolicy_process", (pid, name_pointer, name_length, technology) -> "0";
+    SetProcessPolicy = 50, "setpolicy_process", (pid, name_pointer, name_length, technology) -> "0";
 }
+
+/// [`Syscall::VmMap`] protection bit: readable.
+pub const VM_READ: usize = 1;
+/// [`Syscall::VmMap`] protection bit: writable (needs [`VM_READ`]).
+pub const VM_WRITE: usize = 2;
+/// [`Syscall::VmMap`] protection bit: executable.
+pub const VM_EXECUTE: usize = 4;
 
 /// [`Syscall::Lock`] flag: a shared (read) lock (the default: no flag).
 pub const LOCK_READ: usize = 0;

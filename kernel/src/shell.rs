@@ -311,6 +311,9 @@ fn mem(_: &[&str]) -> Result<(), CommandError> {
         frames.total - frames.allocated, arch::PAGE_SIZE / 1024);
     crate::println!("heap:   {} KiB total, {} bytes requested, {} bytes allocated", heap.total_bytes / 1024,
         heap.requested_bytes, heap.allocated_bytes);
+    let vm = crate::services::vm::stats();
+    crate::println!("vm:     {} frames held by vm_map regions; {} faults: {} demand-zero, {} from pagers, {} protection changes, {} retried, {} killed; {} events raised, {} answers refused",
+        vm.frames_held, vm.faults, vm.demand_zero, vm.pager_maps, vm.protects, vm.retries, vm.kills, vm.raised, vm.rejected);
     Ok(())
 }
 

@@ -54,7 +54,8 @@ fn reading_call(syscall: Syscall, arguments: [usize; 6]) -> Result<usize, Error>
         Syscall::Write | Syscall::Yield | Syscall::GetPid | Syscall::Spawn | Syscall::Wait | Syscall::SleepTicks
             | Syscall::EventCount | Syscall::Kill | Syscall::MapAnonymous | Syscall::ExtLoad | Syscall::ExtUnload
             | Syscall::KernelCommand | Syscall::Open | Syscall::Close | Syscall::Seek | Syscall::MakeDir | Syscall::Unlink
-            | Syscall::Fsync | Syscall::SetPolicy | Syscall::CacheHint | Syscall::Lock | Syscall::Unlock
+            | Syscall::Fsync | Syscall::SetPolicy | Syscall::CacheHint | Syscall::Lock | Syscall::Unlock | Syscall::VmMap
+            | Syscall::VmManage | Syscall::Dirty | Syscall::VmTrap
     ));
     // SAFETY: these calls write no user memory and unmap nothing (map_anonymous only
     // adds a new mapping; extension and console commands act on the kernel), so no
@@ -352,6 +353,50 @@ pub fn instructions_retired() -> u64 {
     // SAFETY: reading `instret` has no side effects; the kernel enables it for U-mode.
     unsafe { core::arch::asm!("rdinstret {}", out(reg) value, options(nomem, nostack)) };
     value
+}
+
+/// Creates a demand-zero region of `length` bytes with `protection`
+/// (`spindle_abi::syscall::VM_READ` | `VM_WRITE` | `VM_EXECUTE`); returns its address.
+/// Errors as for [`Syscall::VmMap`]. The region stays until unmapped with
+/// [`Syscall::Unmap`] or the process ends; touching it is the caller's business.
+pub fn vm_map(length: usize, protection: usize) -> Result<usize, Error> {
+    reading_call(Syscall::VmMap, [length, protection, 0, 0, 0, 0])
+}
+
+/// Marks the `vm_map` region at `address` managed, assigned to extension `pager` if given;
+/// returns the region's id. Errors as for [`Syscall::VmManage`].
+pub fn vm_manage(address: usize, pager: Option<&str>) -> Result<u64, Error> {
+    let (pointer, length) = pager.map_or((0, 0), |name| (name.as_ptr() as usize, name.len()));
+    reading_call(Syscall::VmManage, [address, pointer, length, 0, 0, 0]).map(|region| region as u64)
+}
+
+/// Appel & Li's `trap`: the faults of the `vm_map` region at `address` go to handlers
+/// (assigned to extension `handler` if given); returns the region's id. Errors as for
+/// [`Syscall::VmTrap`].
+pub fn vm_trap(address: usize, handler: Option<&str>) -> Result<u64, Error> {
+    let (pointer, length) = handler.map_or((0, 0), |name| (name.as_ptr() as usize, name.len()));
+    reading_call(Syscall::VmTrap, [address, pointer, length, 0, 0, 0]).map(|region| region as u64)
+}
+
+/// Appel & Li's `dirty`: whether the page at `address` was written. Errors as for
+/// [`Syscall::Dirty`].
+pub fn dirty(address: usize) -> Result<bool, Error> {
+    reading_call(Syscall::Dirty, [address, 0, 0, 0, 0, 0]).map(|dirty| dirty != 0)
+}
+
+/// Appel & Li's `prot1`, `protN` (`count` pages) and `unprotN` (`protection` `None`).
+///
+/// # Safety
+/// No reference of the program may point into the pages whose access is narrowed (an
+/// access through it would fault), as for [`call`].
+pub unsafe fn protect_pages(address: usize, count: usize, protection: Option<usize>) -> Result<(), Error> {
+    let (syscall, arguments) = match (count, protection) {
+        (1, Some(protection)) => (Syscall::Prot1, [address, protection, 0, 0, 0, 0]),
+        (count, Some(protection)) => (Syscall::ProtN, [address, count, protection, 0, 0, 0]),
+        (count, None) => (Syscall::UnprotN, [address, count, 0, 0, 0, 0]),
+    };
+    // SAFETY: forwarded from the caller.
+    unsafe { call(syscall, arguments) }.map(|_| ())
 }
 
 /// Anonymous memory from [`Syscall::MapAnonymous`], owned: unmapped on drop. Its

@@ -25,6 +25,7 @@ mod calls;
 mod dispatch;
 mod extensions;
 mod user;
+mod vm;
 #[allow(unsafe_code)]
 pub mod grafts;
 #[allow(unsafe_code)]
@@ -133,6 +134,9 @@ pub fn run() -> ! {
     }
     if wanted("user-space") {
         user::run();
+    }
+    if wanted("vm") {
+        vm::run();
     }
     let mut grafts_clean = true;
     if wanted(grafts::GROUP) {

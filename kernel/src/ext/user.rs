@@ -418,14 +418,14 @@ fn upcall(
     let arguments = [index, argument_size, result_size, words[0] as usize, words[1] as usize, words[2] as usize, words[3] as usize];
     serving.context.prepare_call(serving.entry, serving.stack_top, &arguments);
     let domains = &user.domains;
-    let view = serving.view;
+    let view = &serving.view;
     let mut answer = |call: Syscall, arguments: [usize; 6]| match call {
         Syscall::KernelFunction => Some(kernel_function(domains, view, arguments)),
         _ => None,
     };
     // Nested inside the dispatcher's bounded call (its deadline applies), so that an
     // overrun lands in `migrate::call`, which switches the address space back first.
-    let returned = migrate::call(serving.view, &mut serving.context, u64::MAX, Syscall::UpcallReturn, &mut answer);
+    let returned = migrate::call(view, &mut serving.context, u64::MAX, Syscall::UpcallReturn, &mut answer);
     match returned {
         Ok([0, words @ ..]) => Ok(words.map(|word| word as u64)),
         Ok([PANIC_STATUS, ..]) | Err(CallFault::Exited) => Err(HandlerFault::Panicked),
@@ -438,7 +438,7 @@ fn upcall(
 /// `kernel_function(index, a, b, c, d)` from an upcall: the kernel functions a user-level
 /// extension reaches by system call (the glue's generated stubs), the words decoded by the
 /// generated `super::glue::call_user`, ranges being addresses in the extension's own space.
-fn kernel_function(domains: &[String], view: SpaceView, [index, words @ .., _]: [usize; 6]) -> Result<usize, Error> {
+fn kernel_function(domains: &[String], view: &SpaceView, [index, words @ .., _]: [usize; 6]) -> Result<usize, Error> {
     let function = KERNEL_FUNCTIONS.get(index).ok_or(Error::NotFound)?;
     let granted = super::exports::ALWAYS_GRANTED.contains(&function.domain) || domains.iter().any(|domain| domain == function.domain);
     if !granted {
@@ -446,7 +446,7 @@ fn kernel_function(domains: &[String], view: SpaceView, [index, words @ .., _]: 
     }
     // SAFETY: the extension's space is pinned while it serves an upcall (see `migrate`),
     // and this runs inside that upcall.
-    let space = unsafe { super::glue::UserSpace::new(view) };
+    let space = unsafe { super::glue::UserSpace::new(view.clone()) };
     super::glue::call_user(function.name, &words, &space).unwrap_or(Err(Error::NotFound))
 }
 

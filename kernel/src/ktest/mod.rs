@@ -38,6 +38,7 @@ mod services;
 mod sched_events;
 mod strands;
 mod upcalls;
+mod vm;
 mod wasm;
 
 use alloc::string::String;
@@ -67,7 +68,7 @@ macro_rules! ensure {
 }
 
 /// Every regular test, in run order.
-pub static TESTS: &[&[KernelTest]] = &[kernel_basics::TESTS, strands::TESTS, sched_events::TESTS, events::TESTS, extensions::TESTS, wasm::TESTS, hotload::TESTS, processes::TESTS, upcalls::TESTS, services::TESTS, blockdev::TESTS, disk::TESTS, fs::TESTS, cache_events::TESTS, blockio::TESTS, introspection::TESTS, leaks::TESTS];
+pub static TESTS: &[&[KernelTest]] = &[kernel_basics::TESTS, strands::TESTS, sched_events::TESTS, events::TESTS, extensions::TESTS, wasm::TESTS, hotload::TESTS, processes::TESTS, upcalls::TESTS, services::TESTS, blockdev::TESTS, disk::TESTS, fs::TESTS, cache_events::TESTS, blockio::TESTS, introspection::TESTS, vm::TESTS, leaks::TESTS];
 
 /// Tests of the harness itself; each must be reported as a failure.
 pub static HARNESS_TESTS: &[KernelTest] = harness::TESTS;

@@ -48,6 +48,19 @@ impl FrameRun {
     pub fn size(&self) -> usize {
         self.count * PAGE_SIZE
     }
+    /// Copies `bytes` to byte `offset` of the run; false (nothing copied) if the range
+    /// leaves the run.
+    pub fn write(&mut self, offset: usize, bytes: &[u8]) -> bool {
+        if offset.checked_add(bytes.len()).is_none_or(|end| end > self.size()) {
+            return false;
+        }
+        // SAFETY: the run is owned by `self` (borrowed mutably, so nobody else writes it
+        // through this run), identity-mapped read-write for the kernel, and the range lies
+        // inside it (checked above).
+        unsafe { core::ptr::copy_nonoverlapping(bytes.as_ptr(), (self.start + offset) as *mut u8, bytes.len()) };
+        true
+    }
+
     /// Gives up ownership without freeing (for frames that live forever, e.g. kernel
     /// page tables); returns the address.
     pub fn leak(self) -> usize {

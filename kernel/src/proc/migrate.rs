@@ -21,6 +21,7 @@
 
 use spindle_abi::syscall::{CONSOLE, Error, Syscall};
 use spindle_process::user_range;
+use spindle_service_vm::AccessKind;
 
 use super::SpaceView;
 use crate::arch::csr;
@@ -59,7 +60,7 @@ pub enum CallFault {
 /// deadline applies). `answer` handles the target's other system calls (number,
 /// arguments) → `Some(result)`, or `None` for `WrongState`.
 pub fn call(
-    view: SpaceView,
+    view: &SpaceView,
     context: &mut UserContext,
     deadline: u64,
     return_call: Syscall,
@@ -82,7 +83,7 @@ pub fn call(
 }
 
 fn run(
-    view: SpaceView,
+    view: &SpaceView,
     context: &mut UserContext,
     return_call: Syscall,
     answer: &mut dyn FnMut(Syscall, [usize; 6]) -> Option<Result<usize, Error>>,
@@ -115,13 +116,28 @@ fn run(
                 context.set_register(reg::A0, code);
                 context.set_register(reg::A1, value);
             }
+            // A page fault on a missing page of an anonymous `vm_map` region of the target
+            // (its stack, its heap): demand-zero, and the instruction runs again. Any other
+            // fault ends the call.
+            TrapCause::Exception(exception @ (Exception::LoadPageFault | Exception::StorePageFault | Exception::InstructionPageFault)) => {
+                let access = match exception {
+                    Exception::StorePageFault => AccessKind::Write,
+                    Exception::InstructionPageFault => AccessKind::Execute,
+                    _ => AccessKind::Read,
+                };
+                // SAFETY: as in `write` below: the target's space is pinned and this call
+                // runs with preemption off.
+                if !unsafe { view.fault_in(context.fault_report().stval, access) } {
+                    return Err(CallFault::Trapped(context.fault_report().scause));
+                }
+            }
             _ => return Err(CallFault::Trapped(context.fault_report().scause)),
         }
     }
 }
 
 /// `write(handle, pointer, length)` from the target: the console only.
-fn write(view: SpaceView, [handle, pointer, length, ..]: [usize; 6]) -> Result<usize, Error> {
+fn write(view: &SpaceView, [handle, pointer, length, ..]: [usize; 6]) -> Result<usize, Error> {
     if handle != CONSOLE {
         return Err(Error::BadHandle);
     }

@@ -47,7 +47,7 @@ use spindle_abi::syscall::{Error, ExitStatus, KillCause, MAX_COMMAND_LINE};
 use spindle_process::layout::STACK_TOP;
 use spindle_process::{Executable, ExecutableError};
 
-pub use address_space::{AddressSpace, SpaceError, SpaceView};
+pub use address_space::{AddressSpace, FaultKill, SpaceError, SpaceView};
 pub use capabilities::{Grants, ProcessCapabilities};
 
 use crate::arch::csr;
@@ -92,6 +92,7 @@ pub struct Process {
     strand: spin::Once<Arc<Strand>>,
     waiters: spin::Mutex<Vec<Arc<Strand>>>,
     fault: spin::Mutex<Option<FaultReport>>,
+    fault_cause: spin::Mutex<Option<FaultKill>>,
     system_calls: AtomicU64,
     mapped_bytes: AtomicUsize,
     capabilities: ProcessCapabilities,
@@ -122,6 +123,10 @@ impl Process {
     /// The fault that killed it, if one did.
     pub fn fault(&self) -> Option<FaultReport> {
         csr::without_interrupts(|| *self.fault.lock())
+    }
+    /// Why a user page fault killed it, if one did (the translation service's cause).
+    pub fn fault_cause(&self) -> Option<FaultKill> {
+        csr::without_interrupts(|| *self.fault_cause.lock())
     }
     /// Whether a kill was requested (the process ends at its next trap or wakeup).
     pub fn kill_requested(&self) -> bool {
@@ -244,11 +249,12 @@ pub fn spawn(command_line: &str, parent: Parent, grants: Grants) -> Result<Arc<P
         return Err(SpawnError::Refused(Error::TooMany));
     }
     let capabilities = ProcessCapabilities::new(grants).map_err(SpawnError::Refused)?;
-    let mut space = AddressSpace::new().map_err(SpawnError::Space)?;
+    let pid = NEXT_PID.fetch_add(1, Ordering::Relaxed);
+    let mut space = AddressSpace::new(pid).map_err(SpawnError::Space)?;
     space.load(&executable).map_err(SpawnError::Space)?;
     space.map_stack().map_err(SpawnError::Space)?;
     let process = Arc::new(Process {
-        pid: NEXT_PID.fetch_add(1, Ordering::Relaxed),
+        pid,
         name: name.into(),
         command_line: command_line.trim().into(),
         parent: spin::Mutex::new(parent),
@@ -257,6 +263,7 @@ pub fn spawn(command_line: &str, parent: Parent, grants: Grants) -> Result<Arc<P
         strand: spin::Once::new(),
         waiters: spin::Mutex::new(Vec::new()),
         fault: spin::Mutex::new(None),
+        fault_cause: spin::Mutex::new(None),
         system_calls: AtomicU64::new(0),
         mapped_bytes: AtomicUsize::new(space.mapped_bytes()),
         capabilities,
@@ -328,6 +335,26 @@ fn process_main(process: Arc<Process>, space: AddressSpace, entry: usize) {
             TrapCause::ExternalInterrupt => csr::enable_interrupts(),
             TrapCause::SoftwareInterrupt => {
                 crate::println!("[proc] pid {} ({}): spurious {}", process.pid, process.name, context.cause());
+            }
+            // A user page fault: the translation service decides (demand-zero, a pager's
+            // frame, a protection change, a retry — then the instruction runs again — or a
+            // kill with its cause).
+            TrapCause::Exception(exception @ (Exception::LoadPageFault | Exception::StorePageFault | Exception::InstructionPageFault)) => {
+                csr::enable_interrupts();
+                let access = match exception {
+                    Exception::StorePageFault => spindle_service_vm::AccessKind::Write,
+                    Exception::InstructionPageFault => spindle_service_vm::AccessKind::Execute,
+                    _ => spindle_service_vm::AccessKind::Read,
+                };
+                let report = context.fault_report();
+                if let Err(cause) = space.handle_fault(report.stval, access) {
+                    crate::println!("[proc] pid {} ({}) killed: {}: {cause}", process.pid, process.name, describe_fault(&report));
+                    csr::without_interrupts(|| {
+                        *process.fault.lock() = Some(report);
+                        *process.fault_cause.lock() = Some(cause);
+                    });
+                    break ExitStatus::Killed(KillCause::Fault);
+                }
             }
             TrapCause::Exception(_) | TrapCause::Unknown(_) => {
                 let report = context.fault_report();

@@ -11,6 +11,7 @@
 //! | [`policy`] (a policy extension bound to one file) | — | — | — |
 //! | [`cache_events`] (the buffer cache's decision points; the cache is its owner's) | `spindle-service-bcache` | `cache.Enqueue`, `cache.Evict`, `cache.Writeback`, `cache.ReadAhead` | domain `cache` |
 //! | [`lock_events`] (the byte-range lock tables' granting decision) | `spindle-service-locks` | `lock.Grant` | domain `lock` |
+//! | [`vm`] (translation: user page faults in `vm_map` regions, demand-zero, pagers; the regions are the address space's) | `spindle-service-vm`, `spindle-service-frames` | `vm.PageNotPresent`, `vm.ProtectionFault`, `vm.BadAddress` | domain `vm` |
 
 pub mod blockpath;
 pub mod cache_events;
@@ -20,6 +21,7 @@ pub mod locks;
 pub mod policy;
 pub mod frames;
 pub mod lock_events;
+pub mod vm;
 
 /// Registers every service's events with the kernel dispatcher.
 pub fn init() {
@@ -28,4 +30,5 @@ pub fn init() {
     disk::init();
     cache_events::init();
     lock_events::init();
+    vm::init();
 }

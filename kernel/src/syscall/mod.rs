@@ -71,6 +71,13 @@ pub fn handle(process: &Arc<Process>, space: &mut AddressSpace, context: &mut Us
             None => return Outcome::Killed,
         },
         Some(Syscall::MapAnonymous) => space.map_anonymous(arguments[0]),
+        Some(Syscall::VmMap) => space.vm_map(arguments[0], arguments[1]),
+        Some(Syscall::VmManage) => vm_manage(space, arguments, false),
+        Some(Syscall::VmTrap) => vm_manage(space, arguments, true),
+        Some(Syscall::Prot1) => space.protect_pages(arguments[0], 1, Some(arguments[1])).map(|()| 0),
+        Some(Syscall::ProtN) => space.protect_pages(arguments[0], arguments[1], Some(arguments[2])).map(|()| 0),
+        Some(Syscall::UnprotN) => space.protect_pages(arguments[0], arguments[1], None).map(|()| 0),
+        Some(Syscall::Dirty) => space.dirty(arguments[0]).map(usize::from),
         Some(Syscall::Unmap) => space.unmap(arguments[0], arguments[1]).map(|()| 0),
         Some(Syscall::EventCount) => Ok(crate::events::dispatcher().snapshot().len()),
         Some(Syscall::Arguments) => copy_arguments(process, space, arguments),
@@ -151,6 +158,16 @@ fn write(process: &Process, space: &AddressSpace, [handle, pointer, length, ..]:
     space.read(range.start, &mut bytes)?;
     crate::print!("{}", alloc::string::String::from_utf8_lossy(&bytes));
     Ok(length)
+}
+
+/// `vm_manage(address, pointer, length)` (or `vm_trap` with `trap`): the name (if
+/// `length` > 0) is read first — BadLength, BadAddress, BadArgument — then the region's
+/// errors.
+fn vm_manage(space: &mut AddressSpace, [address, pointer, length, ..]: Arguments, trap: bool) -> Result<usize, Error> {
+    let mut buffer = [0u8; spindle_abi::syscall::MAX_NAME];
+    let name = if length == 0 { None } else { Some(shell_calls::read_text(space, pointer, length, spindle_abi::syscall::MAX_NAME, &mut buffer)?) };
+    let region = if trap { space.vm_trap(address, name) } else { space.vm_manage(address, name) };
+    region.map(|region| region as usize)
 }
 
 /// `disk_state(pointer, length)`: NoDevice (no disk service), then BadLength (wrapping)

@@ -42,7 +42,7 @@ pub(super) fn copy_out(space: &AddressSpace, pointer: usize, length: usize, text
 
 /// Reads the UTF-8 text at `pointer..pointer + length` into `buffer`. Errors: `BadLength`
 /// (0, above `limit` or wrapping), `BadAddress`, `BadArgument` (not UTF-8).
-fn read_text<'buffer>(
+pub(crate) fn read_text<'buffer>(
     space: &AddressSpace,
     pointer: usize,
     length: usize,

@@ -5,8 +5,10 @@
 //!
 //! A core service is split in two (docs/architecture.md): this crate holds the decisions —
 //! plain data and rules, `no_std`, no `unsafe`, tested on the host — and a kernel file
-//! wires them to the trap path, the page tables and the dispatcher. That file does not
-//! exist yet: see docs/virtual-memory.md for what is built and what is not. The parts:
+//! wires them to the trap path, the page tables and the dispatcher: `kernel/src/services/vm.rs`
+//! (the events, the frame table, pagers' grants) and `kernel/src/proc/address_space.rs`
+//! (the region table of each address space, fault handling, demand-zero, the Appel & Li
+//! system calls); see docs/virtual-memory.md for what is built and what is not. The parts:
 //!
 //! - [`region`]: [`RegionTable`], one per address space: regions (start, length,
 //!   [`Protection`], [`RegionKind`] — anonymous, managed by an extension, file-backed

@@ -262,6 +262,15 @@ impl RegionTable {
         Ok(region)
     }
 
+    /// Changes what backs region `id` (a process marks its anonymous region managed);
+    /// returns the kind it had.
+    ///
+    /// Errors: [`RegionError::NoSuchRegion`].
+    pub fn set_kind(&mut self, id: RegionId, kind: RegionKind) -> Result<RegionKind, RegionError> {
+        let region = self.region_mut(id).ok_or(RegionError::NoSuchRegion(id))?;
+        Ok(core::mem::replace(&mut region.kind, kind))
+    }
+
     pub(crate) fn region_mut(&mut self, id: RegionId) -> Option<&mut Region> {
         self.by_start.values_mut().find(|region| region.id == id)
     }

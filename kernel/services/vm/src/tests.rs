@@ -396,3 +396,12 @@ fn swap_random_sequence_never_duplicates_a_slot() {
         assert_eq!(area.used(), held.len() as u64);
     }
 }
+
+#[test]
+fn a_region_can_be_marked_managed() {
+    let (mut table, heap, _, _) = regions();
+    assert_eq!(table.set_kind(heap, RegionKind::Managed), Ok(RegionKind::Anonymous));
+    let fault = classify(&table, HEAP, AccessKind::Read, Pte::ABSENT);
+    assert_eq!(default_outcome(&table, &fault), Outcome::Kill(KillCause::NoPager));
+    assert_eq!(table.set_kind(99, RegionKind::Managed), Err(RegionError::NoSuchRegion(99)));
+}

@@ -59,6 +59,10 @@ impl PteFlags {
     pub const fn bits(self) -> u64 {
         self.0
     }
+    /// The flags of the low eight bits of `bits` (the others are not flags).
+    pub const fn from_bits(bits: u64) -> PteFlags {
+        PteFlags(bits & 0xff)
+    }
 }
 
 impl core::ops::BitOr for PteFlags {
@@ -290,6 +294,21 @@ impl PageTableRoot {
             table = entry_address(entry);
         }
         None
+    }
+
+    /// Sets the bits `set` and clears the bits `clear` of the leaf mapping
+    /// `virtual_address` (the valid bit is never changed); returns the leaf's new flags.
+    /// `None`, changing nothing, if no leaf maps it or the change would leave it neither
+    /// readable nor executable (such an entry would point at a table). The caller flushes
+    /// the TLB.
+    pub fn update_leaf(self, virtual_address: usize, set: PteFlags, clear: PteFlags) -> Option<PteFlags> {
+        let (table, index, _) = self.leaf(virtual_address)?;
+        let entry = (read_entry(table, index) & !(clear.0 & !PteFlags::VALID.0)) | (set.0 & !PteFlags::VALID.0);
+        if entry & (PteFlags::READ.0 | PteFlags::EXECUTE.0) == 0 {
+            return None;
+        }
+        write_entry(table, index, entry);
+        Some(PteFlags(entry & 0xff))
     }
 
     /// Translates a virtual address: the physical address and leaf flags, if mapped.

@@ -1,0 +1,410 @@
+//! Tests of the translation service (`services::vm`, `proc::AddressSpace`'s `vm_map`
+//! regions), driven by the user program `vmtest`: demand-zero (pages read zero, only touched
+//! pages get frames, kernel copies fault a page in), kill causes, a managed region's pager
+//! `pager_fill` in every technology, guards keeping two processes' regions apart, refused
+//! answers, `vm.BadAddress` in every technology, and frame accounting.
+
+use alloc::format;
+use alloc::string::String;
+use alloc::sync::Arc;
+
+use spindle_abi::event::{TranslationAnswer, TranslationRecord, VM_PAGE_NOT_PRESENT, VM_PROTECTION_FAULT};
+use spindle_abi::syscall::{ExitStatus, KillCause, SPAWN_EXTENSION_LOADER};
+use spindle_dispatch::{BindingSpec, HandlerFault, handler_fn};
+use spindle_service_vm::KillCause as VmKill;
+
+use super::{KernelTest, TestResult, text};
+use crate::ensure;
+use crate::ext::{self, Preference};
+use crate::proc::{self, FaultKill, Grants, Parent, Process};
+use crate::services::vm::{Stats, stats};
+
+/// The tests.
+pub static TESTS: &[KernelTest] = &[
+    KernelTest { name: "vm::demand_zero_maps_only_touched_pages", run: demand_zero_maps_only_touched_pages },
+    KernelTest { name: "vm::bad_address_and_protection_kill_with_their_cause", run: bad_address_and_protection_kill_with_their_cause },
+    KernelTest { name: "vm::managed_region_without_a_pager_is_killed", run: managed_region_without_a_pager_is_killed },
+    KernelTest { name: "vm::pager_fill_in_every_technology", run: pager_fill_in_every_technology },
+    KernelTest { name: "vm::guards_isolate_two_processes_regions", run: guards_isolate_two_processes_regions },
+    KernelTest { name: "vm::bad_answers_are_rejected_and_the_default_applies", run: bad_answers_are_rejected_and_the_default_applies },
+    KernelTest { name: "vm::bad_address_is_announced_in_every_technology", run: bad_address_is_announced_in_every_technology },
+    KernelTest { name: "vm::appel_li_write_barrier_in_every_technology", run: appel_li_write_barrier_in_every_technology },
+    KernelTest { name: "vm::system_calls_get_every_documented_error", run: system_calls_get_every_documented_error },
+    KernelTest { name: "vm::in_kernel_handler_protects_through_kernel_functions", run: in_kernel_handler_protects_through_kernel_functions },
+    KernelTest { name: "vm::benchmark_modes_run_and_trap_every_time", run: benchmark_modes_run_and_trap_every_time },
+    KernelTest { name: "vm::frames_come_back_after_create_touch_exit", run: frames_come_back_after_create_touch_exit },
+];
+
+/// Every technology: built in, native, Wasm, user level.
+const TECHNOLOGIES: [Preference; 4] = [Preference::BuiltIn, Preference::Default, Preference::Wasm, Preference::User];
+
+/// The `Technology` number `vmtest` passes to `ext_load` for `preference`.
+fn technology_number(preference: Preference) -> usize {
+    preference as usize
+}
+
+/// Runs `command_line` from the kernel with `grants` and waits for it.
+fn run_with(command_line: &str, grants: Grants) -> Result<(Arc<Process>, ExitStatus), String> {
+    let process = proc::spawn(command_line, Parent::Kernel, grants).map_err(|error| format!("spawn {command_line:?}: {error}"))?;
+    let status = proc::wait(process.pid(), Parent::Kernel, &|| false).map_err(|error| format!("wait for {command_line:?}: {error:?}"))?;
+    Ok((process, status))
+}
+
+fn run(command_line: &str) -> Result<(Arc<Process>, ExitStatus), String> {
+    run_with(command_line, Grants::NONE)
+}
+
+fn loader() -> Result<Grants, String> {
+    Grants::from_spawn_flags(SPAWN_EXTENSION_LOADER).map_err(text)
+}
+
+/// Requires `command_line` to be killed by a page fault with `cause`.
+fn ensure_killed(command_line: &str, cause: VmKill) -> TestResult {
+    let (process, status) = run(command_line)?;
+    ensure!(status == ExitStatus::Killed(KillCause::Fault), "{command_line:?} ended {status}, expected a kill by a fault");
+    ensure!(process.fault_cause() == Some(FaultKill::Vm(cause)), "{command_line:?}: cause {:?}, expected {cause:?}", process.fault_cause());
+    Ok(())
+}
+
+/// `after - before`, counter by counter.
+fn delta(before: Stats, after: Stats) -> Stats {
+    Stats {
+        faults: after.faults - before.faults,
+        demand_zero: after.demand_zero - before.demand_zero,
+        pager_maps: after.pager_maps - before.pager_maps,
+        protects: after.protects - before.protects,
+        retries: after.retries - before.retries,
+        raised: after.raised - before.raised,
+        rejected: after.rejected - before.rejected,
+        kills: after.kills - before.kills,
+        frames_held: after.frames_held.wrapping_sub(before.frames_held),
+    }
+}
+
+/// Invocations of `owner`'s bindings on `event`.
+fn invocations(event: &str, owner: &str) -> u64 {
+    crate::events::dispatcher()
+        .snapshot()
+        .into_iter()
+        .filter(|snapshot| snapshot.name == event)
+        .flat_map(|snapshot| snapshot.bindings.into_iter())
+        .filter(|binding| binding.owner == owner)
+        .map(|binding| binding.counters.invocations)
+        .sum()
+}
+
+/// Unloads `pager_fill` if it is loaded (and waits for a user-level server to end).
+fn unload_pager() -> TestResult {
+    if ext::find("pager_fill").is_none() {
+        return Ok(());
+    }
+    let server = ext::user::serving_pid("pager_fill");
+    ext::unload("pager_fill").map_err(text)?;
+    if let Some(pid) = server {
+        ensure!(proc::wait_until_reaped(pid, 200), "pager_fill's serving process {pid} did not end after the unload");
+    }
+    crate::events::quiescent();
+    crate::events::reclaim();
+    Ok(())
+}
+
+/// Runs `test`, then unloads `pager_fill` and forgets its assignment whatever happened.
+fn clean(test: impl FnOnce() -> TestResult) -> TestResult {
+    let outcome = test();
+    crate::services::vm::assign("pager_fill", None);
+    let unloaded = unload_pager();
+    outcome?;
+    unloaded
+}
+
+/// `vmtest zero 16 5`: the five touched pages read zero and the untouched page the kernel
+/// copied into is faulted in — six pages mapped, no more; all given back at exit.
+fn demand_zero_maps_only_touched_pages() -> TestResult {
+    let before = stats();
+    let frames_before = crate::mm::frame::stats().allocated;
+    let (process, status) = run("vmtest zero 16 5")?;
+    let change = delta(before, stats());
+    ensure!(status == ExitStatus::Exited(0), "vmtest zero ended {status} (fault {:?})", process.fault_cause());
+    ensure!(change.demand_zero == 6, "{} pages were mapped for 5 touched pages and one kernel copy: {change:?}", change.demand_zero);
+    ensure!(change.faults == 5 && change.raised == 0 && change.kills == 0, "counters: {change:?}");
+    ensure!(change.frames_held == 0, "{} frames still held after exit", change.frames_held as i64);
+    ensure!(crate::services::vm::held_by(process.pid()) == 0, "the frame table still records frames of pid {}", process.pid());
+    crate::sched::sleep_ticks(1);
+    let frames_after = crate::mm::frame::stats().allocated;
+    ensure!(frames_after == frames_before, "frames allocated {frames_before} -> {frames_after}");
+    Ok(())
+}
+
+/// A load from the guard page after a region (no region) and a store to a read-only
+/// region end the process with those causes.
+fn bad_address_and_protection_kill_with_their_cause() -> TestResult {
+    ensure_killed("vmtest bad", VmKill::BadAddress)?;
+    ensure_killed("vmtest readonly", VmKill::ProtectionViolation)?;
+    // Outside the `vm_map` regions the old checks still hold: a store to the program's
+    // own text is a protection violation.
+    let (process, status) = run("fault store 0x1000000000")?;
+    ensure!(status == ExitStatus::Killed(KillCause::Fault), "fault store ended {status}");
+    ensure!(process.fault_cause().is_some(), "no cause recorded for a store fault");
+    Ok(())
+}
+
+/// A managed region without a pager: the first touch kills the process (no pager).
+fn managed_region_without_a_pager_is_killed() -> TestResult {
+    let before = stats();
+    ensure_killed("vmtest managed 2 none 0", VmKill::NoPager)?;
+    let change = delta(before, stats());
+    ensure!(change.demand_zero == 0 && change.pager_maps == 0 && change.kills == 1, "counters: {change:?}");
+    Ok(())
+}
+
+/// `pager_fill`, loaded by the program itself in each technology, supplies every page of
+/// its managed region (the program checks each page's first word).
+fn pager_fill_in_every_technology() -> TestResult {
+    for preference in TECHNOLOGIES {
+        clean(|| {
+            let before = stats();
+            let command_line = format!("vmtest managed 4 pager_fill {}", technology_number(preference));
+            let (process, status) = run_with(&command_line, loader()?)?;
+            let change = delta(before, stats());
+            ensure!(status == ExitStatus::Exited(0), "{} : {command_line:?} ended {status} (fault {:?})", preference.label(), process.fault_cause());
+            ensure!(change.pager_maps == 4 && change.raised == 4 && change.rejected == 0, "{}: counters {change:?}", preference.label());
+            // A user-level pager's server faults its own stack and heap in (demand-zero).
+            let server_pages = if preference == Preference::User { change.demand_zero } else { 0 };
+            ensure!(change.demand_zero == server_pages && change.frames_held == 0, "{}: counters {change:?}", preference.label());
+            Ok(())
+        })?;
+    }
+    Ok(())
+}
+
+/// Process A's region is assigned to `pager_fill`; process B's managed region, faulting
+/// while `pager_fill` is still loaded, is not served (the imposed guards name A's space
+/// and region), so B is killed for want of a pager — in every technology. And a name
+/// assigned to one space cannot be taken by another (`Busy`) until the first is gone.
+fn guards_isolate_two_processes_regions() -> TestResult {
+    // A name assigned to one address space's region cannot be taken by another's until the
+    // first is gone.
+    let (first, second) = (u64::MAX - 1, u64::MAX - 2);
+    crate::services::vm::assign_for_space("test.vm.owner", first, 1).map_err(text)?;
+    let taken = crate::services::vm::assign_for_space("test.vm.owner", second, 1);
+    crate::services::vm::forget_space(first);
+    let after = crate::services::vm::assign_for_space("test.vm.owner", second, 1);
+    crate::services::vm::forget_space(second);
+    ensure!(taken == Err(spindle_abi::syscall::Error::Busy) && after.is_ok(), "another space took the name: {taken:?}, after the first went: {after:?}");
+    for preference in TECHNOLOGIES {
+        clean(|| {
+            let command_line = format!("vmtest managed 3 pager_fill {} keep", technology_number(preference));
+            let (first, status) = run_with(&command_line, loader()?)?;
+            ensure!(status == ExitStatus::Exited(0), "{}: A ended {status} (fault {:?})", preference.label(), first.fault_cause());
+            let served = invocations("vm.PageNotPresent", "pager_fill");
+            ensure!(served == 3, "{}: pager_fill answered {served} faults for A's 3 pages", preference.label());
+            ensure_killed("vmtest managed 3 none 0", VmKill::NoPager)?;
+            let served = invocations("vm.PageNotPresent", "pager_fill");
+            ensure!(served == 3, "{}: pager_fill saw B's fault ({served} invocations)", preference.label());
+            Ok(())
+        })?;
+    }
+    Ok(())
+}
+
+/// A test handler of `vm.PageNotPresent`.
+type Answerer = fn(&TranslationRecord) -> TranslationAnswer;
+
+/// Handlers that answer wrongly: an encoding the primary module refuses (counted as the
+/// binding's fault), a frame that was not granted, and a granted frame for the wrong page
+/// (the service refuses and counts both, and frees the grant), a protection above the
+/// region's, a kernel or unaligned page, a handler that fails or loops after taking a
+/// grant: the default applies each time (the
+/// managed region's process is killed), and no frame is left behind.
+fn bad_answers_are_rejected_and_the_default_applies() -> TestResult {
+    let garbage = |_: &TranslationRecord| TranslationAnswer { action: 9, ..TranslationAnswer::default() };
+    let stranger = |record: &TranslationRecord| TranslationAnswer {
+        action: TranslationAnswer::MAP,
+        protection: TranslationAnswer::READ | TranslationAnswer::WRITE,
+        page: record.page(),
+        frame: 0x8_0000,
+        count: 0,
+    };
+    let wrong_page = |record: &TranslationRecord| {
+        let frame = spindle_abi::host::vm_grant(record.space);
+        TranslationAnswer {
+            action: TranslationAnswer::MAP,
+            protection: TranslationAnswer::READ | TranslationAnswer::WRITE,
+            page: record.page() + 0x1000,
+            frame,
+            count: 0,
+        }
+    };
+    let above = |record: &TranslationRecord| {
+        let frame = spindle_abi::host::vm_grant(record.space);
+        TranslationAnswer { action: TranslationAnswer::MAP, protection: 7, page: record.page(), frame, count: 0 }
+    };
+    let kernel_page = |record: &TranslationRecord| {
+        let frame = spindle_abi::host::vm_grant(record.space);
+        TranslationAnswer { action: TranslationAnswer::MAP, protection: 3, page: 0x8020_0000, frame, count: 0 }
+    };
+    let unaligned = |record: &TranslationRecord| {
+        let frame = spindle_abi::host::vm_grant(record.space);
+        TranslationAnswer { action: TranslationAnswer::MAP, protection: 3, page: record.page() + 8, frame, count: 0 }
+    };
+    let dispatcher = crate::events::dispatcher();
+    let frames_before = crate::mm::frame::stats().allocated;
+    let cases: [(&str, Answerer, u64); 6] = [
+        ("garbage", garbage, 0),
+        ("stranger", stranger, 1),
+        ("wrong page", wrong_page, 1),
+        ("above the region", above, 1),
+        ("a kernel address", kernel_page, 1),
+        ("an unaligned page", unaligned, 1),
+    ];
+    for (name, handler, rejected) in cases {
+        let binding = dispatcher.install(&VM_PAGE_NOT_PRESENT, BindingSpec::new("test.vm", handler_fn("test.vm", move |record: &TranslationRecord| Ok(handler(record))))).map_err(text)?;
+        let before = stats();
+        let outcome = ensure_killed("vmtest managed 2 none 0", VmKill::NoPager);
+        let change = delta(before, stats());
+        let _ = dispatcher.uninstall(binding);
+        outcome.map_err(|error| format!("{name}: {error}"))?;
+        ensure!(change.rejected == rejected && change.raised == 1 && change.pager_maps == 0, "{name}: counters {change:?}");
+    }
+    // A handler that fails (as a panicking or overrunning extension's does) after taking
+    // a grant: contained by the dispatcher, the grant freed, the default applied.
+    let failing = handler_fn("test.vm", |record: &TranslationRecord| {
+        spindle_abi::host::vm_grant(record.space);
+        Err::<TranslationAnswer, HandlerFault>(HandlerFault::Panicked)
+    });
+    let binding = dispatcher.install(&VM_PAGE_NOT_PRESENT, BindingSpec::new("test.vm", failing)).map_err(text)?;
+    let outcome = ensure_killed("vmtest managed 2 none 0", VmKill::NoPager);
+    let _ = dispatcher.uninstall(binding);
+    outcome.map_err(|error| format!("a failing handler: {error}"))?;
+    // A handler that loops after taking a grant: stopped by its budget, the same.
+    let looping = handler_fn("test.vm", |record: &TranslationRecord| {
+        spindle_abi::host::vm_grant(record.space);
+        loop {
+            core::hint::spin_loop();
+        }
+        #[allow(unreachable_code)]
+        Ok::<TranslationAnswer, HandlerFault>(TranslationAnswer::default())
+    });
+    let spec = BindingSpec::new("test.vm", looping).mode(spindle_dispatch::Mode::Bounded { budget: 200_000 });
+    let binding = dispatcher.install(&VM_PAGE_NOT_PRESENT, spec).map_err(text)?;
+    let outcome = ensure_killed("vmtest managed 2 none 0", VmKill::NoPager);
+    let _ = dispatcher.uninstall(binding);
+    outcome.map_err(|error| format!("a looping handler: {error}"))?;
+    crate::events::quiescent();
+    crate::events::reclaim();
+    crate::sched::sleep_ticks(1);
+    let frames_after = crate::mm::frame::stats().allocated;
+    ensure!(frames_after == frames_before, "frames allocated {frames_before} -> {frames_after}: a refused grant leaked");
+    Ok(())
+}
+
+/// `pager_fill` loaded in the kernel in each technology sees `vm.BadAddress` for a load
+/// from a guard page (an announcement, raised before the kill).
+fn bad_address_is_announced_in_every_technology() -> TestResult {
+    for preference in TECHNOLOGIES {
+        clean(|| {
+            ext::load("pager_fill", preference).map_err(|error| format!("loading pager_fill ({}): {error}", preference.label()))?;
+            ensure_killed("vmtest bad", VmKill::BadAddress)?;
+            let announced = invocations("vm.BadAddress", "pager_fill");
+            ensure!(announced == 1, "{}: pager_fill saw {announced} bad addresses", preference.label());
+            Ok(())
+        })?;
+    }
+    Ok(())
+}
+
+/// Appel & Li through `vmtest barrier`: `dirty`, `vm_trap` to `pager_fill`, `protN` to
+/// read-only, a store to every page — each a `vm.ProtectionFault` the handler answers by
+/// unprotecting the page, after which the store runs again — then `unprotN` and `prot1`.
+fn appel_li_write_barrier_in_every_technology() -> TestResult {
+    for preference in TECHNOLOGIES {
+        clean(|| {
+            let before = stats();
+            let command_line = format!("vmtest barrier 4 {}", technology_number(preference));
+            let (process, status) = run_with(&command_line, loader()?)?;
+            let change = delta(before, stats());
+            ensure!(status == ExitStatus::Exited(0), "{}: {command_line:?} ended {status} (fault {:?})", preference.label(), process.fault_cause());
+            ensure!(change.protects == 4 && change.raised == 4 && change.rejected == 0, "{}: counters {change:?}", preference.label());
+            // A user-level handler's server faults its own stack and heap in (demand-zero).
+            let server_pages = if preference == Preference::User { change.demand_zero.saturating_sub(4) } else { 0 };
+            ensure!(change.demand_zero == 4 + server_pages && change.frames_held == 0, "{}: counters {change:?}", preference.label());
+            Ok(())
+        })?;
+    }
+    Ok(())
+}
+
+/// `vmtest errors`: every documented error of the new calls, in order.
+fn system_calls_get_every_documented_error() -> TestResult {
+    let (_, status) = run("vmtest errors")?;
+    ensure!(status == ExitStatus::Exited(0), "vmtest errors ended {status} (the count of wrong answers; see the log)");
+    Ok(())
+}
+
+/// The `vm` benchmark group's programs (`vmtest bench`, `vmtest bench-trap`) run to the end,
+/// every measured trap is one protection fault answered by the handler (3,000 per run), so
+/// the rows measure what they name.
+fn benchmark_modes_run_and_trap_every_time() -> TestResult {
+    let (_, status) = run("vmtest bench")?;
+    ensure!(status == ExitStatus::Exited(0), "vmtest bench ended {status}");
+    for preference in [Preference::BuiltIn, Preference::User] {
+        clean(|| {
+            let before = stats();
+            let command_line = format!("vmtest bench-trap {} {}", technology_number(preference), preference.label());
+            let (_, status) = run_with(&command_line, loader()?)?;
+            let change = delta(before, stats());
+            ensure!(status == ExitStatus::Exited(0), "{command_line:?} ended {status}");
+            ensure!(change.protects == 3000 && change.rejected == 0 && change.kills == 0, "{}: counters {change:?}", preference.label());
+            Ok(())
+        })?;
+    }
+    Ok(())
+}
+
+/// In-kernel Appel & Li: a handler of `vm.ProtectionFault` answers by unprotecting the
+/// faulting page and queues `spindle_vm_protect` of the next page (read-only), so each of
+/// `vmtest chain 4`'s stores in order traps exactly once; the change queued past the
+/// region's end is refused and counted; a queue outside a raise is refused.
+fn in_kernel_handler_protects_through_kernel_functions() -> TestResult {
+    ensure!(spindle_abi::host::vm_protect(1, 0x10_0000_0000, 1, 1) == 0, "vm_protect outside a raise was queued");
+    let chain = handler_fn("test.vm.chain", |record: &TranslationRecord| {
+        spindle_abi::host::vm_protect(record.space, record.page() + 0x1000, 1, u64::from(TranslationAnswer::READ));
+        Ok::<TranslationAnswer, HandlerFault>(TranslationAnswer {
+            action: TranslationAnswer::PROTECT,
+            protection: TranslationAnswer::READ | TranslationAnswer::WRITE,
+            page: record.page(),
+            frame: 0,
+            count: 1,
+        })
+    });
+    let dispatcher = crate::events::dispatcher();
+    let binding = dispatcher.install(&VM_PROTECTION_FAULT, BindingSpec::new("test.vm", chain)).map_err(text)?;
+    let before = stats();
+    let outcome = run("vmtest chain 4");
+    let change = delta(before, stats());
+    let _ = dispatcher.uninstall(binding);
+    let (process, status) = outcome?;
+    ensure!(status == ExitStatus::Exited(0), "vmtest chain ended {status} (fault {:?})", process.fault_cause());
+    ensure!(change.protects == 4 && change.raised == 4 && change.rejected == 1, "counters {change:?}");
+    Ok(())
+}
+
+/// Create → touch → exit, demand-zero and through a pager, over and over: the heap and the
+/// free frames are exactly where they were, and the service holds no frame.
+fn frames_come_back_after_create_touch_exit() -> TestResult {
+    let held = stats().frames_held;
+    super::leaks::repeat("vm_map, touch, exit", || {
+        let (_, status) = run("vmtest zero 16 5")?;
+        ensure!(status == ExitStatus::Exited(0), "vmtest zero ended {status}");
+        ensure_killed("vmtest managed 2 none 0", VmKill::NoPager)
+    })?;
+    clean(|| {
+        super::leaks::repeat("vm_map, managed by pager_fill, exit", || {
+            let (_, status) = run_with("vmtest managed 4 pager_fill 1", loader()?)?;
+            ensure!(status == ExitStatus::Exited(0), "vmtest managed ended {status}");
+            Ok(())
+        })
+    })?;
+    ensure!(stats().frames_held == held, "the service holds {} frames, {held} before", stats().frames_held);
+    Ok(())
+}

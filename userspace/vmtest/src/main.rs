@@ -1,0 +1,466 @@
+//! `vmtest MODE …`: drives the translation service (docs/virtual-memory.md); the kernel's
+//! `vm::` tests run it and check its exit status, its kill cause and the service's counters.
+//!
+//! - `zero PAGES TOUCH`: maps a demand-zero read-write region of PAGES pages and touches
+//!   pages 0, 2, 4, … (TOUCH of them): each reads zero, then holds what was written. Then
+//!   the kernel copies the command line into the last page, which was never touched (a
+//!   kernel copy faults a demand-zero page in). Exits 0 if all is as expected. The service
+//!   maps exactly TOUCH + 1 pages.
+//! - `bad`: maps one page and loads from the guard page after it (no region): killed.
+//! - `readonly`: maps one read-only page, reads it, stores to it: killed.
+//! - `managed PAGES PAGER TECHNOLOGY [keep]`: maps PAGES pages, marks the region managed and
+//!   assigned to extension PAGER (`none`: no pager), loads PAGER as TECHNOLOGY (a number,
+//!   `spindle_abi::syscall::Technology`), then reads the first word of every page: a pager
+//!   such as `pager_fill` supplies pages whose first word is their address. Unloads PAGER
+//!   unless `keep`. Without a pager the first touch kills the process (no pager).
+//! - `barrier PAGES TECHNOLOGY`: Appel & Li. Maps PAGES pages; `dirty` is 0 for a page only
+//!   read, 1 once written; traps the region to `pager_fill` (`vm_trap`), loads it, protects
+//!   every page read-only (`protN`) and stores to each: every store faults, the handler
+//!   unprotects the page and the store runs again (PAGES protection faults). Then `protN`
+//!   and `unprotN` (no faults), and `prot1` to no access and back (the page keeps its
+//!   contents). Exits 0 if all is as expected.
+//! - `chain PAGES`: maps PAGES pages, touches them, traps the region for handlers
+//!   assigned to nobody (`vm_trap`, no name), protects the first page read-only and stores
+//!   to every page in order: with a handler that unprotects the faulting page and protects
+//!   the next (`spindle_vm_protect`, in-kernel Appel & Li), every store traps once. Exits 0
+//!   if every page holds what was stored.
+//! - `errors`: every documented error of `vm_map`, `vm_manage`, `vm_trap`, `prot1`,
+//!   `prot_n`, `unprot_n`, `dirty` and of `protect`/`unmap` on a `vm_map` region, and kernel
+//!   copies from and to a managed region's missing page (refused); exits with the number of
+//!   calls that got another answer.
+//! - `bench`: Appel & Li's primitives without a handler (SPIN Table 4's `dirty`, `prot1`,
+//!   `prot100`, `unprot100`, and `fault`: a demand-zero fault), as `bench row vm NAME
+//!   ITERATIONS MILLI-INSTRUCTIONS` lines for `cargo xtask bench` (`rdinstret` in U-mode,
+//!   which counts the kernel's instructions too; the cost of the two reads subtracted).
+//! - `bench-trap TECHNOLOGY LABEL`: with `pager_fill` loaded as TECHNOLOGY handling the
+//!   region's protection faults: `trap-LABEL` (a store to a read-only page, delivered to the
+//!   handler, which unprotects the page; the store runs again), `appel1-LABEL` (that, then
+//!   `prot1` of another page) and `appel2-LABEL` (`protN` of 100 pages, then a trapped store
+//!   to each, per page).
+//!
+//! The raw accesses need `unsafe`: the one place this crate allows it ([`raw`]).
+
+#![no_std]
+#![no_main]
+#![deny(unsafe_code)]
+
+use spindle_runtime::{Arguments, arch, println};
+
+spindle_runtime::entry!(main);
+
+fn main(arguments: &Arguments) -> i32 {
+    let number = |index: usize| arguments.get(index).and_then(|word| word.parse::<usize>().ok());
+    match arguments.get(0) {
+        Some("zero") => match (number(1), number(2)) {
+            (Some(pages), Some(touch)) if pages > 0 && touch * 2 <= pages => zero(pages, touch, arguments.line()),
+            _ => usage(),
+        },
+        Some("bad") => bad(),
+        Some("readonly") => readonly(),
+        Some("barrier") => match (number(1), number(2)) {
+            (Some(pages), Some(technology)) if pages > 0 => barrier(pages, technology),
+            _ => usage(),
+        },
+        Some("errors") => errors(),
+        Some("chain") => match number(1) {
+            Some(pages) if pages > 0 => chain(pages),
+            _ => usage(),
+        },
+        Some("bench") => bench(),
+        Some("bench-trap") => match (number(1), arguments.get(2)) {
+            (Some(technology), Some(label)) => bench_trap(technology, label),
+            _ => usage(),
+        },
+        Some("managed") => match (number(1), arguments.get(2), number(3)) {
+            (Some(pages), Some(pager), Some(technology)) if pages > 0 => managed(pages, pager, technology, arguments.get(4) == Some("keep")),
+            _ => usage(),
+        },
+        _ => usage(),
+    }
+}
+
+fn usage() -> i32 {
+    println!("vmtest: usage: vmtest zero PAGES TOUCH | bad | readonly | managed PAGES PAGER TECHNOLOGY [keep] | barrier PAGES TECHNOLOGY | errors | chain PAGES | bench | bench-trap TECHNOLOGY LABEL");
+    2
+}
+
+fn zero(pages: usize, touch: usize, line: &str) -> i32 {
+    let Ok(base) = arch::vm_map(pages * arch::PAGE_SIZE, arch::VM_READ | arch::VM_WRITE) else {
+        println!("vmtest: vm_map failed");
+        return 2;
+    };
+    for index in 0..touch {
+        let page = base + 2 * index * arch::PAGE_SIZE;
+        if raw::load(page + 8) != 0 {
+            println!("vmtest: page {index} is not zero");
+            return 3;
+        }
+        raw::store(page, index as u64 + 1);
+        if raw::load(page) != index as u64 + 1 {
+            println!("vmtest: page {index} lost what was written");
+            return 3;
+        }
+    }
+    let last = base + (pages - 1) * arch::PAGE_SIZE;
+    let Ok(length) = raw::arguments_into(last, 64) else {
+        println!("vmtest: the kernel could not copy into an untouched page");
+        return 4;
+    };
+    let copied = length.min(64).min(line.len());
+    if (0..copied).any(|offset| raw::load_byte(last + offset) != line.as_bytes()[offset]) {
+        println!("vmtest: the command line copied into the untouched page differs");
+        return 4;
+    }
+    println!("vmtest: {touch} of {pages} pages touched, all zero");
+    0
+}
+
+fn bad() -> i32 {
+    let Ok(base) = arch::vm_map(arch::PAGE_SIZE, arch::VM_READ | arch::VM_WRITE) else { return 2 };
+    println!("vmtest: pid {} loads from the guard page at {:#x}", arch::getpid(), base + arch::PAGE_SIZE);
+    let value = raw::load(base + arch::PAGE_SIZE);
+    println!("vmtest: the load returned {value:#x}");
+    1
+}
+
+fn readonly() -> i32 {
+    let Ok(base) = arch::vm_map(arch::PAGE_SIZE, arch::VM_READ) else { return 2 };
+    if raw::load(base) != 0 {
+        return 3;
+    }
+    println!("vmtest: pid {} stores to its read-only page at {base:#x}", arch::getpid());
+    raw::store(base, 1);
+    println!("vmtest: the store completed");
+    1
+}
+
+fn managed(pages: usize, pager: &str, technology: usize, keep: bool) -> i32 {
+    let Ok(base) = arch::vm_map(pages * arch::PAGE_SIZE, arch::VM_READ | arch::VM_WRITE) else { return 2 };
+    let assigned = (pager != "none").then_some(pager);
+    let region = match arch::vm_manage(base, assigned) {
+        Ok(region) => region,
+        Err(error) => {
+            println!("vmtest: vm_manage failed: {error}");
+            return 2;
+        }
+    };
+    if let Some(pager) = assigned {
+        let Some(technology) = arch::Technology::from_number(technology) else { return usage() };
+        if let Err(error) = arch::ext_load(pager, technology) {
+            println!("vmtest: loading {pager} failed: {error}");
+            return 2;
+        }
+    }
+    println!("vmtest: pid {} region {region} at {base:#x} managed by {pager}", arch::getpid());
+    let mut wrong = 0;
+    for index in 0..pages {
+        let page = base + index * arch::PAGE_SIZE;
+        if raw::load(page) != page as u64 {
+            wrong += 1;
+        }
+        raw::store(page + 8, index as u64);
+    }
+    if let Some(pager) = assigned.filter(|_| !keep) {
+        let _ = arch::ext_unload(pager);
+    }
+    if wrong > 0 {
+        println!("vmtest: {wrong} of {pages} pages did not come from the pager");
+        return 3;
+    }
+    println!("vmtest: {pages} pages from {pager}");
+    0
+}
+
+fn chain(pages: usize) -> i32 {
+    let Ok(base) = arch::vm_map(pages * arch::PAGE_SIZE, arch::VM_READ | arch::VM_WRITE) else { return 2 };
+    let page = |index: usize| base + index * arch::PAGE_SIZE;
+    for index in 0..pages {
+        raw::store(page(index), 0);
+    }
+    if arch::vm_trap(base, None).is_err() || raw::protect(base, 1, Some(arch::VM_READ)).is_err() {
+        return 2;
+    }
+    for index in 0..pages {
+        raw::store(page(index), index as u64 + 1);
+    }
+    if (0..pages).any(|index| raw::load(page(index)) != index as u64 + 1) {
+        return 3;
+    }
+    println!("vmtest: chain over {pages} pages stored");
+    0
+}
+
+fn errors() -> i32 {
+    use arch::Error;
+    let mut wrong = 0;
+    let mut expect = |what: &str, got: Result<usize, Error>, expected: Error| {
+        if got != Err(expected) {
+            println!("vmtest: {what}: {got:?}, expected {expected:?}");
+            wrong += 1;
+        }
+    };
+    let page = arch::PAGE_SIZE;
+    let rw = arch::VM_READ | arch::VM_WRITE;
+    expect("vm_map(0)", arch::vm_map(0, rw), Error::BadLength);
+    expect("vm_map(too long)", arch::vm_map(arch::MAX_MAP_LENGTH + 1, rw), Error::BadLength);
+    expect("vm_map(bad bits)", arch::vm_map(page, 8), Error::BadArgument);
+    expect("vm_map(write only)", arch::vm_map(page, arch::VM_WRITE), Error::BadArgument);
+    expect("vm_map(no access)", arch::vm_map(page, 0), Error::BadArgument);
+    expect("vm_map(write and execute)", arch::vm_map(page, rw | arch::VM_EXECUTE), Error::BadArgument);
+    let Ok(base) = arch::vm_map(2 * page, rw) else { return 100 };
+    let as_usize = |result: Result<u64, Error>| result.map(|value| value as usize);
+    expect("vm_manage(unaligned)", as_usize(arch::vm_manage(base + 1, None)), Error::BadAddress);
+    expect("vm_manage(inside)", as_usize(arch::vm_manage(base + page, None)), Error::BadAddress);
+    expect("vm_manage(not a user address)", as_usize(arch::vm_manage(arch::PAGE_SIZE * 16, None)), Error::BadAddress);
+    // The stack is not the program's to manage or protect.
+    let local = 0u8;
+    let stack_page = core::hint::black_box(&local as *const u8 as usize) & !(page - 1);
+    expect("prot1(the stack)", raw::protect(stack_page, 1, Some(arch::VM_READ)).map(|()| 0), Error::BadAddress);
+    expect("dirty(the stack)", arch::dirty(stack_page).map(usize::from), Error::BadAddress);
+    expect("vm_trap(unaligned)", as_usize(arch::vm_trap(base + 8, None)), Error::BadAddress);
+    let Ok(bytes) = core::str::from_utf8(&[b'x'; 65]) else { return 100 };
+    expect("vm_manage(long name)", as_usize(arch::vm_manage(base, Some(bytes))), Error::BadLength);
+    expect("prot1(unaligned)", raw::protect(base + 1, 1, Some(arch::VM_READ)).map(|()| 0), Error::BadAddress);
+    expect("prot1(bad bits)", raw::protect(base, 1, Some(8)).map(|()| 0), Error::BadArgument);
+    expect("prot1(write only)", raw::protect(base, 1, Some(arch::VM_WRITE)).map(|()| 0), Error::BadArgument);
+    expect("prot1(above the region)", raw::protect(base, 1, Some(arch::VM_READ | arch::VM_EXECUTE)).map(|()| 0), Error::NotPermitted);
+    expect("prot1(guard page)", raw::protect(base + 2 * page, 1, Some(arch::VM_READ)).map(|()| 0), Error::BadAddress);
+    expect("prot_n(0 pages)", raw::protect(base, 0, Some(arch::VM_READ)).map(|()| 0), Error::BadLength);
+    expect("prot_n(past the region)", raw::protect(base, 3, Some(arch::VM_READ)).map(|()| 0), Error::BadAddress);
+    expect("unprot_n(past the region)", raw::protect(base + page, 2, None).map(|()| 0), Error::BadAddress);
+    expect("dirty(unaligned)", arch::dirty(base + 1).map(usize::from), Error::BadAddress);
+    expect("dirty(not a vm_map region)", arch::dirty(0x10_0000_0000).map(usize::from), Error::BadAddress);
+    expect("protect(a vm_map region, read)", raw::legacy_protect(base, 2 * page, arch::ACCESS_READ).and(Err(Error::Exists)), Error::Exists);
+    let Ok(read_only) = arch::vm_map(page, arch::VM_READ) else { return 100 };
+    expect("protect(a read-only vm_map region, write)", raw::legacy_protect(read_only, page, arch::ACCESS_WRITE), Error::NotPermitted);
+    expect("vm_manage(first)", as_usize(arch::vm_manage(base, None)).and(Err(Error::Exists)), Error::Exists);
+    expect("vm_manage(again)", as_usize(arch::vm_manage(base, None)), Error::Exists);
+    // A kernel copy from a missing page of a managed region is refused (no pager runs for
+    // the kernel's own copies), the process lives on.
+    expect("write(a managed region's missing page)", arch::write_from_address(arch::CONSOLE, base, 8), Error::BadAddress);
+    expect("arguments(into a managed region's missing page)", raw::arguments_into(base + page, 8), Error::BadAddress);
+    expect("unmap(a vm_map region)", raw::unmap(base, 2 * page).and(Err(Error::Exists)), Error::Exists);
+    expect("dirty(after unmap)", arch::dirty(base).map(usize::from), Error::BadAddress);
+    println!("vmtest: errors: {wrong} wrong");
+    wrong
+}
+
+/// Instructions `operation` takes, the cost of reading the counter twice subtracted.
+fn instructions(operation: impl FnOnce()) -> u64 {
+    let start = arch::instructions_retired();
+    operation();
+    let end = arch::instructions_retired();
+    let empty_start = arch::instructions_retired();
+    let empty_end = arch::instructions_retired();
+    (end - start).saturating_sub(empty_end - empty_start)
+}
+
+fn row(name: &str, iterations: u64, total: u64) {
+    println!("bench row vm {name} {iterations} {}", total * 1000 / iterations);
+}
+
+/// Pages of the benchmark region (its first page is not protected by the `prot100` rows).
+const BENCH_PAGES: usize = 256;
+
+fn bench() -> i32 {
+    let Ok(base) = arch::vm_map(BENCH_PAGES * arch::PAGE_SIZE, arch::VM_READ | arch::VM_WRITE) else { return 2 };
+    let page = |index: usize| base + index * arch::PAGE_SIZE;
+    // `fault`: a store to a page that has no frame yet (demand-zero).
+    let mut total = 0;
+    for index in 0..BENCH_PAGES {
+        total += instructions(|| raw::store(page(index), index as u64));
+    }
+    row("fault", BENCH_PAGES as u64, total);
+    let iterations = 1000;
+    let mut total = 0;
+    for _ in 0..iterations {
+        total += instructions(|| {
+            let _ = arch::dirty(base);
+        });
+    }
+    row("dirty", iterations, total);
+    let mut total = 0;
+    for round in 0..iterations {
+        let protection = if round % 2 == 0 { arch::VM_READ } else { arch::VM_READ | arch::VM_WRITE };
+        total += instructions(|| {
+            let _ = raw::protect(page(1), 1, Some(protection));
+        });
+    }
+    row("prot1", iterations, total);
+    let rounds = 100;
+    let (mut protect, mut unprotect) = (0, 0);
+    for _ in 0..rounds {
+        protect += instructions(|| {
+            let _ = raw::protect(page(1), 100, Some(arch::VM_READ));
+        });
+        unprotect += instructions(|| {
+            let _ = raw::protect(page(1), 100, None);
+        });
+    }
+    row("prot100", rounds, protect);
+    row("unprot100", rounds, unprotect);
+    0
+}
+
+fn bench_trap(technology: usize, label: &str) -> i32 {
+    let pages = 128;
+    let Ok(base) = arch::vm_map(pages * arch::PAGE_SIZE, arch::VM_READ | arch::VM_WRITE) else { return 2 };
+    let page = |index: usize| base + index * arch::PAGE_SIZE;
+    for index in 0..pages {
+        raw::store(page(index), 0);
+    }
+    let Some(technology) = arch::Technology::from_number(technology) else { return usage() };
+    if arch::vm_trap(base, Some("pager_fill")).is_err() || arch::ext_load("pager_fill", technology).is_err() {
+        println!("vmtest: trapping the region to pager_fill failed");
+        return 2;
+    }
+    let iterations = 1000;
+    let (mut trap, mut appel1) = (0, 0);
+    for round in 0..iterations {
+        let _ = raw::protect(page(0), 1, Some(arch::VM_READ));
+        trap += instructions(|| raw::store(page(0), round));
+        let _ = raw::protect(page(1), 1, Some(arch::VM_READ));
+        appel1 += instructions(|| {
+            raw::store(page(1), round);
+            let _ = raw::protect(page(2), 1, Some(arch::VM_READ));
+        });
+        let _ = raw::protect(page(2), 1, None);
+    }
+    let rounds = 10;
+    let mut appel2 = 0;
+    for round in 0..rounds {
+        appel2 += instructions(|| {
+            let _ = raw::protect(page(8), 100, Some(arch::VM_READ));
+            for index in 8..108 {
+                raw::store(page(index), round);
+            }
+        });
+    }
+    let _ = arch::ext_unload("pager_fill");
+    row(&alloc_name("trap", label), iterations, trap);
+    row(&alloc_name("appel1", label), iterations, appel1);
+    row(&alloc_name("appel2", label), rounds * 100, appel2);
+    0
+}
+
+/// `NAME-LABEL` in a fixed buffer (no allocator here).
+fn alloc_name(name: &str, label: &str) -> Name {
+    let mut buffer = Name { bytes: [0; 48], length: 0 };
+    for byte in name.bytes().chain(core::iter::once(b'-')).chain(label.bytes()).take(48) {
+        buffer.bytes[buffer.length] = byte;
+        buffer.length += 1;
+    }
+    buffer
+}
+
+/// A short name ([`alloc_name`]).
+struct Name {
+    bytes: [u8; 48],
+    length: usize,
+}
+
+impl core::ops::Deref for Name {
+    type Target = str;
+    fn deref(&self) -> &str {
+        core::str::from_utf8(&self.bytes[..self.length]).unwrap_or("?")
+    }
+}
+
+fn barrier(pages: usize, technology: usize) -> i32 {
+    let Ok(base) = arch::vm_map(pages * arch::PAGE_SIZE, arch::VM_READ | arch::VM_WRITE) else { return 2 };
+    let page = |index: usize| base + index * arch::PAGE_SIZE;
+    if raw::load(base) != 0 || arch::dirty(base) != Ok(false) {
+        println!("vmtest: a page only read is not clean and zero");
+        return 5;
+    }
+    for index in 0..pages {
+        raw::store(page(index), index as u64);
+    }
+    if arch::dirty(base) != Ok(true) {
+        println!("vmtest: a written page is not dirty");
+        return 5;
+    }
+    let Some(technology) = arch::Technology::from_number(technology) else { return usage() };
+    if arch::vm_trap(base, Some("pager_fill")).is_err() || arch::ext_load("pager_fill", technology).is_err() {
+        println!("vmtest: trapping the region to pager_fill failed");
+        return 2;
+    }
+    let mut status = 0;
+    if raw::protect(base, pages, Some(arch::VM_READ)).is_err() {
+        status = 6;
+    }
+    for index in 0..pages {
+        if raw::load(page(index)) != index as u64 {
+            status = 7;
+        }
+        // Faults: the handler unprotects the page, the store runs again.
+        raw::store(page(index), index as u64 + 100);
+        if raw::load(page(index)) != index as u64 + 100 {
+            status = 7;
+        }
+    }
+    if raw::protect(base, pages, Some(arch::VM_READ)).is_err() || raw::protect(base, pages, None).is_err() {
+        status = 6;
+    }
+    for index in 0..pages {
+        raw::store(page(index), index as u64 + 7);
+    }
+    if raw::protect(base, 1, Some(0)).is_err() || raw::protect(base, 1, None).is_err() || raw::load(base) != 7 {
+        status = 8;
+    }
+    let _ = arch::ext_unload("pager_fill");
+    println!("vmtest: barrier over {pages} pages ended with {status}");
+    status
+}
+
+#[allow(unsafe_code)]
+mod raw {
+    use spindle_runtime::arch;
+
+    /// Reads the word at `address` (which may fault: the kernel decides).
+    pub fn load(address: usize) -> u64 {
+        // SAFETY: none in Rust's terms: the address is in a region the kernel manages for
+        // this program (or deliberately in none); a page the program may not read ends the
+        // process before the value is used. `read_volatile` keeps the access.
+        unsafe { (address as *const u64).read_volatile() }
+    }
+
+    /// Reads the byte at `address`.
+    pub fn load_byte(address: usize) -> u8 {
+        // SAFETY: as for `load`.
+        unsafe { (address as *const u8).read_volatile() }
+    }
+
+    /// Writes `value` at `address`.
+    pub fn store(address: usize, value: u64) {
+        // SAFETY: as for `load`: the program's own region, nothing else refers to it.
+        unsafe { (address as *mut u64).write_volatile(value) }
+    }
+
+    /// `prot1` / `protN` / `unprotN` of this program's own region.
+    pub fn protect(address: usize, count: usize, protection: Option<usize>) -> Result<(), arch::Error> {
+        // SAFETY: no Rust reference points into the region (it is reached only through
+        // this module's raw accesses).
+        unsafe { arch::protect_pages(address, count, protection) }
+    }
+
+    /// `protect(address, length, access)` (the `map_anonymous` call) on a `vm_map` region.
+    pub fn legacy_protect(address: usize, length: usize, access: usize) -> Result<usize, arch::Error> {
+        // SAFETY: the region is this program's own and no reference points into it.
+        unsafe { arch::call(arch::Syscall::Protect, [address, length, access, 0, 0, 0]) }
+    }
+
+    /// `unmap(address, length)` of a `vm_map` region.
+    pub fn unmap(address: usize, length: usize) -> Result<usize, arch::Error> {
+        // SAFETY: no reference points into the region, and it is not used afterwards.
+        unsafe { arch::call(arch::Syscall::Unmap, [address, length, 0, 0, 0, 0]) }
+    }
+
+    /// `arguments` into `length` bytes at `address` (a `vm_map` region no reference
+    /// points into).
+    pub fn arguments_into(address: usize, length: usize) -> Result<usize, arch::Error> {
+        // SAFETY: the kernel writes at most `length` bytes at `address`, in this program's
+        // own region, which no Rust reference points into.
+        unsafe { arch::call(arch::Syscall::Arguments, [address, length, 0, 0, 0, 0]) }
+    }
+}
