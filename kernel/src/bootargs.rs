@@ -14,6 +14,7 @@
 //! | `spindle.clock=exact\|host` | how budgets are enforced (`crate::time::ClockMode`); default: measured at boot |
 //! | `spindle.disk.model=hp97560\|none` | the disk service's timing model (`services::disk`; default `hp97560`) |
 //! | `spindle.bench.io=off` | the benchmarks skip the disk groups `disk` and `blockio` (xtask's variant builds) |
+//! | `spindle.bench.groups=A,B,…` | the benchmarks run only these groups (`cargo xtask bench --groups`) |
 
 /// What the kernel does after booting.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -72,6 +72,13 @@ enum Verb {
         /// tables: nothing is built or measured.
         #[arg(long)]
         report_only: bool,
+        /// Only these groups (comma-separated, e.g. `graft-hotlist,extension-cost`), one
+        /// run per build, rows printed only: no comparison, goals or report files.
+        #[arg(long, value_name = "GROUPS", conflicts_with = "report_only")]
+        groups: Option<String>,
+        /// With --groups: measure only the +unaligned-scalar-mem build.
+        #[arg(long, requires = "groups")]
+        variant_only: bool,
     },
     /// Check and install prerequisites only (rustup targets, QEMU, OpenSBI).
     Setup,
@@ -154,8 +161,9 @@ fn main() -> ExitCode {
         Verb::Setup => setup::ensure_prerequisites().map(|()| ExitCode::SUCCESS),
         Verb::Ext { command } => ext::run(command),
         Verb::Fs { command } => fs::run(command),
-        Verb::Bench { report_only: true } => bench::report_only().map(|()| ExitCode::SUCCESS),
-        Verb::Bench { report_only: false } => run_bench(),
+        Verb::Bench { report_only: true, .. } => bench::report_only().map(|()| ExitCode::SUCCESS),
+        Verb::Bench { groups: Some(groups), variant_only, .. } => run_bench_groups(&groups, variant_only),
+        Verb::Bench { report_only: false, groups: None, .. } => run_bench(),
         Verb::Load(arguments) => load::run(arguments),
         Verb::Qemu(arguments) => run_qemu(arguments),
         Verb::Test { host_only, kernel_only, verbose, only } => run_tests(!kernel_only && only.is_none(), !host_only, verbose, only.as_deref()),
@@ -274,6 +282,25 @@ fn run_bench() -> Result<ExitCode> {
         fs_root: image.fs_root.clone(),
     };
     bench::run(&image, Some((variant.name, variant.rustflags, &unaligned)))?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `cargo xtask bench --groups`: both builds (or only the variant), only those groups.
+fn run_bench_groups(groups: &str, variant_only: bool) -> Result<ExitCode> {
+    setup::ensure_prerequisites()?;
+    let image = kernel_build::build_image(kernel_build::Purpose::Bench)?;
+    let variant = &kernel_build::UNALIGNED_SCALAR_MEM;
+    let unaligned = kernel_build::Image {
+        kernel: kernel_build::build_kernel_variant(kernel_build::Purpose::Bench, Some(variant))?,
+        bundle: image.bundle.clone(),
+        fs_root: image.fs_root.clone(),
+    };
+    let label = format!("+{}", variant.name);
+    if variant_only {
+        bench::run_only(groups, &[(&label, &unaligned)])?;
+    } else {
+        bench::run_only(groups, &[("default", &image), (&label, &unaligned)])?;
+    }
     Ok(ExitCode::SUCCESS)
 }
 

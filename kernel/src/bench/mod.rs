@@ -115,22 +115,49 @@ pub fn report(group: &str, name: &str, iterations: u64, per_operation_milli: u64
 /// Runs every benchmark and exits.
 pub fn run() -> ! {
     crate::println!("bench begin");
-    calls::run();
-    dispatch::run();
-    scheduling::run();
-    extensions::run();
-    user::run();
-    let mut grafts_clean = grafts::run();
-    grafts_clean &= stream::run();
-    grafts_clean &= blackbox::run();
+    let arguments = crate::devicetree::bootargs();
+    // `spindle.bench.groups=A,B` (`cargo xtask bench --groups`): only those groups.
+    let groups = crate::bootargs::value(arguments, "spindle.bench.groups");
+    let wanted = |group: &str| groups.is_none_or(|list| list.split(',').any(|name| name == group));
+    if wanted("calls") {
+        calls::run();
+    }
+    if wanted("dispatch") {
+        dispatch::run();
+    }
+    if wanted("sched") {
+        scheduling::run();
+    }
+    if wanted("extension-cost") {
+        extensions::run();
+    }
+    if wanted("user-space") {
+        user::run();
+    }
+    let mut grafts_clean = true;
+    if wanted(grafts::GROUP) {
+        grafts_clean &= grafts::run();
+    }
+    if wanted(stream::GROUP) {
+        grafts_clean &= stream::run();
+    }
+    if wanted(blackbox::GROUP) {
+        grafts_clean &= blackbox::run();
+    }
     // `spindle.bench.io=off` (the variant builds of `cargo xtask bench`, which keep only
     // the extension-cost and graft groups): no disk groups.
-    if crate::bootargs::value(crate::devicetree::bootargs(), "spindle.bench.io") == Some("off") {
+    if crate::bootargs::value(arguments, "spindle.bench.io") == Some("off") {
         crate::println!("bench: disk, blockio and policies groups skipped (spindle.bench.io=off)");
     } else {
-        grafts_clean &= disk::run();
-        grafts_clean &= blockio::run();
-        grafts_clean &= policies::run();
+        if wanted("disk") {
+            grafts_clean &= disk::run();
+        }
+        if wanted("blockio") {
+            grafts_clean &= blockio::run();
+        }
+        if wanted("policies") {
+            grafts_clean &= policies::run();
+        }
     }
     if !grafts_clean {
         // No `bench end`: xtask reports the run as failed.

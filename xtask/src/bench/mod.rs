@@ -184,12 +184,27 @@ pub fn failures<S: AsRef<str>>(lines: &[S]) -> Vec<String> {
 const VARIANT_BOOT_ARGUMENT: &str = "spindle.bench.io=off";
 
 fn run_once(kernel: &Image, variant: bool) -> Result<Measurements> {
+    run_groups(kernel, variant, None)
+}
+
+/// One benchmark boot of `kernel`, only `groups` (comma-separated) when given.
+fn run_groups(kernel: &Image, variant: bool, groups: Option<&str>) -> Result<Measurements> {
     let mut machine = Machine::for_image(kernel);
     machine.append("spindle.mode=bench").extra(ICOUNT);
     if variant {
         machine.append(VARIANT_BOOT_ARGUMENT);
     }
+    let groups_argument = groups.map(|groups| format!("spindle.bench.groups={groups}"));
+    if let Some(argument) = &groups_argument {
+        machine.append(argument);
+    }
     let (exit, lines) = machine.run_captured(BENCH_TIMEOUT, false)?;
+    if groups.is_some() {
+        // A partial run shows the kernel's own notes too (`bench: …`).
+        for line in lines.iter().filter(|line| line.trim_start().starts_with("bench: ")) {
+            println!("  | {}", line.trim());
+        }
+    }
     let failed = failures(&lines);
     if exit != Exit::Status(0) || !lines.iter().any(|line| line.trim() == "bench end") || !failed.is_empty() {
         for line in lines.iter().rev().take(30).rev() {
@@ -334,6 +349,21 @@ pub fn run(kernel: &Image, variant: Option<(&str, &str, &Image)>) -> Result<bool
     print!("{}", written.terminal);
     println!("\nwrote {}/results.json, report.md and {} chart(s)", directory.display(), written.charts.len());
     Ok(true)
+}
+
+/// `bench --groups A,B`: one boot of each build running only those groups (the kernel's
+/// `spindle.bench.groups`), its rows printed; nothing is compared, checked against goals
+/// or written (a quick look while working on a few rows; the full run stays the record).
+/// `builds` are (label, image), the default build labelled `default`.
+pub fn run_only(groups: &str, builds: &[(&str, &Image)]) -> Result<()> {
+    for &(label, image) in builds {
+        println!("== benchmark groups {groups} ({label} build), one run");
+        let measured = run_groups(image, label != "default", Some(groups))?;
+        for row in &measured.rows {
+            println!("  {:<16} {:<44} {:>14.1}", row.group, row.name, row.instructions);
+        }
+    }
+    Ok(())
 }
 
 /// `bench --report-only`: re-renders report.md and the charts from the results.json of
