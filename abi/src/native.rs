@@ -173,9 +173,15 @@ pub fn binding_info(declaration: &ExtensionDecl, index: usize) -> Result<Binding
 }
 
 /// Glue helper for [`INVOKE_SYMBOL`] (the glue turns pointers into slices).
+/// Goes through the declaration's generated [`ExtensionDecl::invoke`] when it has one (each
+/// handler a direct call), else through the binding's trait object.
+#[inline]
 pub fn invoke(declaration: &ExtensionDecl, index: usize, arguments: &[u8], result: &mut [u8]) -> Result<(), ErrorCode> {
-    let binding = declaration.bindings.get(index).ok_or(ErrorCode::NoSuchBinding)?;
-    binding.invoke_bytes(arguments, result).map_err(|error| match error {
+    let outcome = match declaration.invoke {
+        Some(invoke) => invoke(index, arguments, result).ok_or(ErrorCode::NoSuchBinding)?,
+        None => declaration.bindings.get(index).ok_or(ErrorCode::NoSuchBinding)?.invoke_bytes(arguments, result),
+    };
+    outcome.map_err(|error| match error {
         MarshalError::BufferTooSmall { .. } => ErrorCode::BufferTooSmall,
         MarshalError::BadValue => ErrorCode::BadValue,
     })
