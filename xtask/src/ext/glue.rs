@@ -298,7 +298,7 @@ fn wasm_rustflags() -> String {
 /// describe): identical, so cargo compiles the extension and the ABI once for both.
 const WASM_PROFILE: &str = "# Panics go to the panic handler, which reports to the kernel; no debug sections in\n\
      # the module (the kernel would only skip them).\n\
-     [profile.release]\npanic = \"abort\"\nopt-level = 3\ndebug = false\nstrip = true\n\n\
+     [profile.release]\npanic = \"abort\"\nopt-level = 3\nlto = true\ncodegen-units = 1\ndebug = false\nstrip = true\n\n\
      # Not a member of the main workspace.\n[workspace]\n";
 
 /// Builds the Wasm glue `cdylib` for `wasm32-unknown-unknown` and copies the module to
@@ -539,7 +539,7 @@ mod tests {
         let library = format!(
             "#![no_std]\n#![forbid(unsafe_code)]\nextern crate std;\n\
              static DECLARATION: spindle_abi::extension::ExtensionDecl = spindle_abi::extension::ExtensionDecl {{\n\
-             name: \"sneaky\", version: \"0.1.0\", budget_microseconds: 10, memory_quota_bytes: 65536, domains: &[], bindings: &[] }};\n\
+             name: \"sneaky\", version: \"0.1.0\", budget_microseconds: 10, memory_quota_bytes: 65536, domains: &[], bindings: &[], invoke: None }};\n\
              pub fn spindle_extension() -> &'static spindle_abi::extension::ExtensionDecl {{\n\
              let _ = std::fs::write({:?}, b\"ran\");\n&DECLARATION\n}}\n",
             marker
@@ -564,7 +564,7 @@ mod tests {
         );
         let library = "#![no_std]\n#![forbid(unsafe_code)]\n\
              static DECLARATION: spindle_abi::extension::ExtensionDecl = spindle_abi::extension::ExtensionDecl {\n\
-             name: \"slow\", version: \"0.1.0\", budget_microseconds: 5_000_000, memory_quota_bytes: 65536, domains: &[], bindings: &[] };\n\
+             name: \"slow\", version: \"0.1.0\", budget_microseconds: 5_000_000, memory_quota_bytes: 65536, domains: &[], bindings: &[], invoke: None };\n\
              pub fn spindle_extension() -> &'static spindle_abi::extension::ExtensionDecl { &DECLARATION }\n";
         extensions.write_crate("slow", &[("Cargo.toml", &manifest), ("src/lib.rs", library)]);
         let abi = workspace_root().join("abi/Cargo.toml");
