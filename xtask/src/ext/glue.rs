@@ -430,7 +430,7 @@ pub fn build_shared_object(extension: &CheckedCrate, extension_manifest: &Manife
          [dependencies]\n{}\n\
          # Panics go to the panic handler, which reports to the kernel; there is no unwinder.\n\
          # Line tables only reach <name>.debug.so (the payload is stripped).\n\
-         [profile.release]\npanic = \"abort\"\nopt-level = 3\ndebug = \"line-tables-only\"\n\n\
+         [profile.release]\npanic = \"abort\"\nopt-level = 3\nlto = true\ncodegen-units = 1\ndebug = \"line-tables-only\"\n\n\
          # Not a member of the main workspace.\n[workspace]\n",
         toml_string(Path::new(&format!("spindle-{package}")))?,
         toml_string(Path::new(&library_name))?,
