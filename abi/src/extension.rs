@@ -148,6 +148,44 @@ pub fn decode<R: EventRecord>(bytes: &[u8]) -> Result<R, MarshalError> {
     R::from_fields(&values[..R::FIELDS.len()]).ok_or(MarshalError::BadValue)
 }
 
+/// Writes `record` into `words` (little-endian 64-bit words: the same bytes as [`encode`]
+/// writes, for a buffer the caller knows to be 8-byte aligned, so each field is one
+/// aligned word access instead of a byte loop). A field of a `#[repr(C)]` record never
+/// straddles two words; `BufferTooSmall` if `words` is shorter than the record.
+pub fn encode_words<R: EventRecord>(record: &R, words: &mut [u64]) -> Result<(), MarshalError> {
+    let needed = record_size::<R>();
+    let available = words.len() * 8;
+    let target = words.get_mut(..needed.div_ceil(8)).ok_or(MarshalError::BufferTooSmall { needed, available })?;
+    target.fill(0);
+    for (index, field) in R::FIELDS.iter().enumerate() {
+        let shift = 8 * (field.offset % 8) as u32;
+        let mask = if field.size >= 8 { u64::MAX } else { (1u64 << (8 * field.size)) - 1 };
+        target[field.offset / 8] |= (record.field(index) & mask) << shift;
+    }
+    Ok(())
+}
+
+/// Reads a record of type `R` from `words` laid out as [`encode_words`] writes it.
+pub fn decode_words<R: EventRecord>(words: &[u64]) -> Result<R, MarshalError> {
+    let needed = record_size::<R>();
+    let source = words.get(..needed.div_ceil(8)).ok_or(MarshalError::BufferTooSmall { needed, available: words.len() * 8 })?;
+    if R::FIELDS.len() > MAX_FIELDS {
+        return Err(MarshalError::BadValue);
+    }
+    let mut values = [0u64; MAX_FIELDS];
+    for (index, field) in R::FIELDS.iter().enumerate() {
+        let shift = 8 * (field.offset % 8) as u32;
+        if field.size == 0 || field.size > 8 || field.offset % 8 + field.size > 8 {
+            return Err(MarshalError::BadValue);
+        }
+        // Move the field to the top of the word, then back down: zero- or sign-extended.
+        let top = source[field.offset / 8] << (64 - 8 * field.size as u32 - shift);
+        let down = 64 - 8 * field.size as u32;
+        values[index] = if field.signed { ((top as i64) >> down) as u64 } else { top >> down };
+    }
+    R::from_fields(&values[..R::FIELDS.len()]).ok_or(MarshalError::BadValue)
+}
+
 /// Most fields a record marshalled by [`decode`] may have (a record with more is refused
 /// with [`MarshalError::BadValue`]; every ABI record is checked against this at compile
 /// time). Small because `decode` stages the values in a stack array on every call.
@@ -266,10 +304,19 @@ pub struct ExtensionDecl {
     /// which is then invoked through [`bindings`](Self::bindings)). `None` from the
     /// function: no binding has that index.
     pub invoke: Option<InvokeFn>,
+    /// [`invoke`](Self::invoke) on records in 8-byte-aligned little-endian words, for a
+    /// glue that knows its buffers are aligned (native: the kernel's record buffers are):
+    /// each field is then one aligned access, where a target without fast misaligned
+    /// loads would assemble it a byte at a time. `None` in a hand-written declaration.
+    pub invoke_words: Option<InvokeWordsFn>,
 }
 
 /// [`ExtensionDecl::invoke`]: binding index, encoded arguments, result buffer.
 pub type InvokeFn = fn(usize, &[u8], &mut [u8]) -> Option<Result<(), MarshalError>>;
+
+/// [`ExtensionDecl::invoke_words`]: binding index, arguments and result buffer as
+/// little-endian 64-bit words (see [`encode_words`]).
+pub type InvokeWordsFn = fn(usize, &[u64], &mut [u64]) -> Option<Result<(), MarshalError>>;
 
 /// Decodes `arguments`, runs `handler` (a handler of `event`) and encodes its result into
 /// `result`: one binding's step of [`ExtensionDecl::invoke`] (for
@@ -278,6 +325,13 @@ pub type InvokeFn = fn(usize, &[u8], &mut [u8]) -> Option<Result<(), MarshalErro
 pub fn invoke_handler<A: EventRecord, R: EventRecord>(_event: &Event<A, R>, handler: fn(&A) -> R, arguments: &[u8], result: &mut [u8]) -> Result<(), MarshalError> {
     let arguments: A = decode(arguments)?;
     encode(&handler(&arguments), result)
+}
+
+/// [`invoke_handler`] on words: one binding's step of [`ExtensionDecl::invoke_words`].
+#[inline(always)]
+pub fn invoke_handler_words<A: EventRecord, R: EventRecord>(_event: &Event<A, R>, handler: fn(&A) -> R, arguments: &[u64], result: &mut [u64]) -> Result<(), MarshalError> {
+    let arguments: A = decode_words(arguments)?;
+    encode_words(&handler(&arguments), result)
 }
 
 /// Declares an extension. See the crate `extensions/hello` for a complete example:
@@ -360,6 +414,7 @@ macro_rules! extension {
                     }
                 ),*],
                 invoke: ::core::option::Option::Some(invoke),
+                invoke_words: ::core::option::Option::Some(invoke_words),
             };
             /// Runs binding `index`: a chain of comparisons the compiler turns into a
             /// jump table, each calling its handler directly (no trait object, no
@@ -374,6 +429,22 @@ macro_rules! extension {
                 $(
                     if index == position {
                         return ::core::option::Option::Some($crate::extension::invoke_handler(&$event, $handler, arguments, result));
+                    }
+                    position += 1;
+                )*
+                ::core::option::Option::None
+            }
+            /// `invoke` on aligned words.
+            #[allow(unused_mut, unused_variables, unused_assignments)]
+            fn invoke_words(
+                index: usize,
+                arguments: &[u64],
+                result: &mut [u64],
+            ) -> ::core::option::Option<::core::result::Result<(), $crate::extension::MarshalError>> {
+                let mut position = 0usize;
+                $(
+                    if index == position {
+                        return ::core::option::Option::Some($crate::extension::invoke_handler_words(&$event, $handler, arguments, result));
                     }
                     position += 1;
                 )*
@@ -518,12 +589,16 @@ mod tests {
     #[test]
     fn generated_invoke_runs_the_binding_of_each_index() {
         let invoke = declared::spindle_extension().invoke.expect("extension! generates it");
+        let invoke_words = declared::spindle_extension().invoke_words.expect("extension! generates it");
         let mut arguments = [0u8; 16];
         encode(&Probe { key: 3, value: 5 }, &mut arguments).unwrap();
         for index in 1..=3 {
             let mut result = [0u8; 8];
             assert_eq!(invoke(index, &arguments, &mut result), Some(Ok(())));
             assert_eq!(decode::<ProbeResult>(&result).unwrap().value, 10);
+            let mut word = [0u64; 1];
+            assert_eq!(invoke_words(index, &[3, 5], &mut word), Some(Ok(())));
+            assert_eq!(word, [10]);
         }
         let mut line = [0u8; core::mem::size_of::<ConsoleLine>()];
         encode(&ConsoleLine { sequence: 1, length: 4, first_byte: 0, command_fingerprint: 9 }, &mut line).unwrap();
@@ -531,7 +606,35 @@ mod tests {
         assert_eq!(invoke(0, &line, &mut verdict), Some(Ok(())));
         assert_eq!(decode::<ConsoleVerdict>(&verdict).unwrap().claimed, 5);
         assert_eq!(invoke(4, &arguments, &mut [0u8; 8]), None, "no fifth binding");
-        assert_eq!(invoke(3, &arguments[..8], &mut [0u8; 8]), Some(Err(MarshalError::BufferTooSmall { needed: 16, available: 8 })));
+        assert_eq!(
+            invoke(3, &arguments[..8], &mut [0u8; 8]),
+            Some(Err(MarshalError::BufferTooSmall { needed: 16, available: 8 }))
+        );
+        assert_eq!(invoke_words(3, &[3], &mut [0u64; 1]), Some(Err(MarshalError::BufferTooSmall { needed: 16, available: 8 })));
+    }
+
+    #[test]
+    fn words_hold_the_same_bytes_as_the_byte_encoding() {
+        crate::declare_records! {
+            /// Mixed widths in two words.
+            struct Packed {
+                /// A narrow signed field.
+                small: i16,
+                /// Unsigned, at offset 4.
+                middle: u32,
+                /// A whole word.
+                whole: u64,
+            }
+        }
+        let record = Packed { small: -2, middle: 0xdead_beef, whole: 0x0102_0304_0506_0708 };
+        let mut bytes = [0u8; 16];
+        encode(&record, &mut bytes).unwrap();
+        let mut words = [u64::MAX; 2];
+        encode_words(&record, &mut words).unwrap();
+        assert_eq!(words, [u64::from_le_bytes(bytes[..8].try_into().unwrap()), u64::from_le_bytes(bytes[8..].try_into().unwrap())]);
+        let back: Packed = decode_words(&words).unwrap();
+        assert_eq!((back.small, back.middle, back.whole), (-2, 0xdead_beef, 0x0102_0304_0506_0708));
+        assert_eq!(decode_words::<Packed>(&words[..1]).err(), Some(MarshalError::BufferTooSmall { needed: 16, available: 8 }));
     }
 
     #[test]

@@ -181,8 +181,21 @@ pub fn invoke(declaration: &ExtensionDecl, index: usize, arguments: &[u8], resul
         Some(invoke) => invoke(index, arguments, result).ok_or(ErrorCode::NoSuchBinding)?,
         None => declaration.bindings.get(index).ok_or(ErrorCode::NoSuchBinding)?.invoke_bytes(arguments, result),
     };
-    outcome.map_err(|error| match error {
+    outcome.map_err(error_code)
+}
+
+/// [`invoke`] on records in 8-byte-aligned words (the glue checked the buffers' alignment
+/// and that their lengths are whole words): through [`ExtensionDecl::invoke_words`];
+/// `None` if the declaration has none (a hand-written one: use [`invoke`]).
+#[inline]
+pub fn invoke_words(declaration: &ExtensionDecl, index: usize, arguments: &[u64], result: &mut [u64]) -> Option<Result<(), ErrorCode>> {
+    let invoke = declaration.invoke_words?;
+    Some(invoke(index, arguments, result).ok_or(ErrorCode::NoSuchBinding).and_then(|outcome| outcome.map_err(error_code)))
+}
+
+fn error_code(error: MarshalError) -> ErrorCode {
+    match error {
         MarshalError::BufferTooSmall { .. } => ErrorCode::BufferTooSmall,
         MarshalError::BadValue => ErrorCode::BadValue,
-    })
+    }
 }
