@@ -80,7 +80,7 @@ use wasmi::{Caller, CompilationMode, Config, Engine, ExternType, Linker, Memory,
 
 use super::arena::{self, ArenaUsage, QuotaTooLarge};
 use crate::mm::private_heap::{PrivateHeap, PrivateHeapUsage, on_kernel_heap};
-use super::native::{DESCRIBE_BUDGET, MAX_RECORD, VERIFYING_KEY};
+use super::native::{DESCRIBE_BUDGET, VERIFYING_KEY};
 use super::{ExtensionError, ExtensionImage, LoadedExtension, Technology};
 
 /// Most table elements a module may have (Rust modules use a few for indirect calls).
@@ -250,11 +250,11 @@ impl WasmInstance {
         let _no_preemption = crate::sched::no_preemption();
         let Some(mut live) = self.live.try_lock() else { return Err((HandlerFault::Unavailable, None)) };
         let (argument_size, result_size) = (core::mem::size_of::<A>(), core::mem::size_of::<R>());
-        let mut bytes = [0u8; MAX_RECORD];
-        encode(args, &mut bytes).map_err(|_| (HandlerFault::MalformedResult, None))?;
         let Live { store: Some(store), memory, invoke, exchange, .. } = &mut *live else { return Err((HandlerFault::Unavailable, None)) };
         let (arguments_at, result_at) = (*exchange + ARGUMENTS_OFFSET, *exchange + RESULT_OFFSET);
-        memory.write(&mut *store, arguments_at, &bytes[..argument_size]).map_err(|_| (HandlerFault::Unavailable, None))?;
+        // Encoded straight into the exchange buffer (one look-up of the memory, no copy).
+        let target = memory.data_mut(&mut *store).get_mut(arguments_at..arguments_at + argument_size).ok_or((HandlerFault::Unavailable, None))?;
+        encode(args, target).map_err(|_| (HandlerFault::MalformedResult, None))?;
         store.data_mut().panicked = false;
         store.set_fuel(fuel).map_err(|_| (HandlerFault::Unavailable, None))?;
         let invoke = *invoke;
@@ -268,9 +268,8 @@ impl WasmInstance {
         let outcome = self.heap.enter(|| invoke.call(&mut *store, parameters));
         match outcome {
             Ok(0) => {
-                let mut result = [0u8; MAX_RECORD];
-                memory.read(&*store, result_at, &mut result[..result_size]).map_err(|_| (HandlerFault::MalformedResult, None))?;
-                decode::<R>(&result[..result_size]).map_err(|_| (HandlerFault::MalformedResult, Some(String::from("the result record is not valid"))))
+                let result = memory.data(&*store).get(result_at..result_at + result_size).ok_or((HandlerFault::MalformedResult, None))?;
+                decode::<R>(result).map_err(|_| (HandlerFault::MalformedResult, Some(String::from("the result record is not valid"))))
             }
             Ok(code) => Err((HandlerFault::MalformedResult, Some(alloc::format!("invoke returned error code {code}")))),
             Err(error) => Err(classify(&error, store.data(), fuel)),
