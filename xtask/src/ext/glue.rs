@@ -351,7 +351,7 @@ pub fn build_wasm_module(extension: &CheckedCrate, extension_manifest: &Manifest
          [dependencies]\n{}\n{WASM_PROFILE}",
         toml_string(Path::new(&format!("spindle-{package}")))?,
         toml_string(Path::new(&library_name))?,
-        dependencies(extension)?
+        with_direct_imports(&dependencies(extension)?, extension_manifest)?
     );
     write_crate(&directory, &manifest, "lib.rs", &wasm_lib(extension_manifest))?;
     let bytes = build_wasm_library(&directory, &library_name, &format!("building `{}` for {WASM_TARGET}", extension.package_name))?;
@@ -406,6 +406,29 @@ pub(super) fn dependencies(extension: &CheckedCrate) -> Result<String> {
         toml_string(&workspace_root().join("abi"))?,
         toml_string(&workspace_root().join("abi/glue"))?
     ))
+}
+
+/// The Wasm glue's dependency lines: [`dependencies`] with `spindle-abi`'s
+/// `direct-<domain>` feature on for each service domain `manifest` names, so those domains'
+/// functions call their Wasm import directly instead of through the domain's slot (see
+/// `abi/Cargo.toml`). A domain the manifest does not name keeps the slot: a call of it
+/// still ends as a panic naming the function, and the module imports nothing of it.
+fn with_direct_imports(dependencies: &str, manifest: &Manifest) -> Result<String> {
+    let mut domains: Vec<&str> = manifest
+        .domains
+        .iter()
+        .map(String::as_str)
+        .filter(|domain| spindle_abi::host::KERNEL_FUNCTIONS.iter().any(|function| !function.runtime && function.domain == *domain))
+        .collect();
+    domains.sort_unstable();
+    domains.dedup();
+    let abi = format!("spindle-abi = {{ path = {} }}", toml_string(&workspace_root().join("abi"))?);
+    if domains.is_empty() || !dependencies.contains(&abi) {
+        return Ok(dependencies.to_string());
+    }
+    let features: Vec<String> = domains.iter().map(|domain| format!("\"direct-{domain}\"")).collect();
+    let with_features = format!("spindle-abi = {{ path = {}, features = [{}] }}", toml_string(&workspace_root().join("abi"))?, features.join(", "));
+    Ok(dependencies.replacen(&abi, &with_features, 1))
 }
 
 /// `install_domains()`, appended to the native and Wasm glue (the user-level glue calls it
