@@ -5,7 +5,8 @@
 //! events and their argument/result types, exported kernel functions (domains), system
 //! call numbers, and the fingerprints that stop a mismatched binary from linking.
 //! The crate is `no_std`, depends only on `spin` (the installed domain implementations of
-//! [`host`]) so that every technology (kernel, native extension, Wasm module, user program)
+//! [`host`]) and `spindle-functions` (the kernel-function list; with a `direct-<domain>`
+//! feature also the trusted `spindle-imports`, see [`host`]) so that every technology (kernel, native extension, Wasm module, user program)
 //! can use it, and is `#![forbid(unsafe_code)]`: it is what extension crates depend on.
 //! The crossing itself — imports, allocators, system calls, upcall serving — is the
 //! trusted glue crate `spindle-glue` (`abi/glue`), which only the builder's generated
@@ -24,6 +25,8 @@ pub mod wasm;
 pub mod fingerprint;
 
 pub use event::{Event, EventDescriptor, EventId, EventRecord, FieldDesc};
+/// The one declaration of every kernel function (crate `spindle-functions`; see [`host`]).
+pub use spindle_functions::for_each_kernel_function;
 pub use fingerprint::{Fingerprint, fingerprint_of};
 
 /// The ABI-wide fingerprint: every event declaration (kernel and measurement events) and

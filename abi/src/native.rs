@@ -173,10 +173,29 @@ pub fn binding_info(declaration: &ExtensionDecl, index: usize) -> Result<Binding
 }
 
 /// Glue helper for [`INVOKE_SYMBOL`] (the glue turns pointers into slices).
+/// Goes through the declaration's generated [`ExtensionDecl::invoke`] when it has one (each
+/// handler a direct call), else through the binding's trait object.
+#[inline]
 pub fn invoke(declaration: &ExtensionDecl, index: usize, arguments: &[u8], result: &mut [u8]) -> Result<(), ErrorCode> {
-    let binding = declaration.bindings.get(index).ok_or(ErrorCode::NoSuchBinding)?;
-    binding.invoke_bytes(arguments, result).map_err(|error| match error {
+    let outcome = match declaration.invoke {
+        Some(invoke) => invoke(index, arguments, result).ok_or(ErrorCode::NoSuchBinding)?,
+        None => declaration.bindings.get(index).ok_or(ErrorCode::NoSuchBinding)?.invoke_bytes(arguments, result),
+    };
+    outcome.map_err(error_code)
+}
+
+/// [`invoke`] on records in 8-byte-aligned words (the glue checked the buffers' alignment
+/// and that their lengths are whole words): through [`ExtensionDecl::invoke_words`];
+/// `None` if the declaration has none (a hand-written one: use [`invoke`]).
+#[inline]
+pub fn invoke_words(declaration: &ExtensionDecl, index: usize, arguments: &[u64], result: &mut [u64]) -> Option<Result<(), ErrorCode>> {
+    let invoke = declaration.invoke_words?;
+    Some(invoke(index, arguments, result).ok_or(ErrorCode::NoSuchBinding).and_then(|outcome| outcome.map_err(error_code)))
+}
+
+fn error_code(error: MarshalError) -> ErrorCode {
+    match error {
         MarshalError::BufferTooSmall { .. } => ErrorCode::BufferTooSmall,
         MarshalError::BadValue => ErrorCode::BadValue,
-    })
+    }
 }

@@ -48,6 +48,11 @@ fn lints() -> Result<Vec<Lint>> {
     let mut native = packages("", &extensions);
     native.extend(strings(&["--target", KERNEL_TARGET]));
     let mut wasm = packages("", &extensions);
+    // The trusted Wasm imports and the ABI's direct calls of them (only the builder's
+    // generated glue enables those features; lint them as it builds them).
+    let direct: Vec<String> = spindle_functions::DOMAINS.iter().map(|domain| format!("spindle-abi/direct-{domain}")).collect();
+    wasm.extend(strings(&["-p", "spindle-imports", "-p", "spindle-abi", "--features"]));
+    wasm.push(direct.join(","));
     wasm.extend(strings(&["--target", WASM_TARGET]));
     Ok(vec![
         Lint { name: "host", arguments: host },

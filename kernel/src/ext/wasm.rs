@@ -45,10 +45,11 @@
 //! ([`HandlerFault::Unavailable`], not the extension's fault) instead of spinning — a
 //! per-hart pool of instances would remove that limit.
 //!
-//! Each call also runs under a timer budget of [`TIMER_BUDGET_FACTOR`] × the fuel (the
-//! same bounded executor as native; at most the binding's capped budget), a backstop for
-//! a slow kernel call, an interpreter defect or an enclosing caller's earlier deadline —
-//! fuel runs out first in every other case.
+//! Each call also runs under a timer budget of [`TIMER_BUDGET_FACTOR`] × the fuel — the
+//! binding is installed `Mode::Bounded`, so that is the dispatcher's own bounded executor,
+//! as for native, at most the binding's capped budget; the adapter arms no second timer —
+//! a backstop for a slow kernel call, an interpreter defect or an enclosing caller's
+//! earlier deadline; fuel runs out first in every other case.
 //!
 //! Memory: everything `wasmi` allocates for an extension — engine, compiled code, store,
 //! linear memory, the stacks its calls take — lies in a [`PrivateHeap`] of the
@@ -56,8 +57,8 @@
 //! inside `PrivateHeap::enter`, and the kernel functions it calls back into run on the
 //! kernel heap again ([`on_kernel_heap`]). A timer abort stops `wasmi` in the middle of a
 //! call, skipping the destructors of the call's locals (the stack it took from the
-//! engine's pool, for one); the instance is marked poisoned, never used again, and when
-//! it is dropped its store is forgotten and the private heap's frames are freed whole —
+//! engine's pool, for one) and leaving the instance's lock held: it is never used again,
+//! and when it is dropped its store is forgotten and the private heap's frames are freed whole —
 //! nothing is leaked. See docs/wasm-extensions.md for the choice and the measurements.
 
 use alloc::string::{String, ToString};
@@ -79,7 +80,7 @@ use wasmi::{Caller, CompilationMode, Config, Engine, ExternType, Linker, Memory,
 
 use super::arena::{self, ArenaUsage, QuotaTooLarge};
 use crate::mm::private_heap::{PrivateHeap, PrivateHeapUsage, on_kernel_heap};
-use super::native::{DESCRIBE_BUDGET, MAX_RECORD, VERIFYING_KEY};
+use super::native::{DESCRIBE_BUDGET, VERIFYING_KEY};
 use super::{ExtensionError, ExtensionImage, LoadedExtension, Technology};
 
 /// Most table elements a module may have (Rust modules use a few for indirect calls).
@@ -176,8 +177,6 @@ struct Live {
     invoke: TypedFunc<(i32, i32, i32, i32, i32), i32>,
     /// Offset of the exchange buffer (checked to lie inside memory at load).
     exchange: usize,
-    /// Set after a timer abort in the middle of `wasmi`: never call it again.
-    poisoned: bool,
 }
 
 /// One Wasm extension's instance, shared by its handlers and its [`LoadedExtension`].
@@ -192,13 +191,16 @@ pub struct WasmInstance {
 
 impl Drop for WasmInstance {
     /// A healthy store is dropped as usual (its memory goes back to the private heap); one
-    /// that a timer abort left in an unknown state is forgotten — its destructors might
-    /// free what the aborted call had already freed — and reclaimed with the private heap,
-    /// like everything the aborted call held.
+    /// that an abort left in an unknown state is forgotten — its destructors might free
+    /// what the aborted call had already freed — and reclaimed with the private heap, like
+    /// everything the aborted call held. The aborted call's lock was never released, and
+    /// nothing else holds it once the last reference is gone: a locked instance is one
+    /// an abort left behind ([`WasmInstance::aborted`]).
     fn drop(&mut self) {
+        let aborted = self.live.is_locked();
         let live = self.live.get_mut();
         let store = live.store.take();
-        if live.poisoned {
+        if aborted {
             core::mem::forget(store);
         } else {
             drop(store);
@@ -247,36 +249,39 @@ impl WasmInstance {
     fn call<A: EventRecord, R: EventRecord>(&self, index: usize, args: &A, fuel: u64) -> Result<R, (HandlerFault, Option<String>)> {
         let _no_preemption = crate::sched::no_preemption();
         let Some(mut live) = self.live.try_lock() else { return Err((HandlerFault::Unavailable, None)) };
-        if live.poisoned {
-            return Err((HandlerFault::Unavailable, None));
-        }
         let (argument_size, result_size) = (core::mem::size_of::<A>(), core::mem::size_of::<R>());
-        let mut bytes = [0u8; MAX_RECORD];
-        encode(args, &mut bytes).map_err(|_| (HandlerFault::MalformedResult, None))?;
         let Live { store: Some(store), memory, invoke, exchange, .. } = &mut *live else { return Err((HandlerFault::Unavailable, None)) };
         let (arguments_at, result_at) = (*exchange + ARGUMENTS_OFFSET, *exchange + RESULT_OFFSET);
-        memory.write(&mut *store, arguments_at, &bytes[..argument_size]).map_err(|_| (HandlerFault::Unavailable, None))?;
+        // Encoded straight into the exchange buffer (one look-up of the memory, no copy).
+        let target = memory.data_mut(&mut *store).get_mut(arguments_at..arguments_at + argument_size).ok_or((HandlerFault::Unavailable, None))?;
+        encode(args, target).map_err(|_| (HandlerFault::MalformedResult, None))?;
         store.data_mut().panicked = false;
         store.set_fuel(fuel).map_err(|_| (HandlerFault::Unavailable, None))?;
         let invoke = *invoke;
         let parameters = (index as i32, arguments_at as i32, argument_size as i32, result_at as i32, result_size as i32);
-        let timer_budget = fuel.saturating_mul(TIMER_BUDGET_FACTOR);
-        // The recovery point is armed inside `enter`, so an abort still leaves it (and the
-        // hart's allocations go back to the kernel heap).
-        let outcome = self.heap.enter(|| crate::events::run_with_budget(timer_budget, || invoke.call(&mut *store, parameters)));
+        // No timer of its own: the dispatcher runs this binding under its bounded executor
+        // (`Mode::Bounded`, see `install_typed`), whose recovery point is armed outside
+        // `enter`. An abort there leaves this call in the middle of `wasmi` with the lock
+        // held for good, which is how `faulted` and `drop` recognise it; the recovery
+        // point gives the hart's allocations back to the kernel heap and restores the
+        // preemption depth.
+        let outcome = self.heap.enter(|| invoke.call(&mut *store, parameters));
         match outcome {
-            Ok(Ok(0)) => {
-                let mut result = [0u8; MAX_RECORD];
-                memory.read(&*store, result_at, &mut result[..result_size]).map_err(|_| (HandlerFault::MalformedResult, None))?;
-                decode::<R>(&result[..result_size]).map_err(|_| (HandlerFault::MalformedResult, Some(String::from("the result record is not valid"))))
+            Ok(0) => {
+                let result = memory.data(&*store).get(result_at..result_at + result_size).ok_or((HandlerFault::MalformedResult, None))?;
+                decode::<R>(result).map_err(|_| (HandlerFault::MalformedResult, Some(String::from("the result record is not valid"))))
             }
-            Ok(Ok(code)) => Err((HandlerFault::MalformedResult, Some(alloc::format!("invoke returned error code {code}")))),
-            Ok(Err(error)) => Err(classify(&error, store.data(), fuel)),
-            Err(fault) => {
-                live.poisoned = true;
-                Err((fault, Some(String::from("stopped by the timer backstop inside the interpreter"))))
-            }
+            Ok(code) => Err((HandlerFault::MalformedResult, Some(alloc::format!("invoke returned error code {code}")))),
+            Err(error) => Err(classify(&error, store.data(), fuel)),
         }
+    }
+
+    /// Whether a call was aborted in the middle (by the binding's deadline, or a fault the
+    /// bounded executor caught): its lock is still held and never will be released. Only
+    /// meaningful once the raise that ran the call has returned to the dispatcher, on the
+    /// hart that ran it (another hart's call would hold the lock too, once SMP arrives).
+    fn aborted(&self) -> bool {
+        self.live.is_locked()
     }
 }
 
@@ -327,6 +332,11 @@ impl<A: EventRecord, R: EventRecord> Handler<A, R> for WasmHandler<A, R> {
     /// (a re-entrant raise) is not the extension's fault.
     fn faulted(&self, fault: &HandlerFault) {
         let detail = crate::arch::csr::without_interrupts(|| self.fault_detail.try_lock().and_then(|mut detail| detail.take()));
+        let detail = detail.or_else(|| match fault {
+            HandlerFault::Overrun { .. } if self.instance.aborted() => Some(String::from("stopped by the timer backstop inside the interpreter")),
+            _ if self.instance.aborted() => Some(String::from("aborted inside the interpreter")),
+            _ => None,
+        });
         if *fault != HandlerFault::Unavailable
             && let Some(extension) = self.extension.upgrade()
         {
@@ -553,7 +563,7 @@ fn instantiate(heap: &PrivateHeap, payload: &[u8], manifest: &spindle_loader::Ma
         memory.read(&store, exchange, &mut bytes).map_err(|error| WasmError::BadBinding(error.to_string()))?;
         infos.push(BindingInfo::from_bytes(&bytes).ok_or_else(|| WasmError::BadBinding(String::from("short binding description")))?);
     }
-    Ok((Live { store: Some(store), memory, invoke, exchange, poisoned: false }, memory_limit, infos))
+    Ok((Live { store: Some(store), memory, invoke, exchange }, memory_limit, infos))
 }
 
 fn install_typed<A: EventRecord, R: EventRecord>(
@@ -575,8 +585,8 @@ fn install_typed<A: EventRecord, R: EventRecord>(
         fault_detail: spin::Mutex::new(None),
         records: PhantomData,
     });
-    // Bounded like native (the dispatcher's executor is the outer timer); the fuel is
-    // the real budget, the timer a backstop.
+    // Bounded like native: the dispatcher's executor is the only timer (the adapter arms
+    // none of its own); the fuel is the real budget, the timer a backstop.
     let mut spec = BindingSpec::new(&extension.name, handler.clone()).mode(Mode::Bounded { budget: fuel.saturating_mul(TIMER_BUDGET_FACTOR) });
     for guard in guards {
         spec = spec.when(guard);

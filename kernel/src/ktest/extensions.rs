@@ -213,13 +213,27 @@ fn native_contained(key: u64, reason: &str) -> TestResult {
     Ok(())
 }
 
+/// Ticks [`refused`] waits at most for the counters to hold still before it loads.
+const SETTLE_TICKS: usize = 20;
+
 /// Loads `bytes` expecting a refusal whose text contains `expected`, with the frame and
 /// heap counters unchanged afterwards.
 pub(super) fn refused(what: &str, bytes: &[u8], expected: &str) -> TestResult {
-    crate::events::quiescent();
-    crate::events::reclaim();
-    let frames_before = crate::mm::frame::stats();
-    let heap_before = crate::mm::heap::stats();
+    // Earlier tests' asynchronous teardown (a user-level server being reaped, a worker
+    // strand ending) may still free memory on a later tick, which would read as this load
+    // giving back what it never took: wait, a tick at a time, until the counters hold still.
+    let mut heap_before = crate::mm::heap::stats();
+    let mut frames_before = crate::mm::frame::stats();
+    for _ in 0..SETTLE_TICKS {
+        crate::sched::sleep_ticks(1);
+        crate::events::quiescent();
+        crate::events::reclaim();
+        let (heap, frames) = (crate::mm::heap::stats(), crate::mm::frame::stats());
+        if heap.allocated_bytes == heap_before.allocated_bytes && frames == frames_before {
+            break;
+        }
+        (heap_before, frames_before) = (heap, frames);
+    }
     let outcome = ext::load_kext_bytes(bytes);
     let message = match &outcome {
         Ok(extension) => alloc::format!("loaded `{}`", extension.name),

@@ -189,6 +189,14 @@ pub unsafe extern "C" fn spindle_extension_invoke(
     if arguments.is_null() || result.is_null() {
         return ErrorCode::NullPointer as i32;
     }
+    // Not on wasm32: a Wasm load has no alignment requirement, and the byte path measured
+    // faster there (docs/wasm-extensions.md, "Call cost").
+    #[cfg(not(target_arch = "wasm32"))]
+    // SAFETY: both pointers are non-null (checked above); the rest of the contract is this
+    // function's own, which the caller keeps.
+    if let Some(code) = unsafe { invoke_aligned(index, arguments, arguments_length, result, result_length) } {
+        return code;
+    }
     // SAFETY: `arguments` is non-null (checked above), so by this function's safety
     // contract it points to `arguments_length` (≤ isize::MAX) readable bytes that do not
     // change during the call.
@@ -198,6 +206,34 @@ pub unsafe extern "C" fn spindle_extension_invoke(
     // arguments, that nothing else accesses during the call.
     let result = unsafe { core::slice::from_raw_parts_mut(result, result_length) };
     status(native::invoke(declaration(), index, arguments, result))
+}
+
+/// `spindle_extension_invoke` on whole aligned words, when the buffers are (the kernel's
+/// record buffers are) and the declaration has the word path: each field is then one
+/// aligned access instead of a byte loop on a target without fast misaligned loads.
+/// `None`: use the byte path.
+///
+/// # Safety
+///
+/// `arguments` and `result` are non-null, with the rest of `spindle_extension_invoke`'s
+/// contract.
+#[cfg(not(target_arch = "wasm32"))]
+unsafe fn invoke_aligned(index: usize, arguments: *const u8, arguments_length: usize, result: *mut u8, result_length: usize) -> Option<i32> {
+    let word = core::mem::size_of::<u64>();
+    let aligned = |address: usize, length: usize| address % word == 0 && length % word == 0;
+    if declaration().invoke_words.is_none() || !aligned(arguments as usize, arguments_length) || !aligned(result as usize, result_length) {
+        return None;
+    }
+    // SAFETY: `arguments` is non-null (the caller's contract) and 8-byte aligned (checked
+    // above), so by `spindle_extension_invoke`'s contract it points to `arguments_length`
+    // (a multiple of 8, ≤ isize::MAX) readable bytes — whole `u64`s, any bit pattern
+    // valid — that do not change during the call.
+    let arguments = unsafe { core::slice::from_raw_parts(arguments.cast::<u64>(), arguments_length / word) };
+    // SAFETY: `result` is non-null (the caller's contract) and 8-byte aligned (checked
+    // above), so it points to `result_length` (a multiple of 8) writable bytes, disjoint
+    // from the arguments, that nothing else accesses during the call.
+    let result = unsafe { core::slice::from_raw_parts_mut(result.cast::<u64>(), result_length / word) };
+    Some(status(native::invoke_words(declaration(), index, arguments, result).unwrap_or(Err(ErrorCode::NoSuchBinding))))
 }
 
 /// A panic message formatted on the stack (no allocation), cut at a character boundary.
@@ -298,7 +334,7 @@ fn wasm_rustflags() -> String {
 /// describe): identical, so cargo compiles the extension and the ABI once for both.
 const WASM_PROFILE: &str = "# Panics go to the panic handler, which reports to the kernel; no debug sections in\n\
      # the module (the kernel would only skip them).\n\
-     [profile.release]\npanic = \"abort\"\nopt-level = 3\ndebug = false\nstrip = true\n\n\
+     [profile.release]\npanic = \"abort\"\nopt-level = 3\nlto = true\ncodegen-units = 1\ndebug = false\nstrip = true\n\n\
      # Not a member of the main workspace.\n[workspace]\n";
 
 /// Builds the Wasm glue `cdylib` for `wasm32-unknown-unknown` and copies the module to
@@ -315,7 +351,7 @@ pub fn build_wasm_module(extension: &CheckedCrate, extension_manifest: &Manifest
          [dependencies]\n{}\n{WASM_PROFILE}",
         toml_string(Path::new(&format!("spindle-{package}")))?,
         toml_string(Path::new(&library_name))?,
-        dependencies(extension)?
+        with_direct_imports(&dependencies(extension)?, extension_manifest)?
     );
     write_crate(&directory, &manifest, "lib.rs", &wasm_lib(extension_manifest))?;
     let bytes = build_wasm_library(&directory, &library_name, &format!("building `{}` for {WASM_TARGET}", extension.package_name))?;
@@ -370,6 +406,29 @@ pub(super) fn dependencies(extension: &CheckedCrate) -> Result<String> {
         toml_string(&workspace_root().join("abi"))?,
         toml_string(&workspace_root().join("abi/glue"))?
     ))
+}
+
+/// The Wasm glue's dependency lines: [`dependencies`] with `spindle-abi`'s
+/// `direct-<domain>` feature on for each service domain `manifest` names, so those domains'
+/// functions call their Wasm import directly instead of through the domain's slot (see
+/// `abi/Cargo.toml`). A domain the manifest does not name keeps the slot: a call of it
+/// still ends as a panic naming the function, and the module imports nothing of it.
+fn with_direct_imports(dependencies: &str, manifest: &Manifest) -> Result<String> {
+    let mut domains: Vec<&str> = manifest
+        .domains
+        .iter()
+        .map(String::as_str)
+        .filter(|domain| spindle_abi::host::KERNEL_FUNCTIONS.iter().any(|function| !function.runtime && function.domain == *domain))
+        .collect();
+    domains.sort_unstable();
+    domains.dedup();
+    let abi = format!("spindle-abi = {{ path = {} }}", toml_string(&workspace_root().join("abi"))?);
+    if domains.is_empty() || !dependencies.contains(&abi) {
+        return Ok(dependencies.to_string());
+    }
+    let features: Vec<String> = domains.iter().map(|domain| format!("\"direct-{domain}\"")).collect();
+    let with_features = format!("spindle-abi = {{ path = {}, features = [{}] }}", toml_string(&workspace_root().join("abi"))?, features.join(", "));
+    Ok(dependencies.replacen(&abi, &with_features, 1))
 }
 
 /// `install_domains()`, appended to the native and Wasm glue (the user-level glue calls it
@@ -430,7 +489,7 @@ pub fn build_shared_object(extension: &CheckedCrate, extension_manifest: &Manife
          [dependencies]\n{}\n\
          # Panics go to the panic handler, which reports to the kernel; there is no unwinder.\n\
          # Line tables only reach <name>.debug.so (the payload is stripped).\n\
-         [profile.release]\npanic = \"abort\"\nopt-level = 3\ndebug = \"line-tables-only\"\n\n\
+         [profile.release]\npanic = \"abort\"\nopt-level = 3\nlto = true\ncodegen-units = 1\ndebug = \"line-tables-only\"\n\n\
          # Not a member of the main workspace.\n[workspace]\n",
         toml_string(Path::new(&format!("spindle-{package}")))?,
         toml_string(Path::new(&library_name))?,
@@ -539,7 +598,7 @@ mod tests {
         let library = format!(
             "#![no_std]\n#![forbid(unsafe_code)]\nextern crate std;\n\
              static DECLARATION: spindle_abi::extension::ExtensionDecl = spindle_abi::extension::ExtensionDecl {{\n\
-             name: \"sneaky\", version: \"0.1.0\", budget_microseconds: 10, memory_quota_bytes: 65536, domains: &[], bindings: &[] }};\n\
+             name: \"sneaky\", version: \"0.1.0\", budget_microseconds: 10, memory_quota_bytes: 65536, domains: &[], bindings: &[], invoke: None, invoke_words: None }};\n\
              pub fn spindle_extension() -> &'static spindle_abi::extension::ExtensionDecl {{\n\
              let _ = std::fs::write({:?}, b\"ran\");\n&DECLARATION\n}}\n",
             marker
@@ -564,7 +623,7 @@ mod tests {
         );
         let library = "#![no_std]\n#![forbid(unsafe_code)]\n\
              static DECLARATION: spindle_abi::extension::ExtensionDecl = spindle_abi::extension::ExtensionDecl {\n\
-             name: \"slow\", version: \"0.1.0\", budget_microseconds: 5_000_000, memory_quota_bytes: 65536, domains: &[], bindings: &[] };\n\
+             name: \"slow\", version: \"0.1.0\", budget_microseconds: 5_000_000, memory_quota_bytes: 65536, domains: &[], bindings: &[], invoke: None, invoke_words: None };\n\
              pub fn spindle_extension() -> &'static spindle_abi::extension::ExtensionDecl { &DECLARATION }\n";
         extensions.write_crate("slow", &[("Cargo.toml", &manifest), ("src/lib.rs", library)]);
         let abi = workspace_root().join("abi/Cargo.toml");

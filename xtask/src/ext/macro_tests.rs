@@ -82,7 +82,11 @@ fn binding_errors_point_at_the_binding_and_list_the_fields() {
 }}
 "
     );
-    let errors = errors_of(&crates, &source);
+    let mut errors = errors_of(&crates, &source);
+    // A handler of the wrong type is named in the declaration and in the two generated
+    // invoke paths (`invoke`, `invoke_words`): the same error, at the same binding, up to
+    // three times. Count each (code, line) once.
+    errors.dedup_by(|later, earlier| later.code == earlier.code && later.line == earlier.line);
     assert_eq!(errors.len(), 2, "{errors:#?}");
     let field = errors.iter().find(|error| error.code == "E0609").unwrap_or_else(|| panic!("{errors:#?}"));
     assert_eq!(field.line, line_of(&source, "colour"), "{}", field.rendered);

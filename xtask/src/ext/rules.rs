@@ -120,6 +120,12 @@ pub const ALLOWED_DEPENDENCIES: &[AllowedDependency] = &[AllowedDependency {
 /// The ABI crate every extension depends on; accepted only from the workspace's `abi/`.
 pub const ABI_PACKAGE: &str = "spindle-abi";
 
+/// The ABI's own dependency holding the kernel-function list (no dependencies, no
+/// `unsafe`); accepted only from the workspace's `abi/functions/`. (`spindle-abi`'s
+/// optional `spindle-imports` is not accepted: only the builder's generated glue enables
+/// it, never an extension.)
+pub const ABI_FUNCTIONS_PACKAGE: &str = "spindle-functions";
+
 /// One broken rule, with the place that breaks it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Violation {
@@ -481,7 +487,10 @@ fn check_closure(metadata: &Metadata, root: &Package, abi_manifest: &Path) -> Ve
             .iter()
             .find(|allowed| allowed.name == package.name && package.source.as_deref() == Some(allowed.source));
         let is_root = package.id == root.id;
-        let is_abi = package.name == ABI_PACKAGE && package.source.is_none() && same_file(&package.manifest_path, abi_manifest);
+        let functions_manifest = abi_manifest.parent().map(|abi| abi.join("functions").join("Cargo.toml")).unwrap_or_default();
+        let is_abi = package.source.is_none()
+            && ((package.name == ABI_PACKAGE && same_file(&package.manifest_path, abi_manifest))
+                || (package.name == ABI_FUNCTIONS_PACKAGE && same_file(&package.manifest_path, &functions_manifest)));
         if !is_root && !is_abi && allowed.is_none() {
             let detail = if package.name == ABI_PACKAGE {
                 format!("a `{ABI_PACKAGE}` that is not the workspace's {}", abi_manifest.display())
