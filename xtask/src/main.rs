@@ -272,7 +272,9 @@ fn check_production_image(test_image: &kernel_build::Image, tally: &mut ktest::T
     Ok(())
 }
 
-fn run_bench() -> Result<ExitCode> {
+/// The bench image and its +unaligned-scalar-mem variant (the same bundle and file-system
+/// root, another kernel).
+fn bench_images() -> Result<(kernel_build::Image, &'static kernel_build::Variant, kernel_build::Image)> {
     setup::ensure_prerequisites()?;
     let image = kernel_build::build_image(kernel_build::Purpose::Bench)?;
     let variant = &kernel_build::UNALIGNED_SCALAR_MEM;
@@ -281,20 +283,18 @@ fn run_bench() -> Result<ExitCode> {
         bundle: image.bundle.clone(),
         fs_root: image.fs_root.clone(),
     };
+    Ok((image, variant, unaligned))
+}
+
+fn run_bench() -> Result<ExitCode> {
+    let (image, variant, unaligned) = bench_images()?;
     bench::run(&image, Some((variant.name, variant.rustflags, &unaligned)))?;
     Ok(ExitCode::SUCCESS)
 }
 
 /// `cargo xtask bench --groups`: both builds (or only the variant), only those groups.
 fn run_bench_groups(groups: &str, variant_only: bool) -> Result<ExitCode> {
-    setup::ensure_prerequisites()?;
-    let image = kernel_build::build_image(kernel_build::Purpose::Bench)?;
-    let variant = &kernel_build::UNALIGNED_SCALAR_MEM;
-    let unaligned = kernel_build::Image {
-        kernel: kernel_build::build_kernel_variant(kernel_build::Purpose::Bench, Some(variant))?,
-        bundle: image.bundle.clone(),
-        fs_root: image.fs_root.clone(),
-    };
+    let (image, variant, unaligned) = bench_images()?;
     let label = format!("+{}", variant.name);
     if variant_only {
         bench::run_only(groups, &[(&label, &unaligned)])?;
