@@ -21,3 +21,7 @@ pub const TIME_SLICE_TICKS: u64 = 2;
 /// superblock's size). Below it: the block path's 1 GiB logical disk and the benchmarks'
 /// extents. `cargo xtask fs mkfs` and the disk images xtask builds use the same offset.
 pub const FS_REGION_START: u64 = 1 << 30;
+/// Bytes of swap at the end of the disk (the translation service pages out to it; the file
+/// system's region ends before it). 16 MiB = 4,096 pages: the disk model's 1.3 GiB leave
+/// room for it after the 256 MiB file system xtask puts at 1 GiB.
+pub const SWAP_BYTES: u64 = 16 << 20;

@@ -55,7 +55,7 @@ fn reading_call(syscall: Syscall, arguments: [usize; 6]) -> Result<usize, Error>
             | Syscall::EventCount | Syscall::Kill | Syscall::MapAnonymous | Syscall::ExtLoad | Syscall::ExtUnload
             | Syscall::KernelCommand | Syscall::Open | Syscall::Close | Syscall::Seek | Syscall::MakeDir | Syscall::Unlink
             | Syscall::Fsync | Syscall::SetPolicy | Syscall::CacheHint | Syscall::Lock | Syscall::Unlock | Syscall::VmMap
-            | Syscall::VmManage | Syscall::Dirty | Syscall::VmTrap
+            | Syscall::VmManage | Syscall::Dirty | Syscall::VmTrap | Syscall::VmLimit | Syscall::VmHot
     ));
     // SAFETY: these calls write no user memory and unmap nothing (map_anonymous only
     // adds a new mapping; extension and console commands act on the kernel), so no
@@ -382,6 +382,19 @@ pub fn vm_trap(address: usize, handler: Option<&str>) -> Result<u64, Error> {
 /// [`Syscall::Dirty`].
 pub fn dirty(address: usize) -> Result<bool, Error> {
     reading_call(Syscall::Dirty, [address, 0, 0, 0, 0, 0]).map(|dirty| dirty != 0)
+}
+
+/// Limits this process's `vm_map` memory to `pages` frames (0: no limit); pages beyond
+/// go to swap. Errors as for [`Syscall::VmLimit`].
+pub fn vm_limit(pages: usize) -> Result<(), Error> {
+    // Paging changes no byte the program sees: a page comes back as it went.
+    reading_call(Syscall::VmLimit, [pages, 0, 0, 0, 0, 0]).map(|_| ())
+}
+
+/// Puts the page at `address` into hot-list slot `slot` (64: clears the list); returns its
+/// frame number. Errors as for [`Syscall::VmHot`].
+pub fn vm_hot(address: usize, slot: usize) -> Result<u64, Error> {
+    reading_call(Syscall::VmHot, [address, slot, 0, 0, 0, 0]).map(|frame| frame as u64)
 }
 
 /// Appel & Li's `prot1`, `protN` (`count` pages) and `unprotN` (`protection` `None`).

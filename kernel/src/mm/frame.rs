@@ -61,6 +61,18 @@ impl FrameRun {
         true
     }
 
+    /// Copies `buffer.len()` bytes from byte `offset` of the run into `buffer`; false
+    /// (nothing copied) if the range leaves the run.
+    pub fn read(&self, offset: usize, buffer: &mut [u8]) -> bool {
+        if offset.checked_add(buffer.len()).is_none_or(|end| end > self.size()) {
+            return false;
+        }
+        // SAFETY: the run is owned by `self`, identity-mapped for the kernel, and the range
+        // lies inside it (checked above); its bytes are plain data, so any value is valid.
+        unsafe { core::ptr::copy_nonoverlapping((self.start + offset) as *const u8, buffer.as_mut_ptr(), buffer.len()) };
+        true
+    }
+
     /// Gives up ownership without freeing (for frames that live forever, e.g. kernel
     /// page tables); returns the address.
     pub fn leak(self) -> usize {

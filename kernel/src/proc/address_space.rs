@@ -31,7 +31,7 @@ use spindle_process::layout::{PAGE_SIZE, STACK_BOTTOM, STACK_SIZE, USER_ROOT_SLO
 use spindle_process::range::pages;
 use spindle_process::{Executable, PageAccess, Protection, Region, RegionKind, Regions, SegmentPermissions};
 use spindle_service_frames::Owner;
-use spindle_service_vm::{AccessKind, FaultClass, KillCause, Outcome, ProtChange, Pte, RegionKind as VmKind, RegionTable, Trap};
+use spindle_service_vm::{AccessKind, FaultClass, KillCause, Outcome, ProtChange, Pte, RegionKind as VmKind, RegionTable, Slot, Trap};
 
 use crate::arch::sv39::{FrameSource, MapError, PageTableRoot, PteFlags};
 use crate::mm::frame::{self, FrameRun};
@@ -84,6 +84,14 @@ struct Translation {
     pages: BTreeMap<u64, FrameRun>,
     /// Page-table pages allocated while mapping those pages.
     tables: Vec<FrameRun>,
+    /// Pages paged out to swap (no frame, no leaf), by page address: their slot.
+    swapped: BTreeMap<u64, Slot>,
+    /// Resident pages read back from swap whose slot still holds their contents (they were
+    /// not written since): paging one out again writes nothing.
+    copies: BTreeMap<u64, Slot>,
+    /// Pages named in hot-list slots (`vm_hot`): page → slot. When such a page gets another
+    /// frame, `mm.HotListSet` is raised again for its slot.
+    hot: BTreeMap<u64, u64>,
 }
 
 /// Why a user page fault ends the process ([`AddressSpace::handle_fault`]).
@@ -93,6 +101,11 @@ pub enum FaultKill {
     Vm(KillCause),
     /// No frame for a demand-zero page, or for a page table.
     OutOfMemory,
+    /// Over its memory limit, the space had no page it could give up (all pinned).
+    NothingToPageOut,
+    /// A page could not go to swap or come back (no swap area, full, a disk error; the
+    /// console has the details).
+    Swap,
 }
 
 impl fmt::Display for FaultKill {
@@ -100,6 +113,8 @@ impl fmt::Display for FaultKill {
         match self {
             FaultKill::Vm(cause) => write!(formatter, "{cause}"),
             FaultKill::OutOfMemory => formatter.write_str("no frame for the page"),
+            FaultKill::NothingToPageOut => formatter.write_str("over its memory limit with no page it may give up"),
+            FaultKill::Swap => formatter.write_str("paging to or from swap failed"),
         }
     }
 }
@@ -124,7 +139,7 @@ impl AddressSpace {
         let mut table_frames = Vec::new();
         let root = PageTableRoot::new(&mut TableFrames(&mut table_frames)).map_err(|_| SpaceError::OutOfMemory)?;
         crate::mm::kernel_space::share_with(root, USER_ROOT_SLOTS).map_err(SpaceError::KernelUsesUserSlot)?;
-        let translation = Translation { regions: RegionTable::new(id), pages: BTreeMap::new(), tables: Vec::new() };
+        let translation = Translation { regions: RegionTable::new(id), pages: BTreeMap::new(), tables: Vec::new(), swapped: BTreeMap::new(), copies: BTreeMap::new(), hot: BTreeMap::new() };
         Ok(AddressSpace { root, table_frames, regions: Regions::new(), region_frames: BTreeMap::new(), id, translation: Arc::new(spin::Mutex::new(translation)) })
     }
 
@@ -152,6 +167,43 @@ impl AddressSpace {
     /// Pages of `vm_map` regions that have a frame.
     pub fn resident_pages(&self) -> usize {
         self.translation.lock().pages.len()
+    }
+
+    /// Pages of `vm_map` regions paged out to swap.
+    pub fn swapped_pages(&self) -> usize {
+        self.translation.lock().swapped.len()
+    }
+
+    /// `vm_hot(address, slot)`: names the page at `address` in hot-list slot `slot` (64:
+    /// clears the list) and raises `mm.HotListSet`; returns its frame number (0 for a
+    /// clear). Errors as documented for the system call.
+    pub fn hot(&mut self, address: usize, slot: usize) -> Result<u64, Error> {
+        let clear = spindle_abi::event::HotListEntry::CLEAR as usize;
+        if slot > clear {
+            return Err(Error::BadArgument);
+        }
+        if slot == clear {
+            self.translation.lock().hot.clear();
+            crate::services::frames::announce_hot(slot as u64, 0);
+            return Ok(0);
+        }
+        self.require_vm_map_region(address)?;
+        let page = address - address % PAGE_SIZE;
+        check_pages(self.root, self.id, &self.translation, page, 1, PageAccess::Read)?;
+        let frame = self.root.translate(page).map(|(physical, _)| (physical / PAGE_SIZE) as u64).ok_or(Error::BadAddress)?;
+        {
+            let mut translation = self.translation.lock();
+            translation.hot.retain(|_, &mut listed| listed != slot as u64);
+            translation.hot.insert(page as u64, slot as u64);
+        }
+        crate::services::frames::announce_hot(slot as u64, frame);
+        Ok(frame)
+    }
+
+    /// `vm_limit(pages)`: at most `pages` frames for this space's `vm_map` pages (0: no
+    /// limit). Errors: `BadArgument` below [`crate::services::vm::MIN_LIMIT_PAGES`].
+    pub fn set_limit(&mut self, pages: usize) -> Result<(), Error> {
+        crate::services::vm::set_limit(self.id, (pages != 0).then_some(pages as u64))
     }
 
     /// Leaf flags for `permissions`, plus the U bit.
@@ -292,6 +344,9 @@ impl AddressSpace {
                 }
             }
             crate::arch::csr::flush_tlb();
+            let range = region.start as u64..region.end() as u64;
+            free_slots(&mut translation.swapped, range.clone());
+            free_slots(&mut translation.copies, range);
             let _ = translation.regions.remove(id);
             self.regions.remove(region.start);
             return Ok(());
@@ -358,15 +413,7 @@ impl AddressSpace {
     /// A page of a `vm_map` region that has no frame yet is faulted in first (demand-zero,
     /// no event: a managed region's missing page is refused here).
     pub fn check(&self, address: usize, length: usize, access: PageAccess) -> Result<(), Error> {
-        self.fault_in(address, length, access);
-        check_in(self.root, address, length, access)
-    }
-
-    /// Gives every page of `address..address + length` of a `vm_map` region that the
-    /// access may touch but that has no frame yet its demand-zero frame (kernel copies
-    /// from and to user memory). Pages it cannot fault in are left for the check to refuse.
-    fn fault_in(&self, address: usize, length: usize, access: PageAccess) {
-        fault_in(self.root, self.id, &self.translation, address, length, access);
+        check_pages(self.root, self.id, &self.translation, address, length, access)
     }
 
     /// Maps `run` at `page` (see [`map_vm_page`]).
@@ -389,6 +436,11 @@ impl AddressSpace {
             let present = self.root.translate(page as usize).is_some();
             if change.protection == spindle_service_vm::Protection::NONE {
                 if present {
+                    // The leaf's dirty bit goes with it: keep it in the frame table, so
+                    // paging out does not take a written page for a clean one.
+                    if self.root.translate(page as usize).is_some_and(|(_, flags)| flags.contains(PteFlags::DIRTY)) {
+                        crate::services::vm::note_dirty((physical / PAGE_SIZE) as u64);
+                    }
                     let _ = self.root.unmap_range(page as usize, PAGE_SIZE);
                 }
             } else if present {
@@ -500,6 +552,15 @@ impl AddressSpace {
         let id = self.id;
         let in_legacy_region = self.regions.containing(address).is_some();
         let pte = self.pte(address);
+        if !pte.present {
+            // A page on swap comes back without an event (it is the process's, only moved).
+            let page = address as u64 - address as u64 % PAGE_SIZE as u64;
+            if page_in(self.root, id, &self.translation, page, access)? {
+                return Ok(());
+            }
+            // Any frame this fault may take must fit under the space's limit.
+            make_room(self.root, id, &self.translation)?;
+        }
         let mut translation = self.translation.lock();
         let fault = spindle_service_vm::classify(&translation.regions, address as u64, access, pte);
         if fault.class == FaultClass::BadAddress && in_legacy_region {
@@ -521,6 +582,13 @@ impl AddressSpace {
             Outcome::DemandZero { page, protection } => {
                 let run = crate::services::vm::allocate(id, page).ok_or(FaultKill::OutOfMemory)?;
                 self.map_vm_page(&mut translation, page, run, protection, access == AccessKind::Write)?;
+                let hot = translation.hot.get(&page).copied();
+                if let Some(slot) = hot {
+                    // A hot page dropped clean and faulted in again: its new frame.
+                    drop(translation);
+                    announce_frame(self.root, slot, page);
+                    translation = self.translation.lock();
+                }
             }
             Outcome::Map { page, protection, .. } => {
                 let run = decision.frame.ok_or(FaultKill::Vm(KillCause::NoPager))?;
@@ -549,23 +617,16 @@ impl AddressSpace {
 
     /// Copies user memory at `address` into `buffer` after [`Self::check`]ing it for reading.
     pub fn read(&self, address: usize, buffer: &mut [u8]) -> Result<(), Error> {
-        self.fault_in(address, buffer.len(), PageAccess::Read);
         // SAFETY: this space's root is live while `self` is borrowed, and the process's
         // only strand is running this, so nothing writes its frames meanwhile.
-        unsafe { read_in(self.root, address, buffer) }
+        unsafe { read_in(self.root, self.id, &self.translation, address, buffer) }
     }
 
     /// Copies `bytes` into user memory at `address` after [`Self::check`]ing it for writing.
     pub fn write(&self, address: usize, bytes: &[u8]) -> Result<(), Error> {
-        self.check(address, bytes.len(), PageAccess::Write)?;
-        copy_in_pages(self.root, address, bytes.len(), |physical, offset, count| {
-            // The page is a valid user leaf of this space (checked above: user leaves map
-            // only this space's region frames), writable by the user, so it holds no
-            // kernel data; the process's only strand is running this.
-            // SAFETY: as just said; the frame is identity-mapped for the kernel.
-            unsafe { core::ptr::copy_nonoverlapping(bytes[offset..].as_ptr(), physical as *mut u8, count) };
-        });
-        Ok(())
+        // SAFETY: this space's root is live while `self` is borrowed; user memory holds no
+        // kernel data and no kernel reference points into it.
+        unsafe { write_in(self.root, self.id, &self.translation, address, bytes) }
     }
 
     /// A view for reading this space from another strand while the process is pinned
@@ -605,9 +666,8 @@ impl SpaceView {
     /// The space this view came from is still alive and not being changed (its process
     /// is pinned, see the type's documentation).
     pub unsafe fn read(&self, address: usize, buffer: &mut [u8]) -> Result<(), Error> {
-        fault_in(self.root, self.id, &self.translation, address, buffer.len(), PageAccess::Read);
         // SAFETY: forwarded from the caller.
-        unsafe { read_in(self.root, address, buffer) }
+        unsafe { read_in(self.root, self.id, &self.translation, address, buffer) }
     }
 
     /// Faults the page at `address` in for `access` if it is a missing page of an
@@ -620,6 +680,9 @@ impl SpaceView {
     pub unsafe fn fault_in(&self, address: usize, access: AccessKind) -> bool {
         let page_access = if access == AccessKind::Write { PageAccess::Write } else { PageAccess::Read };
         fault_in(self.root, self.id, &self.translation, address, 1, page_access);
+        if access == AccessKind::Write {
+            mark_written(self.root, address);
+        }
         let allowed = self.root.translate(address).is_some_and(|(_, flags)| {
             flags.contains(PteFlags::USER)
                 && match access {
@@ -643,15 +706,8 @@ impl SpaceView {
     /// As for [`SpaceView::read`]; also, no reference of the kernel's points into the
     /// range (it is user memory, which the kernel never borrows).
     pub unsafe fn write(&self, address: usize, bytes: &[u8]) -> Result<(), Error> {
-        fault_in(self.root, self.id, &self.translation, address, bytes.len(), PageAccess::Write);
-        check_in(self.root, address, bytes.len(), PageAccess::Write)?;
-        copy_in_pages(self.root, address, bytes.len(), |physical, offset, count| {
-            // The page is a valid user leaf of the pinned space, writable by the user, so it
-            // holds no kernel data (user leaves map only that space's region frames).
-            // SAFETY: as just said; the frame is identity-mapped for the kernel.
-            unsafe { core::ptr::copy_nonoverlapping(bytes[offset..].as_ptr(), physical as *mut u8, count) };
-        });
-        Ok(())
+        // SAFETY: forwarded from the caller.
+        unsafe { write_in(self.root, self.id, &self.translation, address, bytes) }
     }
 }
 
@@ -673,39 +729,85 @@ fn check_in(root: PageTableRoot, address: usize, length: usize, access: PageAcce
     Ok(())
 }
 
-/// Checks and copies user memory of the page table at `root` into `buffer`.
-///
-/// # Safety
-/// `root` is a live process page table whose user frames nothing writes meanwhile.
-unsafe fn read_in(root: PageTableRoot, address: usize, buffer: &mut [u8]) -> Result<(), Error> {
-    check_in(root, address, buffer.len(), PageAccess::Read)?;
-    copy_in_pages(root, address, buffer.len(), |physical, offset, count| {
-        // `physical` is in a frame of that space (a valid user leaf, checked above: user
-        // leaves map only the space's region frames); `offset + count <= buffer.len()`.
-        // SAFETY: the frame is identity-mapped for the kernel, and by the caller's
-        // contract nothing writes it meanwhile.
-        unsafe { core::ptr::copy_nonoverlapping(physical as *const u8, buffer[offset..].as_mut_ptr(), count) };
-    });
+/// The page-sized pieces of `address..address + length`: (virtual address, offset in
+/// the range, bytes). Errors: [`Error::BadLength`] if the range overflows.
+fn pieces(address: usize, length: usize) -> Result<impl Iterator<Item = (usize, usize, usize)>, Error> {
+    address.checked_add(length).ok_or(Error::BadLength)?;
+    let mut offset = 0;
+    Ok(core::iter::from_fn(move || {
+        (offset < length).then(|| {
+            let virtual_address = address + offset;
+            let count = (PAGE_SIZE - virtual_address % PAGE_SIZE).min(length - offset);
+            let piece = (virtual_address, offset, count);
+            offset += count;
+            piece
+        })
+    }))
+}
+
+/// [`AddressSpace::check`]: page by page, fault the page in (demand-zero, or back from
+/// swap), then check its leaf. Page by page, so a range larger than the space's memory
+/// limit is checked too (an earlier page may be paged out again meanwhile; it stays valid).
+fn check_pages(root: PageTableRoot, id: u64, translation: &spin::Mutex<Translation>, address: usize, length: usize, access: PageAccess) -> Result<(), Error> {
+    for (virtual_address, _, count) in pieces(address, length)? {
+        fault_in(root, id, translation, virtual_address, count, access);
+        check_in(root, virtual_address, count, access)?;
+    }
     Ok(())
 }
 
-/// Calls `step(physical address, offset in the range, byte count)` for each page-sized
-/// piece of the checked range `address..address + length` of the table at `root`.
-fn copy_in_pages(root: PageTableRoot, address: usize, length: usize, mut step: impl FnMut(usize, usize, usize)) {
-    let mut offset = 0;
-    while offset < length {
-        let virtual_address = address + offset;
-        let count = (PAGE_SIZE - virtual_address % PAGE_SIZE).min(length - offset);
-        if let Some((physical, _)) = root.translate(virtual_address) {
-            step(physical, offset, count);
-        }
-        offset += count;
+/// Checks and copies user memory of the page table at `root` (space `id`) into `buffer`,
+/// a page at a time: each page is faulted in (demand-zero, or back from swap) and
+/// checked just before its bytes are copied. On an error the bytes before the bad page
+/// have been copied.
+///
+/// # Safety
+/// `root` is a live process page table whose user frames nothing writes meanwhile.
+unsafe fn read_in(root: PageTableRoot, id: u64, translation: &spin::Mutex<Translation>, address: usize, buffer: &mut [u8]) -> Result<(), Error> {
+    for (virtual_address, offset, count) in pieces(address, buffer.len())? {
+        fault_in(root, id, translation, virtual_address, count, PageAccess::Read);
+        check_in(root, virtual_address, count, PageAccess::Read)?;
+        let Some((physical, _)) = root.translate(virtual_address) else { return Err(Error::BadAddress) };
+        // `physical` is in a frame of that space (a valid user leaf, checked just above:
+        // user leaves map only the space's region frames); `offset + count <= buffer.len()`.
+        // SAFETY: the frame is identity-mapped for the kernel, and by the caller's
+        // contract nothing writes it meanwhile.
+        unsafe { core::ptr::copy_nonoverlapping(physical as *const u8, buffer[offset..].as_mut_ptr(), count) };
     }
+    Ok(())
 }
 
-/// [`AddressSpace::fault_in`] on the table at `root` of space `id`: demand-zero for every
-/// missing page of an anonymous `vm_map` region in the range that `access` may touch (no
-/// event; a managed region's missing page is left absent).
+/// Copies `bytes` into user memory of the page table at `root` (space `id`) a page at a
+/// time, as [`read_in`]; each page written gets its dirty bit (the copy goes through the
+/// kernel's identity map, which the hardware does not mark), so paging it out keeps it.
+///
+/// # Safety
+/// `root` is a live process page table; no kernel reference points into the range.
+unsafe fn write_in(root: PageTableRoot, id: u64, translation: &spin::Mutex<Translation>, address: usize, bytes: &[u8]) -> Result<(), Error> {
+    for (virtual_address, offset, count) in pieces(address, bytes.len())? {
+        fault_in(root, id, translation, virtual_address, count, PageAccess::Write);
+        check_in(root, virtual_address, count, PageAccess::Write)?;
+        let Some((physical, _)) = root.translate(virtual_address) else { return Err(Error::BadAddress) };
+        mark_written(root, virtual_address);
+        // The page is a valid user leaf of this space (checked just above: user leaves map
+        // only the space's region frames), writable by the user, so it holds no kernel
+        // data; `offset + count <= bytes.len()`.
+        // SAFETY: as just said; the frame is identity-mapped for the kernel.
+        unsafe { core::ptr::copy_nonoverlapping(bytes[offset..].as_ptr(), physical as *mut u8, count) };
+    }
+    Ok(())
+}
+
+/// Sets the accessed and dirty bits of the leaf of `address` (a write the kernel made for
+/// the user through its identity map).
+fn mark_written(root: PageTableRoot, address: usize) {
+    let _ = root.update_leaf(address - address % PAGE_SIZE, PteFlags::ACCESSED | PteFlags::DIRTY, PteFlags::empty());
+}
+
+/// Faults in, on the table at `root` of space `id`, every missing page of an anonymous
+/// `vm_map` region in the range that `access` may touch: back from swap, else
+/// demand-zero (no event; a managed region's missing page is left absent). Kernel copies
+/// from and to user memory, and code running in the space on another strand.
 fn fault_in(root: PageTableRoot, id: u64, translation: &spin::Mutex<Translation>, address: usize, length: usize, access: PageAccess) {
     let Some(end) = address.checked_add(length) else { return };
     let kind = match access {
@@ -714,6 +816,16 @@ fn fault_in(root: PageTableRoot, id: u64, translation: &spin::Mutex<Translation>
     };
     for page in pages(&(address..end)) {
         if root.translate(page).is_some() {
+            continue;
+        }
+        // Back from swap, or room for a demand-zero frame; on failure the page stays
+        // absent and the check refuses it.
+        match page_in(root, id, translation, page as u64, kind) {
+            Ok(true) => continue,
+            Ok(false) => {}
+            Err(_) => continue,
+        }
+        if make_room(root, id, translation).is_err() {
             continue;
         }
         let mut translation = translation.lock();
@@ -750,6 +862,177 @@ fn map_vm_page(root: PageTableRoot, translation: &mut Translation, page: u64, ru
     Ok(())
 }
 
+/// Puts a page that could not be paged out back: its frame, and a leaf with its
+/// protection (dirty) unless that is none.
+fn restore(root: PageTableRoot, translation: &mut Translation, page: u64, run: FrameRun) {
+    match translation.regions.protection_of(page).filter(|&protection| protection != spindle_service_vm::Protection::NONE) {
+        Some(protection) => {
+            let _ = map_vm_page(root, translation, page, run, protection, true);
+        }
+        None => {
+            crate::services::vm::note_dirty((run.address() / PAGE_SIZE) as u64);
+            translation.pages.insert(page, run);
+        }
+    }
+}
+
+/// Frees the swap slots of `slots`' pages in `range` and forgets them.
+fn free_slots(slots: &mut BTreeMap<u64, Slot>, range: core::ops::Range<u64>) {
+    let pages: Vec<u64> = slots.range(range).map(|(&page, _)| page).collect();
+    for page in pages {
+        if let Some(slot) = slots.remove(&page) {
+            crate::services::vm::swap_free(slot);
+        }
+    }
+}
+
+/// Whether `protection` lets `access` through.
+fn permits(protection: spindle_service_vm::Protection, access: AccessKind) -> bool {
+    match access {
+        AccessKind::Read => protection.readable(),
+        AccessKind::Write => protection.writable(),
+        AccessKind::Execute => protection.executable(),
+    }
+}
+
+/// Brings `page` of space `id` back from swap if it is there and its protection allows
+/// `access`: makes room under the limit, reads the slot into a fresh frame and maps it
+/// (clean, the slot kept as its copy). `Ok(false)`: not a page on swap (or one the access
+/// may not touch: the fault is the translation service's to decide). Blocks on the disk
+/// with no lock held.
+fn page_in(root: PageTableRoot, id: u64, translation: &spin::Mutex<Translation>, page: u64, access: AccessKind) -> Result<bool, FaultKill> {
+    let protection = {
+        let translation = translation.lock();
+        if !translation.swapped.contains_key(&page) {
+            return Ok(false);
+        }
+        match translation.regions.protection_of(page) {
+            Some(protection) if permits(protection, access) => protection,
+            _ => return Ok(false),
+        }
+    };
+    make_room(root, id, translation)?;
+    let Some(mut run) = crate::services::vm::allocate_page(id, page, false) else { return Err(FaultKill::OutOfMemory) };
+    // Only this space's own strand pages its pages in and out, so the slot is still there.
+    let Some(slot) = translation.lock().swapped.remove(&page) else {
+        crate::services::vm::release(run);
+        return Ok(true);
+    };
+    if let Err(failure) = crate::services::vm::swap_read(slot, &mut run) {
+        crate::println!("[vm] space {id}: page {page:#x} cannot come back from swap slot {slot}: {failure}");
+        translation.lock().swapped.insert(page, slot);
+        crate::services::vm::release(run);
+        return Err(FaultKill::Swap);
+    }
+    let mut translation = translation.lock();
+    if let Err(kill) = map_vm_page(root, &mut translation, page, run, protection, access == AccessKind::Write) {
+        translation.swapped.insert(page, slot);
+        return Err(kill);
+    }
+    translation.copies.insert(page, slot);
+    let hot = translation.hot.get(&page).copied();
+    drop(translation);
+    if let Some(slot) = hot {
+        announce_frame(root, slot, page);
+    }
+    Ok(true)
+}
+
+/// Raises `mm.HotListSet` for hot-list `slot` with the frame `page` is mapped to now.
+fn announce_frame(root: PageTableRoot, slot: u64, page: u64) {
+    if let Some((physical, _)) = root.translate(page as usize) {
+        crate::services::frames::announce_hot(slot, (physical / PAGE_SIZE) as u64);
+    }
+}
+
+/// While space `id` holds as many frames as its memory limit allows (or more), pages one
+/// of its pages out, so the next frame it takes fits. Errors: nothing may go
+/// ([`FaultKill::NothingToPageOut`]) or swap failed ([`FaultKill::Swap`]).
+fn make_room(root: PageTableRoot, id: u64, translation: &spin::Mutex<Translation>) -> Result<(), FaultKill> {
+    while crate::services::vm::at_limit(id) {
+        page_out(root, id, translation)?;
+    }
+    Ok(())
+}
+
+/// Pages one page of space `id` out: samples every resident page's accessed and dirty
+/// bits, lets the clock hand (and `mm.Reclaim`'s handlers) choose, clears the accessed
+/// bits the hand consumed, then takes the victim's leaf away and gives its frame back —
+/// after writing it to a swap slot if it was written since it came from swap or from
+/// demand-zero (a clean page needs no write: its slot still holds it, or it is zero).
+/// The disk write happens with no lock held; a failed write maps the page back.
+fn page_out(root: PageTableRoot, id: u64, translation: &spin::Mutex<Translation>) -> Result<(), FaultKill> {
+    // (frame, page) of every resident page, and the samples.
+    let (mut frames, samples): (Vec<(u64, u64)>, Vec<crate::services::vm::PageSample>) = {
+        let translation = translation.lock();
+        translation
+            .pages
+            .iter()
+            .map(|(&page, run)| {
+                let frame = (run.address() / PAGE_SIZE) as u64;
+                let flags = root.translate(page as usize).map(|(_, flags)| flags);
+                let accessed = flags.is_some_and(|flags| flags.contains(PteFlags::ACCESSED));
+                let dirty = flags.is_some_and(|flags| flags.contains(PteFlags::DIRTY));
+                ((frame, page), crate::services::vm::PageSample { frame, accessed, dirty })
+            })
+            .unzip()
+    };
+    frames.sort_unstable();
+    let page_of = |frame: u64| frames.binary_search_by_key(&frame, |&(frame, _)| frame).ok().map(|index| frames[index].1);
+    let victim = crate::services::vm::choose_victim(id, &samples);
+    let mut guard = translation.lock();
+    for &frame in &victim.clear_accessed {
+        if let Some(page) = page_of(frame) {
+            let _ = root.update_leaf(page as usize, PteFlags::empty(), PteFlags::ACCESSED);
+        }
+    }
+    let Some(page) = victim.frame.and_then(page_of).filter(|page| guard.pages.contains_key(page)) else {
+        crate::arch::csr::flush_tlb();
+        return Err(FaultKill::NothingToPageOut);
+    };
+    // Written since it got this frame? The leaf's bit, or the frame table's (a leaf taken
+    // away by protecting the page to none leaves its bit there); no leaf at all: assume so.
+    let leaf = root.translate(page as usize).map(|(_, flags)| flags);
+    let frame = victim.frame.unwrap_or(0);
+    let dirty = leaf.is_none_or(|flags| flags.contains(PteFlags::DIRTY)) || crate::services::vm::was_dirty(frame);
+    if leaf.is_some() {
+        let _ = root.unmap_range(page as usize, PAGE_SIZE);
+    }
+    crate::arch::csr::flush_tlb();
+    let Some(run) = guard.pages.remove(&page) else { return Err(FaultKill::NothingToPageOut) };
+    if !dirty {
+        // Clean: its slot (if it came from swap) still holds it; else it is still zero.
+        if let Some(slot) = guard.copies.remove(&page) {
+            guard.swapped.insert(page, slot);
+        }
+        drop(guard);
+        crate::services::vm::release(run);
+        crate::services::vm::counted_page_out(false);
+        return Ok(());
+    }
+    let slot = match guard.copies.remove(&page).map(Ok).unwrap_or_else(crate::services::vm::swap_allocate) {
+        Ok(slot) => slot,
+        Err(failure) => {
+            crate::println!("[vm] space {id}: page {page:#x} cannot go to swap: {failure}");
+            restore(root, &mut guard, page, run);
+            return Err(FaultKill::Swap);
+        }
+    };
+    guard.swapped.insert(page, slot);
+    drop(guard);
+    if let Err(failure) = crate::services::vm::swap_write(slot, &run) {
+        crate::println!("[vm] space {id}: page {page:#x} cannot go to swap slot {slot}: {failure}");
+        let mut guard = translation.lock();
+        guard.swapped.remove(&page);
+        crate::services::vm::swap_free(slot);
+        restore(root, &mut guard, page, run);
+        return Err(FaultKill::Swap);
+    }
+    crate::services::vm::release(run);
+    crate::services::vm::counted_page_out(true);
+    Ok(())
+}
+
 impl Drop for AddressSpace {
     fn drop(&mut self) {
         // Never free a table the hart still uses: its process switches to the kernel's
@@ -764,6 +1047,8 @@ impl Drop for AddressSpace {
         for (_, run) in core::mem::take(&mut translation.pages) {
             crate::services::vm::release(run);
         }
+        free_slots(&mut translation.swapped, 0..u64::MAX);
+        free_slots(&mut translation.copies, 0..u64::MAX);
         // A view may outlive the space (kept by a withdrawn registration): its page tables
         // go now, with the space.
         drop(core::mem::take(&mut translation.tables));

@@ -2,9 +2,13 @@
 //! over one owner's reclaim queue whose policy (queue, hot list, validation of answers) is
 //! the host-tested crate `spindle-service-frames`.
 //!
-//! The queue is still synthetic — [`LRU_FRAMES`] frames from [`LRU_BASE_FRAME`] — until
-//! the virtual-memory issue gives frames real owners; the `mm` kernel functions
-//! (`spindle_mm_lru_length`, `spindle_mm_lru_frame`) expose it to the owner's extension.
+//! Two kinds of raise share the event. Over **real frames** (record `owner` ≠ 0: an address
+//! space over its memory limit, raised by the translation service, `services::vm`), the
+//! candidate is the clock hand's and the `mm` kernel functions (`spindle_mm_lru_length`,
+//! `spindle_mm_lru_frame`) answer the owner's real reclaim queue during the raise; an
+//! answer must be the candidate or a resident, unpinned frame of the same owner. Over the
+//! **synthetic queue** (owner 0: [`LRU_FRAMES`] frames from [`LRU_BASE_FRAME`]), raised by
+//! the benchmarks that price a decision without I/O, the kernel functions answer that queue.
 //! Every volunteered frame is validated: the candidate, or a queued frame that is not hot;
 //! a rejected answer counts as a fault of the binding and the candidate is taken.
 //! Raised by the benchmarks, the in-kernel tests and the `reclaim` console command.
@@ -62,6 +66,10 @@ impl PrimaryModule<ReclaimCandidate, Volunteer> for ReclaimService {
         true
     }
     fn validate_result(&self, args: &ReclaimCandidate, result: &Volunteer) -> Result<(), ResultRejection> {
+        if args.owner != 0 {
+            // Real frames of an address space (the translation service's reclaim).
+            return super::vm::validate_reclaim(args.candidate_frame, args.owner, result.frame).map_err(|reason| ResultRejection { reason });
+        }
         QUEUE.validate(args.candidate_frame, result.frame).map_err(|rejection| ResultRejection { reason: rejection.reason() })
     }
 }
@@ -115,6 +123,12 @@ pub fn set_hot(slot: usize, frame: u64) {
     }
 }
 
+/// Raises `mm.HotListSet { slot, frame }` for real frames (a process's `vm_hot`), without
+/// the synthetic queue's mirror (which validates only owner-0 raises).
+pub fn announce_hot(slot: u64, frame: u64) {
+    raise_set(slot, frame);
+}
+
 /// Empties the hot list (mirror and bound handlers).
 pub fn clear_hot() {
     QUEUE.clear_hot();
@@ -124,11 +138,14 @@ pub fn clear_hot() {
 /// Domain `mm` of the kernel functions (`spindle_abi::host`): the owner's LRU queue (the
 /// synthetic queue until the physical-memory service exists).
 impl spindle_abi::host::domains::Mm for crate::ext::glue::KernelFunctions {
+    /// During a raise over real frames, the owner's reclaim queue; else the synthetic one.
     fn mm_lru_length(&self) -> u64 {
-        LRU_FRAMES
+        super::vm::reclaim_queue(|queue| queue.len() as u64).unwrap_or(LRU_FRAMES)
     }
 
+    /// During a raise over real frames, the frame at `position` of the owner's reclaim queue
+    /// (clock order, head first; 0 past its end); else of the synthetic one.
     fn mm_lru_frame(&self, position: u64) -> u64 {
-        lru_frame(position)
+        super::vm::reclaim_queue(|queue| usize::try_from(position).ok().and_then(|position| queue.get(position)).copied().unwrap_or(0)).unwrap_or_else(|| lru_frame(position))
     }
 }

@@ -319,7 +319,7 @@ enum State {
 static FS: SleepLock<State> = SleepLock::new(State::Unmounted);
 
 /// The region the file system may use: from [`crate::param::FS_REGION_START`] to the
-/// end of the disk, in blocks. Errors: why there is none.
+/// swap area at the end of the disk ([`crate::param::SWAP_BYTES`]), in blocks. Errors: why there is none.
 fn region() -> Result<Disk, String> {
     let sectors = disk::capacity_sectors().ok_or_else(|| String::from("the machine has no disk (or the disk service is not running)"))?;
     let start_sector = crate::param::FS_REGION_START / disk::SECTOR_SIZE as u64;
@@ -330,7 +330,9 @@ fn region() -> Result<Disk, String> {
             crate::param::FS_REGION_START >> 20
         ));
     }
-    Ok(Disk { start_sector, blocks: (sectors - start_sector) / SECTORS_PER_BLOCK })
+    // The swap area is the disk's last `SWAP_BYTES` (see `services::vm`).
+    let end_sector = sectors.saturating_sub(crate::param::SWAP_BYTES / disk::SECTOR_SIZE as u64).max(start_sector);
+    Ok(Disk { start_sector, blocks: (end_sector - start_sector) / SECTORS_PER_BLOCK })
 }
 
 fn cached(disk: Disk, cache_blocks: usize) -> Result<Cached, String> {

@@ -36,7 +36,7 @@ use spindle_abi::syscall::Error;
 use spindle_abi::event::{TranslationAnswer, TranslationRecord, VM_BAD_ADDRESS, VM_PAGE_NOT_PRESENT, VM_PROTECTION_FAULT, EventRecord, field_index};
 use spindle_dispatch::{Authorization, Combiner, DeclarativeGuard, EventTable, InstallRequest, PrimaryModule, Refusal, ResultRejection};
 use spindle_service_frames::{FrameTable, Owner};
-use spindle_service_vm::{Answer, AnswerRejection, Fault, FaultClass, Outcome, Protection, RegionTable};
+use spindle_service_vm::{Answer, AnswerRejection, Fault, FaultClass, Outcome, Protection, RegionTable, SLOT_BYTES, Slot, SwapArea};
 
 use crate::arch::PAGE_SIZE;
 use crate::arch::csr::without_interrupts;
@@ -100,6 +100,22 @@ pub struct Stats {
     pub kills: u64,
     /// Frames the service's regions hold now.
     pub frames_held: u64,
+    /// Pages given up to stay within a memory limit (written to swap, or dropped if they
+    /// were clean).
+    pub page_outs: u64,
+    /// Of those, pages written to the swap area.
+    pub swap_writes: u64,
+    /// Pages read back from the swap area on a fault or a kernel copy.
+    pub page_ins: u64,
+    /// `mm.Reclaim` raises over real frames.
+    pub reclaim_raises: u64,
+    /// Volunteered frames the reclaim check refused (the candidate was taken).
+    pub reclaim_rejected: u64,
+    /// Instructions (`rdinstret`; the host's counter under the host clock) spent in
+    /// `mm.Reclaim` raises over real frames: the decisions' cost.
+    pub reclaim_instructions: u64,
+    /// Swap slots in use now.
+    pub swap_used: u64,
 }
 
 struct Counters {
@@ -112,6 +128,12 @@ struct Counters {
     rejected: AtomicU64,
     kills: AtomicU64,
     frames_held: AtomicU64,
+    page_outs: AtomicU64,
+    swap_writes: AtomicU64,
+    page_ins: AtomicU64,
+    reclaim_raises: AtomicU64,
+    reclaim_rejected: AtomicU64,
+    reclaim_instructions: AtomicU64,
 }
 
 static COUNTERS: Counters = Counters {
@@ -124,6 +146,12 @@ static COUNTERS: Counters = Counters {
     rejected: AtomicU64::new(0),
     kills: AtomicU64::new(0),
     frames_held: AtomicU64::new(0),
+    page_outs: AtomicU64::new(0),
+    swap_writes: AtomicU64::new(0),
+    page_ins: AtomicU64::new(0),
+    reclaim_raises: AtomicU64::new(0),
+    reclaim_rejected: AtomicU64::new(0),
+    reclaim_instructions: AtomicU64::new(0),
 };
 
 /// The counters now.
@@ -139,6 +167,13 @@ pub fn stats() -> Stats {
         rejected: load(&COUNTERS.rejected),
         kills: load(&COUNTERS.kills),
         frames_held: load(&COUNTERS.frames_held),
+        page_outs: load(&COUNTERS.page_outs),
+        swap_writes: load(&COUNTERS.swap_writes),
+        page_ins: load(&COUNTERS.page_ins),
+        reclaim_raises: load(&COUNTERS.reclaim_raises),
+        reclaim_rejected: load(&COUNTERS.reclaim_rejected),
+        reclaim_instructions: load(&COUNTERS.reclaim_instructions),
+        swap_used: without_interrupts(|| SWAP.lock().as_ref().and_then(|area| area.as_ref().ok()).map_or(0, SwapArea::used)),
     }
 }
 
@@ -183,9 +218,11 @@ pub fn assign_for_space(owner: &str, space: u64, region: u64) -> Result<(), Erro
     })
 }
 
-/// Forgets every assignment to address space `space` (its process ended).
+/// Forgets every assignment to address space `space` and its memory limit (its process
+/// ended).
 pub fn forget_space(space: u64) {
     without_interrupts(|| ASSIGNMENTS.lock().retain(|_, (assigned, _)| *assigned != space));
+    let _ = with_frames(|frames| frames.set_limit(Owner::AddressSpace(space), None));
 }
 
 /// The imposed guards for `request`'s owner, if it is assigned a region.
@@ -328,7 +365,11 @@ pub fn decide(table: &RegionTable, fault: &Fault) -> Decision {
     }
     let mut decision = Decision { outcome: resolution.outcome, frame: None, rejected: resolution.rejected, protects: state.protects };
     match (resolution.outcome, grant) {
-        (Outcome::Map { page, frame: number, .. }, Some(run)) if number == frame_number(&run) && with_frames(|frames| frames.map(number, space, page)).is_ok() => {
+        // A pager's page stays resident (pinned): its content is the pager's, which the
+        // space cannot page out and read back on its own.
+        (Outcome::Map { page, frame: number, .. }, Some(run))
+            if number == frame_number(&run) && with_frames(|frames| frames.map(number, space, page).and_then(|()| frames.pin(number))).is_ok() =>
+        {
             count(&COUNTERS.pager_maps);
             COUNTERS.frames_held.fetch_add(1, Ordering::Relaxed);
             decision.frame = Some(run);
@@ -386,6 +427,12 @@ fn with_frames<T>(body: impl FnOnce(&mut FrameTable) -> T) -> T {
 /// space's and mapped at `page` (demand-zero, or a kernel copy faulting a page in);
 /// `None` when memory is exhausted.
 pub fn allocate(space: u64, page: u64) -> Option<FrameRun> {
+    allocate_page(space, page, true)
+}
+
+/// A zeroed frame for `page` of `space`, recorded as [`allocate`] does; counted as
+/// demand-zero if `demand_zero` (else the caller fills it: a page coming back from swap).
+pub fn allocate_page(space: u64, page: u64, demand_zero: bool) -> Option<FrameRun> {
     let run = frame::allocate_zeroed(1)?;
     let number = frame_number(&run);
     let recorded = with_frames(|frames| frames.claim(number, Owner::AddressSpace(space)).and_then(|()| frames.map(number, space, page)));
@@ -395,14 +442,29 @@ pub fn allocate(space: u64, page: u64) -> Option<FrameRun> {
         drop(run);
         return None;
     }
-    count(&COUNTERS.demand_zero);
+    if demand_zero {
+        count(&COUNTERS.demand_zero);
+    }
     COUNTERS.frames_held.fetch_add(1, Ordering::Relaxed);
     Some(run)
 }
 
-/// Gives back a frame [`allocate`] or a grant returned: forgets it in the frame table,
-/// then frees it.
+/// Records in the frame table that `frame` was written (its leaf, which had the bit, is
+/// going away).
+pub fn note_dirty(frame: u64) {
+    let _ = with_frames(|frames| frames.sample(frame, false, true));
+}
+
+/// Whether the frame table has `frame` as written ([`note_dirty`], or a sample).
+pub fn was_dirty(frame: u64) -> bool {
+    with_frames(|frames| frames.info(frame).is_ok_and(|info| info.dirty))
+}
+
+/// Gives back a frame [`allocate`] or a grant returned: forgets it in the frame table
+/// (unpinning it first: a pager's page is pinned while mapped), then frees it.
 pub fn release(run: FrameRun) {
+    let number = frame_number(&run);
+    let _ = with_frames(|frames| frames.unpin(number));
     COUNTERS.frames_held.fetch_sub(1, Ordering::Relaxed);
     release_run(run);
 }
@@ -419,6 +481,217 @@ fn release_run(run: FrameRun) {
 /// the space holds).
 pub fn held_by(space: u64) -> u64 {
     with_frames(|frames| frames.held(Owner::AddressSpace(space)))
+}
+
+/// Fewest pages a memory limit may allow: one instruction can touch two pages of a region
+/// (a store across a page boundary), and a kernel copy works a page at a time; four leave
+/// room so that neither pages out what it needs next.
+pub const MIN_LIMIT_PAGES: u64 = 4;
+
+/// Sets (`Some`) or removes (`None`) the memory limit of address space `space`: the most
+/// frames its `vm_map` pages may hold (a pager's pinned pages included). Above it, each
+/// new page first pages one out ([`choose_victim`]). Errors: [`Error::BadArgument`] for a
+/// limit below [`MIN_LIMIT_PAGES`].
+pub fn set_limit(space: u64, pages: Option<u64>) -> Result<(), Error> {
+    if pages.is_some_and(|pages| pages < MIN_LIMIT_PAGES) {
+        return Err(Error::BadArgument);
+    }
+    with_frames(|frames| frames.set_limit(Owner::AddressSpace(space), pages)).map_err(|_| Error::BadArgument)
+}
+
+/// Address space `space`'s memory limit in frames, if it has one.
+pub fn limit(space: u64) -> Option<u64> {
+    with_frames(|frames| frames.limit(Owner::AddressSpace(space)))
+}
+
+/// Whether `space` must give a page up before it takes another: it has a limit and holds
+/// that many frames or more.
+pub fn at_limit(space: u64) -> bool {
+    with_frames(|frames| frames.limit(Owner::AddressSpace(space)).is_some_and(|limit| frames.held(Owner::AddressSpace(space)) >= limit))
+}
+
+/// The page-table bits of one resident page, read by the address space for [`choose_victim`].
+#[derive(Clone, Copy, Debug)]
+pub struct PageSample {
+    /// The page's frame number.
+    pub frame: u64,
+    /// The leaf's accessed bit.
+    pub accessed: bool,
+    /// The leaf's dirty bit.
+    pub dirty: bool,
+}
+
+/// What [`choose_victim`] decided: the frame to give up and the frames whose accessed bit
+/// the clock hand consumed (the address space clears their leaves' A bits).
+#[derive(Debug, Default)]
+pub struct Victim {
+    /// The frame to page out, `None` if the space has no frame that may go (every one is
+    /// pinned, or it holds none).
+    pub frame: Option<u64>,
+    /// Frames given a second chance: clear the accessed bit of their leaves.
+    pub clear_accessed: Vec<u64>,
+}
+
+/// The candidate queue of the `mm.Reclaim` raise in progress over real frames (the owner's
+/// reclaim queue in clock order), what `spindle_mm_lru_length`/`lru_frame` answer during
+/// it; `None` outside such a raise (they answer the synthetic queue then).
+static RECLAIM_QUEUE: spin::Mutex<Option<Vec<u64>>> = spin::Mutex::new(None);
+/// One real `mm.Reclaim` raise at a time (the queue above is the raise's).
+static RECLAIM_GATE: crate::sched::SleepLock<()> = crate::sched::SleepLock::new(());
+
+/// The queue of the real `mm.Reclaim` raise in progress (kernel functions of domain `mm`).
+pub fn reclaim_queue<T>(body: impl FnOnce(&[u64]) -> T) -> Option<T> {
+    without_interrupts(|| RECLAIM_QUEUE.lock().as_deref().map(body))
+}
+
+/// Chooses the page `space` gives up: records the samples in the frame table, runs the
+/// clock hand over the space's queue (second chance), then raises `mm.Reclaim` for the
+/// candidate with the owner's queue exported; the answer is checked
+/// ([`spindle_service_frames::check_reclaim_answer`]: the candidate, or a resident,
+/// unpinned frame of the same space) and a refused one counted and replaced by the
+/// candidate. Thread context (a user-level handler blocks the caller).
+pub fn choose_victim(space: u64, samples: &[PageSample]) -> Victim {
+    let owner = Owner::AddressSpace(space);
+    let (sweep, queue) = with_frames(|frames| {
+        for sample in samples {
+            let _ = frames.sample(sample.frame, sample.accessed, sample.dirty);
+        }
+        (frames.next_victims_of(owner, 1), frames.queue(owner))
+    });
+    let Some(&candidate) = sweep.candidates.first() else { return Victim { frame: None, clear_accessed: sweep.clear_accessed } };
+    let Some(table) = crate::services::frames::reclaim_table().filter(|table| table.has_bindings()) else {
+        return Victim { frame: Some(candidate), clear_accessed: sweep.clear_accessed };
+    };
+    let Some(encoded) = owner.encode() else { return Victim { frame: Some(candidate), clear_accessed: sweep.clear_accessed } };
+    let gate = RECLAIM_GATE.lock();
+    without_interrupts(|| *RECLAIM_QUEUE.lock() = Some(queue));
+    count(&COUNTERS.reclaim_raises);
+    let before = crate::arch::csr::instret() as u64;
+    let volunteered = crate::events::raise(table, &spindle_abi::event::ReclaimCandidate { candidate_frame: candidate, owner: encoded }).frame;
+    COUNTERS.reclaim_instructions.fetch_add((crate::arch::csr::instret() as u64).wrapping_sub(before), Ordering::Relaxed);
+    without_interrupts(|| *RECLAIM_QUEUE.lock() = None);
+    drop(gate);
+    Victim { frame: Some(check_volunteered(space, candidate, volunteered)), clear_accessed: sweep.clear_accessed }
+}
+
+/// The frame `mm.Reclaim`'s answer gives up for `candidate` of `space`: `volunteered` if
+/// the check passes it, else the candidate (the refusal counted).
+fn check_volunteered(space: u64, candidate: u64, volunteered: u64) -> u64 {
+    let question = spindle_service_frames::ReclaimQuestion { candidate, owner: Owner::AddressSpace(space) };
+    let decision = with_frames(|frames| spindle_service_frames::decide_reclaim(frames, &question, Some(volunteered)));
+    if decision.rejected.is_some() {
+        count(&COUNTERS.reclaim_rejected);
+    }
+    decision.frame
+}
+
+/// The check the primary module of `mm.Reclaim` applies to an answer over real frames
+/// (owner ≠ 0): the candidate, or a resident, unpinned frame of the same owner.
+pub fn validate_reclaim(candidate: u64, owner: u64, volunteered: u64) -> Result<(), &'static str> {
+    let owner = Owner::decode(owner).ok_or("the owner is not one")?;
+    let question = spindle_service_frames::ReclaimQuestion { candidate, owner };
+    with_frames(|frames| spindle_service_frames::check_reclaim_answer(frames, &question, volunteered)).map(drop).map_err(|rejection| rejection.reason())
+}
+
+/// Counts a page given up ([`page_out`] or a clean page dropped); `written`: it went to swap.
+pub fn counted_page_out(written: bool) {
+    count(&COUNTERS.page_outs);
+    if written {
+        count(&COUNTERS.swap_writes);
+    }
+}
+
+/// The swap area: the disk's last [`crate::param::SWAP_BYTES`], made on first use; the
+/// error says why there is none (no disk, a disk too small).
+static SWAP: spin::Mutex<Option<Result<SwapArea, String>>> = spin::Mutex::new(None);
+
+/// Why a page could not go to swap or come back.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SwapFailure {
+    /// There is no swap area (the text says why).
+    NoSwap(String),
+    /// Every slot is in use.
+    Full,
+    /// The disk refused the transfer.
+    Disk(String),
+}
+
+impl core::fmt::Display for SwapFailure {
+    fn fmt(&self, formatter: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            SwapFailure::NoSwap(why) => write!(formatter, "no swap area: {why}"),
+            SwapFailure::Full => formatter.write_str("the swap area is full"),
+            SwapFailure::Disk(why) => write!(formatter, "swap I/O failed: {why}"),
+        }
+    }
+}
+
+/// Runs `body` on the swap area, making it on first use.
+fn with_swap<T>(body: impl FnOnce(&mut SwapArea) -> T) -> Result<T, SwapFailure> {
+    without_interrupts(|| {
+        let mut swap = SWAP.lock();
+        let area = swap.get_or_insert_with(|| {
+            let sectors = crate::services::disk::capacity_sectors().ok_or_else(|| String::from("the machine has no disk"))?;
+            let swap_sectors = crate::param::SWAP_BYTES / crate::services::disk::SECTOR_SIZE as u64;
+            let first = sectors.checked_sub(swap_sectors).filter(|&first| first >= crate::param::FS_REGION_START / crate::services::disk::SECTOR_SIZE as u64);
+            let first = first.ok_or_else(|| alloc::format!("the disk has {} MiB, too few for {} MiB of swap after the file system's region", sectors >> 11, crate::param::SWAP_BYTES >> 20))?;
+            SwapArea::new(first, crate::param::SWAP_BYTES / SLOT_BYTES).map_err(|error| alloc::format!("{error}"))
+        });
+        match area {
+            Ok(area) => Ok(body(area)),
+            Err(why) => Err(SwapFailure::NoSwap(why.clone())),
+        }
+    })
+}
+
+/// Takes a free swap slot.
+pub fn swap_allocate() -> Result<Slot, SwapFailure> {
+    with_swap(|area| area.allocate())?.map_err(|_| SwapFailure::Full)
+}
+
+/// Gives a slot back (a double free is a bookkeeping bug: reported on the console, never a
+/// panic).
+pub fn swap_free(slot: Slot) {
+    if let Ok(Err(error)) = with_swap(|area| area.free(slot)) {
+        crate::println!("[vm] swap: {error}");
+    }
+}
+
+/// Slots in the swap area and in use (`None`: there is none, with the reason).
+pub fn swap_usage() -> Result<(u64, u64), SwapFailure> {
+    with_swap(|area| (area.slots(), area.used()))
+}
+
+/// One disk transfer of a slot, retried while the disk queue is full.
+fn swap_transfer(slot: Slot, mut transfer: impl FnMut(u64) -> Result<(), crate::services::disk::DiskError>) -> Result<(), SwapFailure> {
+    let sector = with_swap(|area| area.sector(slot))?.map_err(|error| SwapFailure::Disk(alloc::format!("{error}")))?;
+    let mut attempts = 0;
+    loop {
+        match transfer(sector) {
+            Ok(()) => return Ok(()),
+            Err(crate::services::disk::DiskError::QueueFull) if attempts < 100 => {
+                attempts += 1;
+                crate::sched::yield_now();
+            }
+            Err(error) => return Err(SwapFailure::Disk(alloc::format!("{error}"))),
+        }
+    }
+}
+
+/// Writes the page in `run` to `slot` (thread context: blocks until the device has it).
+pub fn swap_write(slot: Slot, run: &FrameRun) -> Result<(), SwapFailure> {
+    let mut page = alloc::vec![0u8; PAGE_SIZE];
+    run.read(0, &mut page);
+    swap_transfer(slot, |sector| crate::services::disk::write(sector, &page))
+}
+
+/// Reads `slot` into the page in `run` (thread context) and counts a page-in.
+pub fn swap_read(slot: Slot, run: &mut FrameRun) -> Result<(), SwapFailure> {
+    let mut page = alloc::vec![0u8; PAGE_SIZE];
+    swap_transfer(slot, |sector| crate::services::disk::read(sector, &mut page))?;
+    run.write(0, &page);
+    count(&COUNTERS.page_ins);
+    Ok(())
 }
 
 /// Domain `vm` of the kernel functions (`spindle_abi::host`).

@@ -78,6 +78,8 @@ pub fn handle(process: &Arc<Process>, space: &mut AddressSpace, context: &mut Us
         Some(Syscall::ProtN) => space.protect_pages(arguments[0], arguments[1], Some(arguments[2])).map(|()| 0),
         Some(Syscall::UnprotN) => space.protect_pages(arguments[0], arguments[1], None).map(|()| 0),
         Some(Syscall::Dirty) => space.dirty(arguments[0]).map(usize::from),
+        Some(Syscall::VmLimit) => space.set_limit(arguments[0]).map(|()| 0),
+        Some(Syscall::VmHot) => space.hot(arguments[0], arguments[1]).map(|frame| frame as usize),
         Some(Syscall::Unmap) => space.unmap(arguments[0], arguments[1]).map(|()| 0),
         Some(Syscall::EventCount) => Ok(crate::events::dispatcher().snapshot().len()),
         Some(Syscall::Arguments) => copy_arguments(process, space, arguments),

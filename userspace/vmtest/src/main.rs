@@ -38,6 +38,24 @@
 //!   `prot1` of another page) and `appel2-LABEL` (`protN` of 100 pages, then a trapped store
 //!   to each, per page).
 //!
+//! - `swap PAGES LIMIT PASSES`: paging to disk. Limits itself to LIMIT frames
+//!   (`vm_limit`), maps PAGES read-write pages and a few read-only ones, and PASSES times
+//!   fills every word of every page with a value of (pass, page, word), reads the
+//!   read-only pages (zero: a clean page is dropped, not written, and comes back zero),
+//!   then checks every word. A kernel write (the command line copied into page 0 while it
+//!   is on swap) and a kernel read (a child spawned from a command line stored in a page
+//!   that went to swap: `vmtest child swapped-ok` exits 0 only with that argument) go through
+//!   swapped pages too. Exits 0 if every word was right.
+//! - `hotscan HOT SCAN ROUNDS LIMIT hot|plain`: the reclaim workload (Small & Seltzer's
+//!   hot list on real pages). Under LIMIT frames, each of ROUNDS rounds writes a word of
+//!   each of HOT hot pages, then of 2 × LIMIT pages of a SCAN-page region, in a cycle.
+//!   With `hot`, the hot pages are named in hot-list slots (`vm_hot`), so a `hotlist`
+//!   graft on `mm.Reclaim` keeps them resident; `plain` leaves them to the clock. The
+//!   kernel counts the page-ins; the program checks every word it wrote.
+//! - `swapkill`: writes 16 pages under a limit of 6, then loads from no region: killed
+//!   with pages on swap (the kernel tests check that their slots come back).
+//! - `child WORD`: exits 0 if WORD is `swapped-ok`.
+//!
 //! The raw accesses need `unsafe`: the one place this crate allows it ([`raw`]).
 
 #![no_std]
@@ -67,6 +85,18 @@ fn main(arguments: &Arguments) -> i32 {
             _ => usage(),
         },
         Some("bench") => bench(),
+        Some("swap") => match (number(1), number(2), number(3)) {
+            (Some(pages), Some(limit), Some(passes)) if pages > 0 && passes > 0 => swap(pages, limit, passes, arguments.line()),
+            _ => usage(),
+        },
+        Some("hotscan") => match (number(1), number(2), number(3), number(4), arguments.get(5)) {
+            (Some(hot), Some(scan), Some(rounds), Some(limit), Some(mode @ ("hot" | "plain"))) if hot > 0 && hot <= 64 && scan > 0 => {
+                hotscan(hot, scan, rounds, limit, mode == "hot")
+            }
+            _ => usage(),
+        },
+        Some("swapkill") => swapkill(),
+        Some("child") => i32::from(arguments.get(1) != Some("swapped-ok")),
         Some("bench-trap") => match (number(1), arguments.get(2)) {
             (Some(technology), Some(label)) => bench_trap(technology, label),
             _ => usage(),
@@ -80,7 +110,7 @@ fn main(arguments: &Arguments) -> i32 {
 }
 
 fn usage() -> i32 {
-    println!("vmtest: usage: vmtest zero PAGES TOUCH | bad | readonly | managed PAGES PAGER TECHNOLOGY [keep] | barrier PAGES TECHNOLOGY | errors | chain PAGES | bench | bench-trap TECHNOLOGY LABEL");
+    println!("vmtest: usage: vmtest zero PAGES TOUCH | bad | readonly | managed PAGES PAGER TECHNOLOGY [keep] | barrier PAGES TECHNOLOGY | errors | chain PAGES | bench | bench-trap TECHNOLOGY LABEL | swap PAGES LIMIT PASSES | swapkill | hotscan HOT SCAN ROUNDS LIMIT hot|plain | child WORD");
     2
 }
 
@@ -112,6 +142,141 @@ fn zero(pages: usize, touch: usize, line: &str) -> i32 {
         return 4;
     }
     println!("vmtest: {touch} of {pages} pages touched, all zero");
+    0
+}
+
+/// The value `swap` stores at `word` of `page` in `pass`.
+fn pattern(pass: usize, page: usize, word: usize) -> u64 {
+    ((pass as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ ((page as u64) << 20) ^ word as u64).rotate_left((page % 61) as u32)
+}
+
+const WORDS_PER_PAGE: usize = arch::PAGE_SIZE / 8;
+
+fn swap(pages: usize, limit: usize, passes: usize, line: &str) -> i32 {
+    if let Err(error) = arch::vm_limit(limit) {
+        println!("vmtest: vm_limit({limit}): {error:?}");
+        return 2;
+    }
+    let rw = arch::VM_READ | arch::VM_WRITE;
+    let zero_pages = 4;
+    let (Ok(base), Ok(zeros)) = (arch::vm_map(pages * arch::PAGE_SIZE, rw), arch::vm_map(zero_pages * arch::PAGE_SIZE, arch::VM_READ)) else {
+        println!("vmtest: vm_map failed");
+        return 2;
+    };
+    let word = |page: usize, word: usize| base + page * arch::PAGE_SIZE + word * 8;
+    for pass in 0..passes {
+        for page in 0..pages {
+            for index in 0..WORDS_PER_PAGE {
+                raw::store(word(page, index), pattern(pass, page, index));
+            }
+        }
+        for page in 0..zero_pages {
+            if (0..WORDS_PER_PAGE).step_by(64).any(|index| raw::load(zeros + page * arch::PAGE_SIZE + index * 8) != 0) {
+                println!("vmtest: read-only page {page} is not zero in pass {pass}");
+                return 3;
+            }
+        }
+        for page in 0..pages {
+            if let Some(index) = (0..WORDS_PER_PAGE).find(|&index| raw::load(word(page, index)) != pattern(pass, page, index)) {
+                println!("vmtest: pass {pass}: page {page} word {index} is {:#x}, not {:#x}", raw::load(word(page, index)), pattern(pass, page, index));
+                return 4;
+            }
+        }
+    }
+    // Page 0 went to swap long ago (the last pass touched every later page after it):
+    // the kernel writes the command line into it, and reads a child's command line from it.
+    let Ok(length) = raw::arguments_into(word(0, 0), 64) else {
+        println!("vmtest: the kernel could not copy into a page on swap");
+        return 5;
+    };
+    let copied = length.min(64).min(line.len());
+    if (0..copied).any(|offset| raw::load_byte(word(0, 0) + offset) != line.as_bytes()[offset]) {
+        println!("vmtest: the command line copied into a page on swap differs");
+        return 5;
+    }
+    let child = b"vmtest child swapped-ok";
+    let target = word(pages - 1, 0);
+    for (offset, chunk) in child.chunks(8).enumerate() {
+        let mut bytes = [b' '; 8];
+        bytes[..chunk.len()].copy_from_slice(chunk);
+        raw::store(target + offset * 8, u64::from_le_bytes(bytes));
+    }
+    // Push the last page out: touch the first LIMIT pages again.
+    for page in 0..limit.min(pages - 1) {
+        raw::store(word(page, 1), 1);
+    }
+    let status = match arch::spawn_from_address(target, child.len()).map(arch::wait) {
+        Ok(Ok(status)) => status,
+        other => {
+            println!("vmtest: spawning from a page on swap: {other:?}");
+            return 6;
+        }
+    };
+    if status != arch::ExitStatus::Exited(0) {
+        println!("vmtest: the child spawned from a page on swap ended {status:?}");
+        return 6;
+    }
+    println!("vmtest: swap: {pages} pages under a limit of {limit}, {passes} passes, every word right");
+    0
+}
+
+fn swapkill() -> i32 {
+    let pages = 16;
+    let (Ok(()), Ok(base)) = (arch::vm_limit(6), arch::vm_map(pages * arch::PAGE_SIZE, arch::VM_READ | arch::VM_WRITE)) else { return 2 };
+    for page in 0..pages {
+        raw::store(base + page * arch::PAGE_SIZE, page as u64 + 1);
+    }
+    let value = raw::load(base + pages * arch::PAGE_SIZE);
+    println!("vmtest: the load from no region returned {value:#x}");
+    1
+}
+
+fn hotscan(hot: usize, scan: usize, rounds: usize, limit: usize, use_hot_list: bool) -> i32 {
+    if let Err(error) = arch::vm_limit(limit) {
+        println!("vmtest: vm_limit({limit}): {error:?}");
+        return 2;
+    }
+    let rw = arch::VM_READ | arch::VM_WRITE;
+    let (Ok(hot_base), Ok(scan_base)) = (arch::vm_map(hot * arch::PAGE_SIZE, rw), arch::vm_map(scan * arch::PAGE_SIZE, rw)) else {
+        println!("vmtest: vm_map failed");
+        return 2;
+    };
+    let hot_page = |index: usize| hot_base + index * arch::PAGE_SIZE;
+    let scan_page = |index: usize| scan_base + (index % scan) * arch::PAGE_SIZE;
+    for index in 0..hot {
+        raw::store(hot_page(index), 0);
+        if use_hot_list && arch::vm_hot(hot_page(index), index).is_err() {
+            println!("vmtest: vm_hot failed");
+            return 2;
+        }
+    }
+    let per_round = 2 * limit;
+    let mut next = 0;
+    for round in 0..rounds {
+        for index in 0..hot {
+            if raw::load(hot_page(index)) != round as u64 {
+                println!("vmtest: hot page {index} lost its count in round {round}");
+                return 3;
+            }
+            raw::store(hot_page(index), round as u64 + 1);
+        }
+        for _ in 0..per_round {
+            raw::store(scan_page(next) + 8, next as u64);
+            next += 1;
+        }
+    }
+    // Every scan page holds the last index written to it.
+    for page in 0..scan.min(next) {
+        let last = (next - 1 - page) / scan * scan + page;
+        if raw::load(scan_page(page) + 8) != last as u64 {
+            println!("vmtest: scan page {page} holds {}, not {last}", raw::load(scan_page(page) + 8));
+            return 4;
+        }
+    }
+    if use_hot_list {
+        let _ = arch::vm_hot(0, 64);
+    }
+    println!("vmtest: hotscan: {hot} hot pages, {rounds} rounds of {per_round} scan pages under {limit} frames");
     0
 }
 
@@ -229,6 +394,10 @@ fn errors() -> i32 {
     expect("prot_n(past the region)", raw::protect(base, 3, Some(arch::VM_READ)).map(|()| 0), Error::BadAddress);
     expect("unprot_n(past the region)", raw::protect(base + page, 2, None).map(|()| 0), Error::BadAddress);
     expect("dirty(unaligned)", arch::dirty(base + 1).map(usize::from), Error::BadAddress);
+    expect("vm_limit(1)", arch::vm_limit(1).map(|()| 0), Error::BadArgument);
+    expect("vm_limit(3)", arch::vm_limit(3).map(|()| 0), Error::BadArgument);
+    expect("vm_hot(slot 65)", as_usize(arch::vm_hot(base, 65)), Error::BadArgument);
+    expect("vm_hot(not a vm_map region)", as_usize(arch::vm_hot(0x10_0000_0000, 0)), Error::BadAddress);
     expect("dirty(not a vm_map region)", arch::dirty(0x10_0000_0000).map(usize::from), Error::BadAddress);
     expect("protect(a vm_map region, read)", raw::legacy_protect(base, 2 * page, arch::ACCESS_READ).and(Err(Error::Exists)), Error::Exists);
     let Ok(read_only) = arch::vm_map(page, arch::VM_READ) else { return 100 };
