@@ -135,8 +135,11 @@ pub fn run() -> ! {
     if wanted("user-space") {
         user::run();
     }
+    // `spindle.bench.io=off` (the variant builds of `cargo xtask bench`, which keep only
+    // the extension-cost and graft groups): no disk groups, no paging to disk.
+    let io = crate::bootargs::value(arguments, "spindle.bench.io") != Some("off");
     if wanted("vm") {
-        vm::run();
+        vm::run(io);
     }
     let mut grafts_clean = true;
     if wanted(grafts::GROUP) {
@@ -148,9 +151,7 @@ pub fn run() -> ! {
     if wanted(blackbox::GROUP) {
         grafts_clean &= blackbox::run();
     }
-    // `spindle.bench.io=off` (the variant builds of `cargo xtask bench`, which keep only
-    // the extension-cost and graft groups): no disk groups.
-    if crate::bootargs::value(arguments, "spindle.bench.io") == Some("off") {
+    if !io {
         crate::println!("bench: disk, blockio and policies groups skipped (spindle.bench.io=off)");
     } else {
         if wanted("disk") {

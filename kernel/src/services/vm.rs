@@ -181,12 +181,15 @@ fn count(counter: &AtomicU64) {
     counter.fetch_add(1, Ordering::Relaxed);
 }
 
-/// Registers the three events with their primary modules (at boot, from `services::init`).
+/// Registers the three events with their primary modules and builds the frame table (at
+/// boot, from `services::init`).
 pub fn init() {
     let dispatcher = crate::events::dispatcher();
     PAGE_NOT_PRESENT.call_once(|| dispatcher.register(&VM_PAGE_NOT_PRESENT, Arc::new(AnswerModule)).expect("vm.PageNotPresent registered twice"));
     PROTECTION_FAULT.call_once(|| dispatcher.register(&VM_PROTECTION_FAULT, Arc::new(AnswerModule)).expect("vm.ProtectionFault registered twice"));
     BAD_ADDRESS.call_once(|| dispatcher.register(&VM_BAD_ADDRESS, Arc::new(AnnounceModule)).expect("vm.BadAddress registered twice"));
+    // The frame table now, not inside the first page fault (whose cost it would be).
+    with_frames(|_| ());
 }
 
 /// From now on, every binding `owner` (an extension's name) installs on a `vm.*` event

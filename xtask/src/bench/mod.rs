@@ -362,6 +362,9 @@ pub fn run_only(groups: &str, builds: &[(&str, &Image)]) -> Result<()> {
         for row in &measured.rows {
             println!("  {:<16} {:<44} {:>14.1}", row.group, row.name, row.instructions);
         }
+        for run in &measured.policies {
+            println!("  policies {:<10} {:<12} {:<8} {:?}", run.experiment, run.policy, run.technology, run.values);
+        }
     }
     Ok(())
 }
