@@ -12,6 +12,14 @@
 //! [`run_bounded`] adds a deadline: the timer interrupt that finds the deadline passed
 //! while the bounded closure runs in S-mode redirects to the same kind of recovery
 //! point, so an infinite loop in an extension handler ends as `Abort::BudgetExceeded`.
+//! Entering a bounded call programs no timer (Rex-style): it stores the deadline and the
+//! recovery point in the hart's state, and the periodic tick, which every hart takes
+//! anyway, checks them. A tick that finds a bounded call running with its deadline still
+//! ahead of the next tick programs a one-shot interrupt at the deadline
+//! (`time::program_timer` takes the earliest of tick, deadline and alarm). So a call is
+//! aborted no earlier than its deadline and no later than the later of its deadline and
+//! the first timer interrupt after it started — at most one tick (10 ms) after it began
+//! for a budget shorter than a tick, at its deadline otherwise (docs/budgets.md).
 //!
 //! Limitations: destructors of values live inside the closure do not run after a
 //! fault (their memory is leaked unless it came from a per-extension arena or a private
@@ -191,7 +199,9 @@ pub enum Abort {
     BudgetExceeded,
 }
 
-/// Runs `f` until it returns, faults, or the `time` CSR reaches `deadline`.
+/// Runs `f` until it returns, faults, or is found past `deadline` (a `time` value) by a
+/// timer interrupt: no earlier than the deadline, no later than the later of the deadline
+/// and the first periodic tick after the call began (module documentation).
 ///
 /// Interrupts must be enabled for the deadline to be enforced (the timer delivers it);
 /// a bounded call started with interrupts off can still fault but not overrun. Bounded
@@ -207,8 +217,9 @@ pub fn run_bounded<F: FnOnce() -> R, R>(deadline: u64, f: F) -> Result<R, Abort>
         // Armed inside the closure, so the innermost recovery point is ours and its
         // registers are saved before the timer can redirect to it.
         local.budget_point.store(local.recovery_point.load(Ordering::Relaxed), Ordering::Relaxed);
+        // No timer is programmed here: the periodic tick checks the deadline (see
+        // `abort_overrun`), so entering a bounded call costs two stores.
         local.budget_deadline.store(effective, Ordering::Relaxed);
-        crate::time::program_timer();
         let result = f();
         local.budget_deadline.store(0, Ordering::Relaxed);
         result
@@ -219,7 +230,6 @@ pub fn run_bounded<F: FnOnce() -> R, R>(deadline: u64, f: F) -> Result<R, Abort>
     // runs instead of being aborted asynchronously a second time.
     let restored = if outer_deadline != 0 { outer_deadline.max(super::csr::time() as u64 + NESTED_EXIT_GRACE) } else { 0 };
     local.budget_deadline.store(restored, Ordering::Relaxed);
-    crate::time::program_timer();
     match outcome {
         Ok(result) => Ok(result),
         Err(_) if local.last_abort_was_overrun.swap(0, Ordering::Relaxed) != 0 => Err(Abort::BudgetExceeded),
