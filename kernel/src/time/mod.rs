@@ -2,9 +2,8 @@
 //!
 //! **Budgets.** Every handler budget in the kernel is a span of guest time in nanoseconds
 //! (a manifest's `budget_microseconds` × 1,000), enforced by a deadline that the timer
-//! interrupt checks, at the periodic tick's granularity ([`budget_deadline`], the one place
-//! the unit is converted; `arch::recovery` and docs/budgets.md say when an overrun is
-//! caught). How that span relates to
+//! interrupt checks, armed lazily ([`budget_deadline`], the one place the unit is
+//! converted; `arch::recovery` and docs/budgets.md say how). How that span relates to
 //! the work a handler does depends on the guest clock ([`ClockMode`]):
 //! - **exact** (`-icount shift=0`, what `cargo xtask qemu`, `test` and `bench` use): QEMU
 //!   advances guest time by one nanosecond per instruction executed, so a budget is an

@@ -12,14 +12,12 @@
 //! [`run_bounded`] adds a deadline: the timer interrupt that finds the deadline passed
 //! while the bounded closure runs in S-mode redirects to the same kind of recovery
 //! point, so an infinite loop in an extension handler ends as `Abort::BudgetExceeded`.
-//! Entering a bounded call programs no timer (Rex-style): it stores the deadline and the
-//! recovery point in the hart's state, and the periodic tick, which every hart takes
-//! anyway, checks them. A tick that finds a bounded call running with its deadline still
-//! ahead of the next tick programs a one-shot interrupt at the deadline
-//! (`time::program_timer` takes the earliest of tick, deadline and alarm). So a call is
-//! aborted no earlier than its deadline and no later than the later of its deadline and
-//! the first timer interrupt after it started — at most one tick (10 ms) after it began
-//! for a budget shorter than a tick, at its deadline otherwise (docs/budgets.md).
+//! Entering a bounded call does not write the timer each time: `bounded_call` stores the
+//! deadline and the recovery point in the hart's state, and every timer interrupt checks
+//! them (`abort_overrun`), then reprograms the timer for the earliest of the next tick,
+//! the running call's deadline and the alarm. A call programs a one-shot itself only when
+//! no interrupt is due by its deadline (`HartLocal::timer_armed_at`), so a call is
+//! aborted at its deadline, never earlier (docs/budgets.md).
 //!
 //! Limitations: destructors of values live inside the closure do not run after a
 //! fault (their memory is leaked unless it came from a per-extension arena or a private
@@ -280,8 +278,7 @@ pub enum Abort {
 }
 
 /// Runs `f` until it returns, faults, or is found past `deadline` (a `time` value) by a
-/// timer interrupt: no earlier than the deadline, no later than the later of the deadline
-/// and the first periodic tick after the call began (module documentation).
+/// timer interrupt, which comes at the deadline (module documentation).
 ///
 /// Interrupts must be enabled for the deadline to be enforced (the timer delivers it);
 /// a bounded call started with interrupts off can still fault but not overrun. Bounded
