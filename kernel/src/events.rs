@@ -49,19 +49,27 @@ impl BoundedExecutor for KernelBoundedExecutor {
 /// into the matching [`HandlerFault`]. Nests (see [`run_bounded`]).
 pub fn run_with_budget<R>(budget: u64, body: impl FnOnce() -> R) -> Result<R, HandlerFault> {
     let deadline = crate::time::budget_deadline(budget);
-    // An aborted call does not unwind through the code that set the calling extension's
-    // arena as current: restore what was current here, whatever happens inside.
     let current_arena = &hart::current().current_extension_arena;
     let arena_at_entry = current_arena.load(core::sync::atomic::Ordering::Relaxed);
-    let outcome = run_bounded(deadline, body);
-    current_arena.store(arena_at_entry, core::sync::atomic::Ordering::Relaxed);
-    match outcome {
+    match run_bounded(deadline, body) {
         Ok(result) => Ok(result),
-        Err(Abort::BudgetExceeded) => Err(HandlerFault::Overrun { budget }),
-        Err(Abort::Fault(_)) if hart::current().pending_panic.swap(0, core::sync::atomic::Ordering::Relaxed) != 0 => {
-            Err(HandlerFault::Panicked)
-        }
-        Err(Abort::Fault(report)) => Err(HandlerFault::Trapped { cause: report.scause as u64 }),
+        Err(abort) => Err(abort_fault(budget, abort, arena_at_entry)),
+    }
+}
+
+/// The fault of a bounded call that was aborted (out of line: the common path only
+/// returns the result).
+#[cold]
+#[inline(never)]
+fn abort_fault(budget: u64, abort: Abort, arena_at_entry: usize) -> HandlerFault {
+    // An aborted call does not unwind through the code that set the calling extension's
+    // arena as current (a call that returns puts it back itself): restore what was
+    // current when the bounded call began.
+    hart::current().current_extension_arena.store(arena_at_entry, core::sync::atomic::Ordering::Relaxed);
+    match abort {
+        Abort::BudgetExceeded => HandlerFault::Overrun { budget },
+        Abort::Fault(_) if hart::current().pending_panic.swap(0, core::sync::atomic::Ordering::Relaxed) != 0 => HandlerFault::Panicked,
+        Abort::Fault(report) => HandlerFault::Trapped { cause: report.scause as u64 },
     }
 }
 

@@ -126,6 +126,11 @@ pub(crate) trait ErasedHandler<A: EventRecord, R: EventRecord>: Send + Sync {
     /// The rest of the raise fast path, monomorphised per handler type: count the
     /// invocation, call the handler (inlined), answer a fault with the default.
     fn raise_fast(&self, binding: &BindingCore<A, R>, table: &EventTable<A, R>, args: &A) -> R;
+    /// The raise of an event whose only binding is bounded and unguarded, monomorphised
+    /// per handler type: count the invocation, run the handler (inlined into the body the
+    /// executor calls) under the platform's bounded executor with `budget`, then let the
+    /// table account, validate and answer a fault (`EventTable::finish_single_bounded`).
+    fn raise_bounded(&self, binding: &BindingCore<A, R>, table: &EventTable<A, R>, budget: u64, account: bool, args: &A) -> R;
 }
 
 impl<A, R, H> ErasedHandler<A, R> for SharedHandler<H>
@@ -154,6 +159,27 @@ where
             Ok(result) => result,
             Err(fault) => table.fault_contribution(binding, Fault::Handler(fault), args),
         }
+    }
+
+    #[inline(never)]
+    fn raise_bounded(&self, binding: &BindingCore<A, R>, table: &EventTable<A, R>, budget: u64, account: bool, args: &A) -> R {
+        binding.counters.fast_invocations.fetch_add(1, Ordering::Relaxed);
+        let start = if account { table.instruction_count() } else { 0 };
+        let outcome = match table.bounded_executor() {
+            Some(executor) => {
+                let mut result = None;
+                executor
+                    .run_bounded(budget, &mut || {
+                        result = Some(self.0.invoke(args)?);
+                        Ok(())
+                    })
+                    // An executor that claims success without running the body is a
+                    // platform bug: a fault rather than an invented result.
+                    .and_then(|()| result.ok_or(HandlerFault::Unavailable))
+            }
+            None => Err(HandlerFault::Unavailable),
+        };
+        table.finish_single_bounded(binding, outcome, start, account, args)
     }
 }
 

@@ -2,7 +2,7 @@
 //!
 //! The dispatcher has no globals and touches no hardware. The kernel passes an instruction
 //! counter (`rdinstret`) for the per-binding "instructions spent" counters, an executor
-//! for bounded bindings (it arms a budget timer and a recovery point around the handler)
+//! for bounded bindings (it arms a budget deadline and a recovery point around the handler)
 //! and an executor for async bindings (it starts a worker strand per binding). Host tests
 //! pass a fake counter and fake executors.
 //!
@@ -15,8 +15,8 @@ use alloc::sync::Arc;
 use crate::asynchronous::AsyncExecutor;
 use crate::handler::HandlerFault;
 
-/// Runs a handler under a budget. The kernel's implementation arms a timer for `budget`
-/// nanoseconds of guest time (instructions under an exact clock) and a recovery point; if the timer fires inside `body`, it abandons `body`
+/// Runs a handler under a budget. The kernel's implementation arms a deadline for `budget`
+/// nanoseconds of guest time (instructions under an exact clock) and a recovery point; if a timer interrupt finds it past inside `body`, it abandons `body`
 /// and reports [`HandlerFault::Overrun`].
 pub trait BoundedExecutor: Send + Sync {
     /// Runs `body` once under `budget` (nanoseconds of guest time). Returns `body`'s own result if it

@@ -31,7 +31,7 @@ use crate::guard::{
 };
 use crate::handler::{BindingId, BindingSpec, HandlerFault, Mode};
 use crate::introspect::{EventSnapshot, Fault};
-use crate::platform::Platform;
+use crate::platform::{BoundedExecutor, Platform};
 use crate::primary::{InstallRequest, PrimaryModule};
 use crate::rcu::{Garbage, Harts, Rcu};
 
@@ -42,6 +42,10 @@ pub(crate) struct Plan<A: EventRecord, R: EventRecord> {
     /// Set when there is exactly one binding, sync, without guards, and the primary module
     /// does not validate results.
     single: Option<Arc<BindingCore<A, R>>>,
+    /// Set when there is exactly one binding, bounded and without guards (validation and
+    /// accounting allowed): the mode every loaded extension runs in. Such a raise skips
+    /// the general loop (see `raise_single_bounded`).
+    single_bounded: Option<Arc<BindingCore<A, R>>>,
     /// All bindings, in the order they run; a binding's position is its index here.
     bindings: Vec<Arc<BindingCore<A, R>>>,
     /// Positions of bindings without a key guard, in order: candidates for every raise.
@@ -64,6 +68,7 @@ impl<A: EventRecord, R: EventRecord> Default for Plan<A, R> {
         Plan {
             fast: None,
             single: None,
+            single_bounded: None,
             bindings: Vec::new(),
             unindexed: CandidateList::default(),
             indexes: Vec::new(),
@@ -79,6 +84,10 @@ impl<A: EventRecord, R: EventRecord> Plan<A, R> {
     fn compile(bindings: &[Arc<BindingCore<A, R>>], account_instructions: bool, validates_results: bool) -> Self {
         let single = match bindings {
             [only] if only.mode == Mode::Sync && only.is_unguarded() && !validates_results => Some(only.clone()),
+            _ => None,
+        };
+        let single_bounded = match bindings {
+            [only] if matches!(only.mode, Mode::Bounded { .. }) && only.is_unguarded() => Some(only.clone()),
             _ => None,
         };
         let mut unindexed = BitSet::EMPTY;
@@ -108,6 +117,7 @@ impl<A: EventRecord, R: EventRecord> Plan<A, R> {
         Plan {
             fast: if account_instructions { None } else { single.clone() },
             single,
+            single_bounded,
             bindings: bindings.to_vec(),
             unindexed: unindexed.candidate_list(),
             indexes,
@@ -274,6 +284,12 @@ impl<A: EventRecord, R: EventRecord> EventTable<A, R> {
             && binding.health.load(Ordering::Relaxed) == 0
         {
             return self.raise_single_accounted(binding, args);
+        }
+        if let Some(binding) = &plan.single_bounded
+            && binding.health.load(Ordering::Relaxed) == 0
+            && let Mode::Bounded { budget } = binding.mode
+        {
+            return binding.handler.raise_bounded(binding, self, budget, plan.account_instructions, args);
         }
         let candidates = match plan.indexes.as_slice() {
             [] => &plan.unindexed[..],
@@ -449,6 +465,46 @@ impl<A: EventRecord, R: EventRecord> EventTable<A, R> {
             binding.counters.instructions.fetch_add(spent, Ordering::Relaxed);
         }
         outcome
+    }
+
+    /// The single bounded binding's raise after its handler ran (`ErasedHandler::
+    /// raise_bounded`, monomorphised per handler type, runs it): counts the instructions
+    /// if asked, validates the result if the primary module does, and answers a fault or
+    /// a rejected result with the default. The raise counts as one fast invocation of the
+    /// binding, as a fast-path raise does.
+    #[inline]
+    pub(crate) fn finish_single_bounded(
+        &self,
+        binding: &BindingCore<A, R>,
+        outcome: Result<R, HandlerFault>,
+        start: u64,
+        account: bool,
+        args: &A,
+    ) -> R {
+        if account {
+            let spent = (self.platform.instruction_counter)().wrapping_sub(start);
+            binding.counters.instructions.fetch_add(spent, Ordering::Relaxed);
+        }
+        match outcome {
+            Ok(result) if !self.validates_results => result,
+            outcome => match self.settle(binding, outcome, args) {
+                Some(result) => result,
+                None => self.primary.default_result(args),
+            },
+        }
+    }
+
+    /// The platform's bounded executor (installation refuses bounded bindings without
+    /// one).
+    #[inline]
+    pub(crate) fn bounded_executor(&self) -> Option<&dyn BoundedExecutor> {
+        self.platform.bounded_executor.as_deref()
+    }
+
+    /// Reads the platform's instruction counter.
+    #[inline]
+    pub(crate) fn instruction_count(&self) -> u64 {
+        (self.platform.instruction_counter)()
     }
 
     /// Runs a handler under the platform's bounded executor.

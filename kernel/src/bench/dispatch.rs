@@ -12,7 +12,7 @@ use alloc::vec::Vec;
 
 use spindle_abi::event::{BENCH_PROBE, EventRecord, Probe, ProbeResult, field_index};
 
-use spindle_dispatch::{BindingSpec, DeclarativeGuard, Dispatcher, EventTable, PredicateGuard, handler_fn};
+use spindle_dispatch::{BindingSpec, DeclarativeGuard, Dispatcher, EventTable, Mode, PredicateGuard, handler_fn};
 
 use super::{DEFAULT_ITERATIONS, measure, report};
 
@@ -71,6 +71,14 @@ pub fn run() {
     report(group, "table-raise-1-binding-no-preempt-guard", iterations, bare);
     one.table.set_instruction_accounting(true);
     measure_raise(group, "raise-1-binding-acct", &one, 0);
+
+    // The same handler as one bounded binding (the mode every loaded extension runs in):
+    // what the budget and the recovery point add to a raise.
+    let budget = crate::time::budget_from_micros(100);
+    let bounded = setup(|dispatcher| install(dispatcher, add_one().mode(Mode::Bounded { budget })));
+    measure_raise(group, "raise-1-bounded-binding", &bounded, 0);
+    bounded.table.set_instruction_accounting(true);
+    measure_raise(group, "raise-1-bounded-binding-acct", &bounded, 0);
 
     for count in [1u64, 8, 64] {
         let guarded = setup(|dispatcher| {

@@ -1,8 +1,9 @@
 //! Time: the periodic timer tick (SBI timer), uptime, and what a budget means.
 //!
 //! **Budgets.** Every handler budget in the kernel is a span of guest time in nanoseconds
-//! (a manifest's `budget_microseconds` × 1,000), enforced by a timer deadline
-//! ([`budget_deadline`], the one place the unit is converted). How that span relates to
+//! (a manifest's `budget_microseconds` × 1,000), enforced by a deadline that the timer
+//! interrupt checks, armed lazily ([`budget_deadline`], the one place the unit is
+//! converted; `arch::recovery` and docs/budgets.md say how). How that span relates to
 //! the work a handler does depends on the guest clock ([`ClockMode`]):
 //! - **exact** (`-icount shift=0`, what `cargo xtask qemu`, `test` and `bench` use): QEMU
 //!   advances guest time by one nanosecond per instruction executed, so a budget is an

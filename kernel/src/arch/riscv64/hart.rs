@@ -35,6 +35,10 @@ pub struct HartLocal {
     pub budget_deadline: AtomicU64,
     /// Recovery point the bounded call returns to when its budget expires.
     pub budget_point: AtomicUsize,
+    /// When this hart's timer interrupt is programmed to come (`time` value; `u64::MAX`:
+    /// not programmed): written with every timer write (`sbi::set_timer`), read by a
+    /// bounded call to program a one-shot only when no interrupt comes by its deadline.
+    pub timer_armed_at: AtomicU64,
     /// Whether the last abort of a recovery point was a budget overrun (not a fault).
     pub last_abort_was_overrun: AtomicUsize,
     /// Nesting depth of sections that must not be preempted (event raises); only this
@@ -69,6 +73,11 @@ pub const HART_EMERGENCY_STACK_OFFSET: usize = 8;
 /// See [`HartLocal::recovery_point`].
 pub const HART_RECOVERY_OFFSET: usize = 16;
 
+/// See [`HartLocal::budget_deadline`] (written by `recovery`'s bounded-call trampoline).
+pub const HART_BUDGET_DEADLINE_OFFSET: usize = core::mem::offset_of!(HartLocal, budget_deadline);
+/// See [`HartLocal::budget_point`] (written by `recovery`'s bounded-call trampoline).
+pub const HART_BUDGET_POINT_OFFSET: usize = core::mem::offset_of!(HartLocal, budget_point);
+
 const _: () = {
     assert!(core::mem::offset_of!(HartLocal, stack_bottom) == HART_STACK_BOTTOM_OFFSET);
     assert!(core::mem::offset_of!(HartLocal, emergency_stack_top) == HART_EMERGENCY_STACK_OFFSET);
@@ -89,6 +98,7 @@ impl HartLocal {
             trap_count: AtomicUsize::new(0),
             budget_deadline: AtomicU64::new(0),
             budget_point: AtomicUsize::new(0),
+            timer_armed_at: AtomicU64::new(u64::MAX),
             last_abort_was_overrun: AtomicUsize::new(0),
             preempt_disabled: AtomicUsize::new(0),
             satp_writes: AtomicUsize::new(0),

@@ -12,6 +12,12 @@
 //! [`run_bounded`] adds a deadline: the timer interrupt that finds the deadline passed
 //! while the bounded closure runs in S-mode redirects to the same kind of recovery
 //! point, so an infinite loop in an extension handler ends as `Abort::BudgetExceeded`.
+//! Entering a bounded call does not write the timer each time: `bounded_call` stores the
+//! deadline and the recovery point in the hart's state, and every timer interrupt checks
+//! them (`abort_overrun`), then reprograms the timer for the earliest of the next tick,
+//! the running call's deadline and the alarm. A call programs a one-shot itself only when
+//! no interrupt is due by its deadline (`HartLocal::timer_armed_at`), so a call is
+//! aborted at its deadline, never earlier (docs/budgets.md).
 //!
 //! Limitations: destructors of values live inside the closure do not run after a
 //! fault (their memory is leaked unless it came from a per-extension arena or a private
@@ -23,18 +29,26 @@
 
 use core::sync::atomic::Ordering;
 
-use super::hart::{self, HART_RECOVERY_OFFSET};
+use super::hart::{self, HART_BUDGET_DEADLINE_OFFSET, HART_BUDGET_POINT_OFFSET, HART_RECOVERY_OFFSET};
 use super::csr::SSTATUS_SPP;
 use super::trap::{FaultReport, TrapFrame, reg};
 
-/// Saved state of a recovery point: ra, sp, s0..s11 and the previous point in the chain.
+/// Saved state of a recovery point: ra, sp, s0..s11, the previous point in the chain and,
+/// for a bounded call's point, the previous budget point.
 #[repr(C)]
 pub struct RecoveryPoint {
     saved: [usize; 14],
     previous: usize,
+    previous_budget_point: usize,
 }
 
 const PREVIOUS_OFFSET: usize = 14 * 8;
+const PREVIOUS_BUDGET_POINT_OFFSET: usize = 15 * 8;
+
+const _: () = {
+    assert!(core::mem::offset_of!(RecoveryPoint, previous) == PREVIOUS_OFFSET);
+    assert!(core::mem::offset_of!(RecoveryPoint, previous_budget_point) == PREVIOUS_BUDGET_POINT_OFFSET);
+};
 
 core::arch::global_asm!(
     ".section .text",
@@ -95,14 +109,81 @@ core::arch::global_asm!(
     previous = const PREVIOUS_OFFSET,
 );
 
+// `recovery_call` for a bounded call: the same saved registers and landing, and once they
+// are saved the point also becomes the hart's budget point and `deadline` its budget
+// deadline (in that order: a deadline never names another call's point). On a normal
+// return the deadline is cleared before the outer budget point is put back, so a late
+// timer interrupt never aborts to a point that has returned. An abort lands at
+// `recovery_landing`, which unlinks only the recovery point; `run_bounded` restores the
+// rest (the trap handler has cleared the deadline by then).
+core::arch::global_asm!(
+    ".section .text",
+    ".balign 4",
+    // usize bounded_call(RecoveryPoint *point, u64 deadline, void (*f)(void *), void *data)
+    ".globl bounded_call",
+    "bounded_call:",
+    "    sd ra, 0*8(a0)",
+    "    sd sp, 1*8(a0)",
+    "    sd s0, 2*8(a0)",
+    "    sd s1, 3*8(a0)",
+    "    sd s2, 4*8(a0)",
+    "    sd s3, 5*8(a0)",
+    "    sd s4, 6*8(a0)",
+    "    sd s5, 7*8(a0)",
+    "    sd s6, 8*8(a0)",
+    "    sd s7, 9*8(a0)",
+    "    sd s8, 10*8(a0)",
+    "    sd s9, 11*8(a0)",
+    "    sd s10, 12*8(a0)",
+    "    sd s11, 13*8(a0)",
+    "    ld t0, {recovery}(tp)",
+    "    sd t0, {previous}(a0)",
+    "    ld t1, {budget_point}(tp)",
+    "    sd t1, {previous_budget_point}(a0)",
+    "    sd a0, {recovery}(tp)",
+    "    sd a0, {budget_point}(tp)",
+    "    sd a1, {deadline}(tp)",
+    "    mv s0, a0",
+    "    mv a0, a3",
+    "    jalr a2",
+    // Normal return: disarm, unlink, restore ra and s0, return 0.
+    "    sd zero, {deadline}(tp)",
+    "    ld t0, {previous_budget_point}(s0)",
+    "    sd t0, {budget_point}(tp)",
+    "    ld t0, {previous}(s0)",
+    "    sd t0, {recovery}(tp)",
+    "    ld ra, 0*8(s0)",
+    "    ld s0, 2*8(s0)",
+    "    li a0, 0",
+    "    ret",
+    recovery = const HART_RECOVERY_OFFSET,
+    budget_point = const HART_BUDGET_POINT_OFFSET,
+    deadline = const HART_BUDGET_DEADLINE_OFFSET,
+    previous = const PREVIOUS_OFFSET,
+    previous_budget_point = const PREVIOUS_BUDGET_POINT_OFFSET,
+);
+
 unsafe extern "C" {
     fn recovery_call(point: *mut RecoveryPoint, f: extern "C" fn(*mut u8), data: *mut u8) -> usize;
+    fn bounded_call(point: *mut RecoveryPoint, deadline: u64, f: extern "C" fn(*mut u8), data: *mut u8) -> usize;
     fn recovery_landing();
 }
 
 struct CallState<F, R> {
     function: Option<F>,
     result: Option<R>,
+}
+
+/// [`call_closure`] for a bounded call, entered once `bounded_call` has armed the deadline:
+/// programs a one-shot timer interrupt at the deadline only if none is due by then (in a
+/// run of calls, the one programmed for an earlier call is; when it comes, the timer
+/// interrupt re-arms for the deadline of the call it finds running).
+extern "C" fn call_bounded_closure<F: FnOnce() -> R, R>(data: *mut u8) {
+    let local = hart::current();
+    if local.budget_deadline.load(Ordering::Relaxed) < local.timer_armed_at.load(Ordering::Relaxed) {
+        crate::time::program_timer();
+    }
+    call_closure::<F, R>(data);
 }
 
 extern "C" fn call_closure<F: FnOnce() -> R, R>(data: *mut u8) {
@@ -169,6 +250,11 @@ pub(super) fn redirect_to_recovery_point(frame: &mut TrapFrame, report: &FaultRe
     local.last_fault_pc.store(report.pc, Ordering::Relaxed);
     local.last_fault_was_overflow.store(usize::from(report.stack_overflow), Ordering::Relaxed);
     local.last_abort_was_overrun.store(0, Ordering::Relaxed);
+    if point == local.budget_point.load(Ordering::Relaxed) {
+        // The bounded call itself is aborted: its deadline must not fire at its point
+        // once it has landed (`run_bounded` restores the outer one).
+        local.budget_deadline.store(0, Ordering::Relaxed);
+    }
     land_at(frame, point);
     true
 }
@@ -191,7 +277,8 @@ pub enum Abort {
     BudgetExceeded,
 }
 
-/// Runs `f` until it returns, faults, or the `time` CSR reaches `deadline`.
+/// Runs `f` until it returns, faults, or is found past `deadline` (a `time` value) by a
+/// timer interrupt, which comes at the deadline (module documentation).
 ///
 /// Interrupts must be enabled for the deadline to be enforced (the timer delivers it);
 /// a bounded call started with interrupts off can still fault but not overrun. Bounded
@@ -201,30 +288,49 @@ pub enum Abort {
 pub fn run_bounded<F: FnOnce() -> R, R>(deadline: u64, f: F) -> Result<R, Abort> {
     let local = hart::current();
     let outer_deadline = local.budget_deadline.load(Ordering::Relaxed);
-    let outer_point = local.budget_point.load(Ordering::Relaxed);
     let effective = if outer_deadline != 0 { deadline.min(outer_deadline) } else { deadline };
-    let outcome = catch_faults(|| {
-        // Armed inside the closure, so the innermost recovery point is ours and its
-        // registers are saved before the timer can redirect to it.
-        local.budget_point.store(local.recovery_point.load(Ordering::Relaxed), Ordering::Relaxed);
-        local.budget_deadline.store(effective, Ordering::Relaxed);
-        crate::time::program_timer();
-        let result = f();
-        local.budget_deadline.store(0, Ordering::Relaxed);
-        result
-    });
-    local.budget_point.store(outer_point, Ordering::Relaxed);
-    // An enclosing call whose deadline has passed meanwhile gets a short grace period,
-    // so the code between the two levels (which reports the inner overrun outwards)
-    // runs instead of being aborted asynchronously a second time.
-    let restored = if outer_deadline != 0 { outer_deadline.max(super::csr::time() as u64 + NESTED_EXIT_GRACE) } else { 0 };
-    local.budget_deadline.store(restored, Ordering::Relaxed);
-    crate::time::program_timer();
-    match outcome {
-        Ok(result) => Ok(result),
-        Err(_) if local.last_abort_was_overrun.swap(0, Ordering::Relaxed) != 0 => Err(Abort::BudgetExceeded),
-        Err(report) => Err(Abort::Fault(report)),
+    // What an abort must put back (see `catch_faults`).
+    let preemption_depth = local.preempt_disabled.load(Ordering::Relaxed);
+    let heap_route = crate::mm::private_heap::current_route();
+    let mut state = CallState { function: Some(f), result: None };
+    // Filled by `bounded_call` before anything reads it.
+    let mut point = core::mem::MaybeUninit::<RecoveryPoint>::uninit();
+    // SAFETY: `point` and `state` outlive the call; `call_closure::<F, R>` matches the
+    // type of `state`. `bounded_call` saves/restores every callee-saved register, so on
+    // both return paths the Rust ABI's register contract holds.
+    let aborted = unsafe {
+        bounded_call(point.as_mut_ptr(), effective, call_bounded_closure::<F, R>, (&raw mut state).cast::<u8>())
+    };
+    if outer_deadline != 0 {
+        // An enclosing call whose deadline has passed meanwhile gets a short grace period,
+        // so the code between the two levels (which reports the inner overrun outwards)
+        // runs instead of being aborted asynchronously a second time.
+        let restored = outer_deadline.max(super::csr::time() as u64 + NESTED_EXIT_GRACE);
+        local.budget_deadline.store(restored, Ordering::Relaxed);
+        if restored < local.timer_armed_at.load(Ordering::Relaxed) {
+            crate::time::program_timer();
+        }
     }
+    if aborted == 0 {
+        // The closure ran to completion, so `result` is set.
+        return state.result.ok_or_else(|| Abort::Fault(take_last_fault()));
+    }
+    Err(settle_abort(local, point.as_ptr(), preemption_depth, heap_route))
+}
+
+/// The abort path of [`run_bounded`] (out of line): puts back what the landing did not
+/// (the outer budget point; the no-preemption depth and heap route the call began with,
+/// which the aborted code's destructors would have restored) and says why it ended.
+#[cold]
+#[inline(never)]
+fn settle_abort(local: &hart::HartLocal, point: *const RecoveryPoint, preemption_depth: usize, heap_route: usize) -> Abort {
+    // SAFETY: `bounded_call` wrote every field of `*point` before calling the closure, and
+    // `run_bounded` keeps it alive; nothing writes it after the landing.
+    let saved = unsafe { &*point };
+    local.budget_point.store(saved.previous_budget_point, Ordering::Relaxed);
+    local.preempt_disabled.store(preemption_depth, Ordering::Relaxed);
+    crate::mm::private_heap::resume_routing(heap_route);
+    if local.last_abort_was_overrun.swap(0, Ordering::Relaxed) != 0 { Abort::BudgetExceeded } else { Abort::Fault(take_last_fault()) }
 }
 
 /// Runs `f` with interrupts off — kernel work done on behalf of a bounded call that has

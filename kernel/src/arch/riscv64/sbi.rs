@@ -17,7 +17,7 @@ fn write_stimecmp(deadline: u64) {
 /// Uses `stimecmp` directly from now on if the hart has Sstc and the firmware let S-mode
 /// write it (`menvcfg.STCE`); otherwise keeps using the SBI call. A timer reprogrammed
 /// by an SBI call costs an `ecall` into M-mode (hundreds of instructions); the CSR write
-/// is one instruction, and bounded handlers reprogram the timer twice per call.
+/// is one instruction. (Bounded calls program it only when no interrupt is due by their deadline.)
 pub fn enable_sstc(isa: &str) -> bool {
     if !isa.split('_').any(|extension| extension == "sstc") {
         return false;
@@ -30,6 +30,7 @@ pub fn enable_sstc(isa: &str) -> bool {
 
 /// Programs the next timer interrupt at absolute `time` value `deadline`.
 pub fn set_timer(deadline: u64) {
+    super::hart::current().timer_armed_at.store(deadline, Ordering::Relaxed);
     if SSTC_ENABLED.load(Ordering::Relaxed) {
         write_stimecmp(deadline);
     } else {
