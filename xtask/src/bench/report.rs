@@ -61,6 +61,11 @@ pub fn goals(variant: Option<&str>) -> Vec<Goal> {
         ));
         goals.push(goal(format!("{short}: Wasm (default build) vs built-in"), format!("{group}/{operation}-wasm"), format!("{group}/{operation}-builtin"), None));
     }
+    // Issue 15 (SPIN SOSP '95 Table 4): a fault delivered to an in-kernel extension costs
+    // at most twice the kernel's own demand-zero fault; in-kernel appel1 is 5x cheaper than
+    // the upcall version.
+    goals.push(goal("vm: fault to an in-kernel extension (native) <= 2x the kernel's demand-zero fault".into(), "vm/trap-native".into(), "vm/fault".into(), Some(2.0)));
+    goals.push(goal("vm: appel1 in-kernel (native) <= 0.2x the upcall version (5x cheaper)".into(), "vm/appel1-native".into(), "vm/appel1-user".into(), Some(0.2)));
     goals.push(goal(
         "hot list: dispatch <= 5% of the graft".into(),
         "graft-hotlist/dispatch-1-bounded-binding".into(),
