@@ -314,6 +314,12 @@ fn mem(_: &[&str]) -> Result<(), CommandError> {
     let vm = crate::services::vm::stats();
     crate::println!("vm:     {} frames held by vm_map regions; {} faults: {} demand-zero, {} from pagers, {} protection changes, {} retried, {} killed; {} events raised, {} answers refused",
         vm.frames_held, vm.faults, vm.demand_zero, vm.pager_maps, vm.protects, vm.retries, vm.kills, vm.raised, vm.rejected);
+    let swap = match crate::services::vm::swap_usage() {
+        Ok((slots, used)) => alloc::format!("{used} of {slots} swap slots in use"),
+        Err(why) => alloc::format!("{why}"),
+    };
+    crate::println!("paging: {} page-outs ({} written to swap), {} page-ins; {} mm.Reclaim raises over real frames, {} volunteers refused; {swap}",
+        vm.page_outs, vm.swap_writes, vm.page_ins, vm.reclaim_raises, vm.reclaim_rejected);
     Ok(())
 }
 

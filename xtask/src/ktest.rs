@@ -601,6 +601,17 @@ const DISK_CLOCK_LINES: &[&str] = &["ext load disksched_clook", "blockio none 25
 /// What the disk clock tests' logs must not contain.
 const DISK_CLOCK_LACKS: &[&str] = &["killed:", "KILLED", "DEGRADED", "DISABLED", "differs", "FAILED"];
 
+/// The paging clock tests' script: a process four times its memory limit, then the hot-list
+/// workload with the `hotlist` graft steering reclaim (swap on the HP 97560 model).
+const PAGING_CLOCK_LINES: &[&str] = &["run vmtest swap 48 12 2", "ext load hotlist", "run vmtest hotscan 8 64 6 16 hot", "mem", "ext list"];
+/// What the paging clock tests' logs must contain, besides the clock line.
+const PAGING_CLOCK_CONTAINS: [&str; 4] = [
+    "vmtest: swap: 48 pages under a limit of 12, 2 passes, every word right",
+    "loaded `hotlist` 0.1.0 (native)",
+    "vmtest: hotscan: 8 hot pages, 6 rounds of 32 scan pages under 16 frames",
+    "0 volunteers refused",
+];
+
 const HOST_CLOCK_TESTS: &[HostClockTest] = &[
     HostClockTest {
         name: "healthy-extensions-are-never-killed",
@@ -690,6 +701,24 @@ const HOST_CLOCK_TESTS: &[HostClockTest] = &[
         clock: crate::qemu::Clock::ExactInteractive,
         lines: DISK_CLOCK_LINES,
         log_contains: &["clock exact: budgets are guest time", "blockio (none): 256 writes as 256 device writes", "blockio (native): 256 writes as 16 device writes", "blocks read back with their latest data", "disk: model hp97560"],
+        log_lacks: DISK_CLOCK_LACKS,
+        heartbeat_reports: 0,
+    },
+    // Paging to disk in the clocks users run: the reclaim handler's budget follows the clock,
+    // swap transfers wait for the modelled disk; every word comes back.
+    HostClockTest {
+        name: "paging-to-swap-with-the-hot-list",
+        clock: crate::qemu::Clock::Host,
+        lines: PAGING_CLOCK_LINES,
+        log_contains: &["clock host: guest time is host time", PAGING_CLOCK_CONTAINS[0], PAGING_CLOCK_CONTAINS[1], PAGING_CLOCK_CONTAINS[2], PAGING_CLOCK_CONTAINS[3]],
+        log_lacks: DISK_CLOCK_LACKS,
+        heartbeat_reports: 0,
+    },
+    HostClockTest {
+        name: "paging-to-swap-with-the-hot-list",
+        clock: crate::qemu::Clock::ExactInteractive,
+        lines: PAGING_CLOCK_LINES,
+        log_contains: &["clock exact: budgets are guest time", PAGING_CLOCK_CONTAINS[0], PAGING_CLOCK_CONTAINS[1], PAGING_CLOCK_CONTAINS[2], PAGING_CLOCK_CONTAINS[3]],
         log_lacks: DISK_CLOCK_LACKS,
         heartbeat_reports: 0,
     },
