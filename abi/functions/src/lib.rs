@@ -238,6 +238,12 @@ macro_rules! for_each_kernel_function {
                 /// skipped). 1 if queued; 0 without such a raise, for bits that are not a
                 /// protection, or when 8 changes are queued already.
                 fn vm_protect(space: u64, page: u64, count: u64, protection: u64) -> u64;
+                /// Appel & Li's `dirty` for in-kernel handlers: 1 if page `page` of address
+                /// space `space` was written since it got its frame, 0 if not (or it has no
+                /// frame), while `space`'s `vm.PageNotPresent` or `vm.ProtectionFault` raise
+                /// is being answered; `u64::MAX` without such a raise, or for an address
+                /// that is not a page of one of the space's `vm_map` regions.
+                fn vm_dirty(space: u64, page: u64) -> u64;
             }
         }
     };

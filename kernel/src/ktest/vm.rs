@@ -380,10 +380,23 @@ fn benchmark_modes_run_and_trap_every_time() -> TestResult {
 /// In-kernel Appel & Li: a handler of `vm.ProtectionFault` answers by unprotecting the
 /// faulting page and queues `spindle_vm_protect` of the next page (read-only), so each of
 /// `vmtest chain 4`'s stores in order traps exactly once; the change queued past the
-/// region's end is refused and counted; a queue outside a raise is refused.
+/// region's end is refused and counted; a queue outside a raise is refused. The handler
+/// also asks `spindle_vm_dirty`: the faulting page (written before) is dirty, an unaligned
+/// address and a page in no region are refused, and so is a call outside a raise.
 fn in_kernel_handler_protects_through_kernel_functions() -> TestResult {
+    use core::sync::atomic::{AtomicU64, Ordering};
     ensure!(spindle_abi::host::vm_protect(1, 0x10_0000_0000, 1, 1) == 0, "vm_protect outside a raise was queued");
+    ensure!(spindle_abi::host::vm_dirty(1, 0x10_0000_0000) == u64::MAX, "vm_dirty outside a raise answered");
+    // What `vm_dirty` answered inside the raises: the faulting page (written before it was
+    // protected), an unaligned address, and a page in no region — summed over the raises.
+    static DIRTY: [AtomicU64; 3] = [const { AtomicU64::new(0) }; 3];
+    for counter in &DIRTY {
+        counter.store(0, Ordering::Relaxed);
+    }
     let chain = handler_fn("test.vm.chain", |record: &TranslationRecord| {
+        DIRTY[0].fetch_add(spindle_abi::host::vm_dirty(record.space, record.page()), Ordering::Relaxed);
+        DIRTY[1].fetch_add(u64::from(spindle_abi::host::vm_dirty(record.space, record.page() + 8) == u64::MAX), Ordering::Relaxed);
+        DIRTY[2].fetch_add(u64::from(spindle_abi::host::vm_dirty(record.space, 0x10_0000_0000) == u64::MAX), Ordering::Relaxed);
         spindle_abi::host::vm_protect(record.space, record.page() + 0x1000, 1, u64::from(TranslationAnswer::READ));
         Ok::<TranslationAnswer, HandlerFault>(TranslationAnswer {
             action: TranslationAnswer::PROTECT,
@@ -402,6 +415,8 @@ fn in_kernel_handler_protects_through_kernel_functions() -> TestResult {
     let (process, status) = outcome?;
     ensure!(status == ExitStatus::Exited(0), "vmtest chain ended {status} (fault {:?})", process.fault_cause());
     ensure!(change.protects == 4 && change.raised == 4 && change.rejected == 1, "counters {change:?}");
+    let dirty: [u64; 3] = core::array::from_fn(|index| DIRTY[index].load(Ordering::Relaxed));
+    ensure!(dirty == [4, 4, 4], "vm_dirty in the 4 raises: faulting page dirty, unaligned and outside refused: {dirty:?}");
     Ok(())
 }
 

@@ -568,7 +568,7 @@ impl AddressSpace {
             // access is one its permissions forbid.
             return Err(FaultKill::Vm(KillCause::ProtectionViolation));
         }
-        let decision = crate::services::vm::decide(&translation.regions, &fault);
+        let decision = crate::services::vm::decide(&translation.regions, &fault, self.root);
         let protects = decision.protects;
         match decision.outcome {
             Outcome::Retry => {

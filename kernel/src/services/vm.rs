@@ -55,6 +55,16 @@ static FRAMES: spin::Mutex<Option<FrameTable>> = spin::Mutex::new(None);
 struct RaiseState {
     grant: Option<FrameRun>,
     protects: Vec<PageProtection>,
+    /// The space's page table and its `vm_map` pages with frames (what `spindle_vm_dirty`
+    /// may look at).
+    dirty: Option<DirtyView>,
+}
+
+/// What `spindle_vm_dirty` reads during a raise: the faulting space's page table, and the
+/// `vm_map` regions' page ranges (a copy: the region table is locked by the fault).
+struct DirtyView {
+    root: crate::arch::sv39::PageTableRoot,
+    regions: Vec<core::ops::Range<u64>>,
 }
 
 /// A protection change a handler queued with `spindle_vm_protect`: `count` pages from
@@ -338,7 +348,7 @@ pub fn refused() {
 /// Decides a classified user fault in `table`'s address space: raises its event when the
 /// region is trapped (or announces a bad address), checks the answer, falls back to the
 /// default. Counts everything.
-pub fn decide(table: &RegionTable, fault: &Fault) -> Decision {
+pub fn decide(table: &RegionTable, fault: &Fault, root: crate::arch::sv39::PageTableRoot) -> Decision {
     count(&COUNTERS.faults);
     let default = Decision { outcome: spindle_service_vm::default_outcome(table, fault), frame: None, rejected: None, protects: Vec::new() };
     if fault.class == FaultClass::BadAddress {
@@ -355,7 +365,9 @@ pub fn decide(table: &RegionTable, fault: &Fault) -> Decision {
     };
     let Some(events) = bound(events).filter(|_| fault.raises_event()) else { return finish(default) };
     let space = fault.space;
-    without_interrupts(|| RAISES.lock().insert(space, RaiseState::default()));
+    let regions = table.regions().map(|region| region.start..region.end()).collect();
+    let state = RaiseState { dirty: Some(DirtyView { root, regions }), ..RaiseState::default() };
+    without_interrupts(|| RAISES.lock().insert(space, state));
     count(&COUNTERS.raised);
     let answer = crate::events::raise(events, &record(fault));
     let state = without_interrupts(|| RAISES.lock().remove(&space)).unwrap_or_default();
@@ -725,6 +737,19 @@ impl spindle_abi::host::domains::Vm for crate::ext::glue::KernelFunctions {
             let Ok(offset) = usize::try_from(offset) else { return 0 };
             if run.write(offset, bytes) { bytes.len() as u64 } else { 0 }
         })
+    }
+
+    /// `dirty` of a page of the address space whose fault is being answered.
+    fn vm_dirty(&self, space: u64, page: u64) -> u64 {
+        let view = without_interrupts(|| {
+            let raises = RAISES.lock();
+            let view = raises.get(&space)?.dirty.as_ref()?;
+            let aligned = page.is_multiple_of(PAGE_SIZE as u64) && view.regions.iter().any(|range| range.contains(&page));
+            aligned.then_some(view.root)
+        });
+        let Some(root) = view else { return u64::MAX };
+        let flags = root.translate(page as usize).map(|(_, flags)| flags);
+        u64::from(flags.is_some_and(|flags| flags.contains(crate::arch::sv39::PteFlags::USER) && flags.contains(crate::arch::sv39::PteFlags::DIRTY)))
     }
 
     /// Queues a protection change for the address space whose fault is being answered.
