@@ -1302,7 +1302,9 @@ declare_events! {
     pub event CONSOLE_LINE = 2, "console.Line", fn(ConsoleLine) -> ConsoleVerdict;
 
     /// The physical-memory service is about to reclaim a frame. The owner's handler may
-    /// volunteer another of its frames instead (sketch: the service is not written yet).
+    /// volunteer another of its frames instead. Raised over real frames when an address
+    /// space over its memory limit pages out (owner ≠ 0), and over the benchmarks'
+    /// synthetic queue (owner 0).
     pub event MM_RECLAIM = 3, "mm.Reclaim", fn(ReclaimCandidate) -> Volunteer;
 
     /// An application sets one entry of its hot list (the frames its `mm.Reclaim`
@@ -1394,6 +1396,13 @@ declare_events! {
     /// A user access to an address in no region: an announcement (region 0) raised before
     /// the process is killed; handlers return nothing.
     pub event VM_BAD_ADDRESS = 32, "vm.BadAddress", fn(TranslationRecord) -> ();
+
+    /// The physical-memory service is about to give frames to an owner (a page of an
+    /// address space: demand-zero, back from swap, a pager's grant): a handler may GRANT
+    /// or REFUSE. A grant must fit the owner's limit and the free frames (else it is
+    /// refused by the check and the default applies); the kernel cannot be refused.
+    /// Default: grant within the limit. Combiner: first non-default.
+    pub event MM_ALLOCATE = 33, "mm.Allocate", fn(FrameRequest) -> FrameAnswer;
 }
 
 declare_records! {
@@ -1521,6 +1530,26 @@ declare_records! {
         pub region: u64,
     }
 
+    /// Arguments of `mm.Allocate`: frames about to be given to an owner. Every field is
+    /// guardable (a policy binds to one owner or one purpose).
+    pub struct FrameRequest {
+        /// Who gets the frames: an address space's `Owner::encode` (the kernel is 0).
+        pub owner: u64,
+        /// How many frames.
+        pub count: u64,
+        /// What for: [`FrameRequest::USER_PAGE`], [`FrameRequest::PAGE_TABLE`],
+        /// [`FrameRequest::ARENA_PAGE`], [`FrameRequest::CACHE_BUFFER`],
+        /// [`FrameRequest::KERNEL_DATA`].
+        pub purpose: u64,
+    }
+
+    /// Result of `mm.Allocate`.
+    pub struct FrameAnswer {
+        /// [`FrameAnswer::DEFAULT`] (0: no opinion), [`FrameAnswer::GRANT`] or
+        /// [`FrameAnswer::REFUSE`].
+        pub answer: u64,
+    }
+
     /// Result of `vm.PageNotPresent` and `vm.ProtectionFault`: how the handler resolves the
     /// fault. The translation service checks it (a page of the faulting region, a frame the
     /// handler was granted, a protection within the region's that allows the access, …);
@@ -1539,6 +1568,28 @@ declare_records! {
         /// `PROTECT`: how many pages.
         pub count: u64,
     }
+}
+
+impl FrameRequest {
+    /// `purpose`: a page of an address space.
+    pub const USER_PAGE: u64 = 0;
+    /// `purpose`: a page-table page.
+    pub const PAGE_TABLE: u64 = 1;
+    /// `purpose`: a page of an extension's arena.
+    pub const ARENA_PAGE: u64 = 2;
+    /// `purpose`: a buffer of the buffer cache.
+    pub const CACHE_BUFFER: u64 = 3;
+    /// `purpose`: other kernel data.
+    pub const KERNEL_DATA: u64 = 4;
+}
+
+impl FrameAnswer {
+    /// No opinion: the default (grant within the owner's limit).
+    pub const DEFAULT: u64 = 0;
+    /// Grant the frames.
+    pub const GRANT: u64 = 1;
+    /// Refuse them.
+    pub const REFUSE: u64 = 2;
 }
 
 impl TranslationRecord {
@@ -1689,7 +1740,7 @@ mod tests {
 
     #[test]
     fn kernel_events_are_declared() {
-        assert_eq!(KERNEL_EVENTS.len(), 22);
+        assert_eq!(KERNEL_EVENTS.len(), 23);
         assert_eq!(CLOCK_TICK.name(), "clock.Tick");
         assert_eq!(CONSOLE_LINE.id(), EventId(2));
         assert_eq!(MM_RECLAIM.descriptor().result.fields[0].name, "frame");

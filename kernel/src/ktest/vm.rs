@@ -34,6 +34,7 @@ pub static TESTS: &[KernelTest] = &[
     KernelTest { name: "vm::benchmark_modes_run_and_trap_every_time", run: benchmark_modes_run_and_trap_every_time },
     KernelTest { name: "vm::frames_come_back_after_create_touch_exit", run: frames_come_back_after_create_touch_exit },
     KernelTest { name: "vm::pages_go_to_swap_and_come_back", run: pages_go_to_swap_and_come_back },
+    KernelTest { name: "vm::allocate_event_grants_refuses_and_is_checked", run: allocate_event_grants_refuses_and_is_checked },
     KernelTest { name: "vm::hot_list_steers_reclaim_in_every_technology", run: hot_list_steers_reclaim_in_every_technology },
     KernelTest { name: "vm::bad_reclaim_answers_are_refused", run: bad_reclaim_answers_are_refused },
     KernelTest { name: "vm::swap_and_frames_come_back_after_exit_and_kill", run: swap_and_frames_come_back_after_exit_and_kill },
@@ -89,6 +90,9 @@ fn delta(before: Stats, after: Stats) -> Stats {
         reclaim_rejected: after.reclaim_rejected - before.reclaim_rejected,
         reclaim_instructions: after.reclaim_instructions.wrapping_sub(before.reclaim_instructions),
         swap_used: after.swap_used.wrapping_sub(before.swap_used),
+        allocate_raises: after.allocate_raises - before.allocate_raises,
+        allocate_refused: after.allocate_refused - before.allocate_refused,
+        allocate_rejected: after.allocate_rejected - before.allocate_rejected,
     }
 }
 
@@ -557,5 +561,43 @@ fn swap_and_frames_come_back_after_exit_and_kill() -> TestResult {
     })?;
     ensure!(stats().swap_used == used, "{} swap slots in use, {used} before", stats().swap_used);
     Ok(())
+    })
+}
+
+/// `mm.Allocate`: a handler that refuses user pages gets the process killed at its first
+/// touch (cause: refused), with nothing held; a malformed answer is refused by the primary
+/// module and the default grants; an explicit grant works, also under a memory limit with
+/// paging (every grant fits: room is made before the raise).
+fn allocate_event_grants_refuses_and_is_checked() -> TestResult {
+    use spindle_abi::event::{FrameAnswer, FrameRequest, MM_ALLOCATE};
+    let dispatcher = crate::events::dispatcher();
+    let with_answer = |answer: u64, command_line: &str| -> Result<(Arc<Process>, ExitStatus, Stats), String> {
+        let handler = handler_fn("test.vm.allocate", move |request: &FrameRequest| {
+            let answer = if request.purpose == FrameRequest::USER_PAGE && request.count == 1 { answer } else { FrameAnswer::DEFAULT };
+            Ok::<FrameAnswer, HandlerFault>(FrameAnswer { answer })
+        });
+        let binding = dispatcher.install(&MM_ALLOCATE, BindingSpec::new("test.vm", handler)).map_err(text)?;
+        let before = stats();
+        let outcome = run(command_line);
+        let change = delta(before, stats());
+        let _ = dispatcher.uninstall(binding);
+        let (process, status) = outcome?;
+        Ok((process, status, change))
+    };
+    let (process, status, change) = with_answer(FrameAnswer::REFUSE, "vmtest zero 16 5")?;
+    ensure!(status == ExitStatus::Killed(KillCause::Fault), "refused: vmtest zero ended {status}");
+    ensure!(process.fault_cause() == Some(FaultKill::AllocationRefused), "refused: cause {:?}", process.fault_cause());
+    ensure!(change.allocate_refused == 1 && change.demand_zero == 0 && change.frames_held == 0, "refused: counters {change:?}");
+    let (process, status, change) = with_answer(7, "vmtest zero 16 5")?;
+    ensure!(status == ExitStatus::Exited(0), "malformed: vmtest zero ended {status} ({:?})", process.fault_cause());
+    ensure!(change.allocate_raises == 6 && change.allocate_refused == 0 && change.demand_zero == 6, "malformed: counters {change:?}");
+    let (process, status, change) = with_answer(FrameAnswer::GRANT, "vmtest zero 16 5")?;
+    ensure!(status == ExitStatus::Exited(0), "granted: vmtest zero ended {status} ({:?})", process.fault_cause());
+    ensure!(change.allocate_raises == 6 && change.allocate_rejected == 0 && change.demand_zero == 6, "granted: counters {change:?}");
+    with_unmodelled_disk(|| {
+        let (process, status, change) = with_answer(FrameAnswer::GRANT, "vmtest swap 24 8 1")?;
+        ensure!(status == ExitStatus::Exited(0), "granted under a limit: vmtest swap ended {status} ({:?})", process.fault_cause());
+        ensure!(change.allocate_rejected == 0 && change.allocate_raises >= change.page_ins && change.page_ins > 0, "granted under a limit: counters {change:?}");
+        Ok(())
     })
 }

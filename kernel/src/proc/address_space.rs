@@ -106,6 +106,17 @@ pub enum FaultKill {
     /// A page could not go to swap or come back (no swap area, full, a disk error; the
     /// console has the details).
     Swap,
+    /// An `mm.Allocate` handler refused the page its frame.
+    AllocationRefused,
+}
+
+impl From<crate::services::vm::NoFrame> for FaultKill {
+    fn from(reason: crate::services::vm::NoFrame) -> FaultKill {
+        match reason {
+            crate::services::vm::NoFrame::OutOfMemory => FaultKill::OutOfMemory,
+            crate::services::vm::NoFrame::Refused => FaultKill::AllocationRefused,
+        }
+    }
 }
 
 impl fmt::Display for FaultKill {
@@ -115,6 +126,7 @@ impl fmt::Display for FaultKill {
             FaultKill::OutOfMemory => formatter.write_str("no frame for the page"),
             FaultKill::NothingToPageOut => formatter.write_str("over its memory limit with no page it may give up"),
             FaultKill::Swap => formatter.write_str("paging to or from swap failed"),
+            FaultKill::AllocationRefused => formatter.write_str("mm.Allocate refused the page a frame"),
         }
     }
 }
@@ -580,7 +592,7 @@ impl AddressSpace {
             }
             Outcome::Kill(cause) => return Err(FaultKill::Vm(cause)),
             Outcome::DemandZero { page, protection } => {
-                let run = crate::services::vm::allocate(id, page).ok_or(FaultKill::OutOfMemory)?;
+                let run = crate::services::vm::allocate(id, page).map_err(FaultKill::from)?;
                 self.map_vm_page(&mut translation, page, run, protection, access == AccessKind::Write)?;
                 let hot = translation.hot.get(&page).copied();
                 if let Some(slot) = hot {
@@ -834,7 +846,7 @@ fn fault_in(root: PageTableRoot, id: u64, translation: &spin::Mutex<Translation>
             continue;
         }
         if let Outcome::DemandZero { page, protection } = spindle_service_vm::default_outcome(&translation.regions, &fault)
-            && let Some(run) = crate::services::vm::allocate(id, page)
+            && let Ok(run) = crate::services::vm::allocate(id, page)
         {
             // On failure the page stays absent and the check refuses it.
             let _ = map_vm_page(root, &mut translation, page, run, protection, kind == AccessKind::Write);
@@ -912,7 +924,7 @@ fn page_in(root: PageTableRoot, id: u64, translation: &spin::Mutex<Translation>,
         }
     };
     make_room(root, id, translation)?;
-    let Some(mut run) = crate::services::vm::allocate_page(id, page, false) else { return Err(FaultKill::OutOfMemory) };
+    let mut run = crate::services::vm::allocate_page(id, page, false).map_err(FaultKill::from)?;
     // Only this space's own strand pages its pages in and out, so the slot is still there.
     let Some(slot) = translation.lock().swapped.remove(&page) else {
         crate::services::vm::release(run);

@@ -33,7 +33,7 @@ use alloc::vec::Vec;
 use core::sync::atomic::{AtomicU64, Ordering};
 
 use spindle_abi::syscall::Error;
-use spindle_abi::event::{TranslationAnswer, TranslationRecord, VM_BAD_ADDRESS, VM_PAGE_NOT_PRESENT, VM_PROTECTION_FAULT, EventRecord, field_index};
+use spindle_abi::event::{EventRecord, FrameAnswer, FrameRequest, MM_ALLOCATE, TranslationAnswer, TranslationRecord, VM_BAD_ADDRESS, VM_PAGE_NOT_PRESENT, VM_PROTECTION_FAULT, field_index};
 use spindle_dispatch::{Authorization, Combiner, DeclarativeGuard, EventTable, InstallRequest, PrimaryModule, Refusal, ResultRejection};
 use spindle_service_frames::{FrameTable, Owner};
 use spindle_service_vm::{Answer, AnswerRejection, Fault, FaultClass, Outcome, Protection, RegionTable, SLOT_BYTES, Slot, SwapArea};
@@ -45,6 +45,7 @@ use crate::mm::frame::{self, FrameRun};
 static PAGE_NOT_PRESENT: spin::Once<Arc<EventTable<TranslationRecord, TranslationAnswer>>> = spin::Once::new();
 static PROTECTION_FAULT: spin::Once<Arc<EventTable<TranslationRecord, TranslationAnswer>>> = spin::Once::new();
 static BAD_ADDRESS: spin::Once<Arc<EventTable<TranslationRecord, ()>>> = spin::Once::new();
+static ALLOCATE: spin::Once<Arc<EventTable<FrameRequest, FrameAnswer>>> = spin::Once::new();
 
 /// The frame table over all of RAM the frame allocator hands out, built on first use.
 static FRAMES: spin::Mutex<Option<FrameTable>> = spin::Mutex::new(None);
@@ -126,6 +127,12 @@ pub struct Stats {
     pub reclaim_instructions: u64,
     /// Swap slots in use now.
     pub swap_used: u64,
+    /// `mm.Allocate` raises (frames for pages of address spaces).
+    pub allocate_raises: u64,
+    /// Of those, allocations refused (by a handler, or by the default: over the limit).
+    pub allocate_refused: u64,
+    /// Handler answers the check refused (a grant above the limit or the free frames).
+    pub allocate_rejected: u64,
 }
 
 struct Counters {
@@ -144,6 +151,9 @@ struct Counters {
     reclaim_raises: AtomicU64,
     reclaim_rejected: AtomicU64,
     reclaim_instructions: AtomicU64,
+    allocate_raises: AtomicU64,
+    allocate_refused: AtomicU64,
+    allocate_rejected: AtomicU64,
 }
 
 static COUNTERS: Counters = Counters {
@@ -162,6 +172,9 @@ static COUNTERS: Counters = Counters {
     reclaim_raises: AtomicU64::new(0),
     reclaim_rejected: AtomicU64::new(0),
     reclaim_instructions: AtomicU64::new(0),
+    allocate_raises: AtomicU64::new(0),
+    allocate_refused: AtomicU64::new(0),
+    allocate_rejected: AtomicU64::new(0),
 };
 
 /// The counters now.
@@ -183,6 +196,9 @@ pub fn stats() -> Stats {
         reclaim_raises: load(&COUNTERS.reclaim_raises),
         reclaim_rejected: load(&COUNTERS.reclaim_rejected),
         reclaim_instructions: load(&COUNTERS.reclaim_instructions),
+        allocate_raises: load(&COUNTERS.allocate_raises),
+        allocate_refused: load(&COUNTERS.allocate_refused),
+        allocate_rejected: load(&COUNTERS.allocate_rejected),
         swap_used: without_interrupts(|| SWAP.lock().as_ref().and_then(|area| area.as_ref().ok()).map_or(0, SwapArea::used)),
     }
 }
@@ -198,6 +214,7 @@ pub fn init() {
     PAGE_NOT_PRESENT.call_once(|| dispatcher.register(&VM_PAGE_NOT_PRESENT, Arc::new(AnswerModule)).expect("vm.PageNotPresent registered twice"));
     PROTECTION_FAULT.call_once(|| dispatcher.register(&VM_PROTECTION_FAULT, Arc::new(AnswerModule)).expect("vm.ProtectionFault registered twice"));
     BAD_ADDRESS.call_once(|| dispatcher.register(&VM_BAD_ADDRESS, Arc::new(AnnounceModule)).expect("vm.BadAddress registered twice"));
+    ALLOCATE.call_once(|| dispatcher.register(&MM_ALLOCATE, Arc::new(AllocateModule)).expect("mm.Allocate registered twice"));
     // The frame table now, not inside the first page fault (whose cost it would be).
     with_frames(|_| ());
 }
@@ -282,6 +299,76 @@ impl PrimaryModule<TranslationRecord, TranslationAnswer> for AnswerModule {
         match decode(result) {
             Ok(_) => Ok(()),
             Err(reason) => Err(ResultRejection { reason }),
+        }
+    }
+}
+
+/// The primary module of `mm.Allocate`: the default grants within the limit (the service
+/// applies it); an answer must be DEFAULT, GRANT or REFUSE.
+struct AllocateModule;
+
+impl PrimaryModule<FrameRequest, FrameAnswer> for AllocateModule {
+    fn name(&self) -> &str {
+        "mm"
+    }
+
+    fn default_result(&self, _: &FrameRequest) -> FrameAnswer {
+        FrameAnswer { answer: FrameAnswer::DEFAULT }
+    }
+
+    fn combiner(&self) -> Combiner<FrameAnswer> {
+        Combiner::FirstNonDefault
+    }
+
+    fn validates_results(&self) -> bool {
+        true
+    }
+
+    fn validate_result(&self, _: &FrameRequest, result: &FrameAnswer) -> Result<(), ResultRejection> {
+        match result.answer {
+            FrameAnswer::DEFAULT | FrameAnswer::GRANT | FrameAnswer::REFUSE => Ok(()),
+            _ => Err(ResultRejection { reason: "the answer is none of DEFAULT, GRANT, REFUSE" }),
+        }
+    }
+}
+
+/// Why no frame was given for a page ([`allocate_page`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NoFrame {
+    /// Memory (or the owner's limit) is exhausted.
+    OutOfMemory,
+    /// An `mm.Allocate` handler refused.
+    Refused,
+}
+
+/// Whether space `space` may take one more frame for a page: raises `mm.Allocate` if
+/// anything is bound, checks the answer (`decide_allocate`: a grant must fit the limit and
+/// the free frames; a refused answer is counted and the default applies).
+fn may_allocate(space: u64) -> Result<(), NoFrame> {
+    let Some(table) = bound(&ALLOCATE) else { return Ok(()) };
+    let owner = Owner::AddressSpace(space);
+    let Some(encoded) = owner.encode() else { return Ok(()) };
+    count(&COUNTERS.allocate_raises);
+    let answer = crate::events::raise(table, &FrameRequest { owner: encoded, count: 1, purpose: FrameRequest::USER_PAGE }).answer;
+    let answer = match answer {
+        FrameAnswer::GRANT => Some(spindle_service_frames::AllocateAnswer::Grant),
+        FrameAnswer::REFUSE => Some(spindle_service_frames::AllocateAnswer::Refuse),
+        _ => None,
+    };
+    let request = spindle_service_frames::AllocateRequest { owner, count: 1, purpose: spindle_service_frames::Purpose::UserPage };
+    let decision = with_frames(|frames| spindle_service_frames::decide_allocate(frames, &request, answer));
+    if decision.rejected.is_some() {
+        count(&COUNTERS.allocate_rejected);
+    }
+    match decision.result {
+        Ok(()) => Ok(()),
+        Err(spindle_service_frames::AllocateRefusal::ByHandler) => {
+            count(&COUNTERS.allocate_refused);
+            Err(NoFrame::Refused)
+        }
+        Err(spindle_service_frames::AllocateRefusal::Default(_)) => {
+            count(&COUNTERS.allocate_refused);
+            Err(NoFrame::OutOfMemory)
         }
     }
 }
@@ -441,27 +528,29 @@ fn with_frames<T>(body: impl FnOnce(&mut FrameTable) -> T) -> T {
 /// A zeroed frame for a page of address space `space`, recorded in the frame table as the
 /// space's and mapped at `page` (demand-zero, or a kernel copy faulting a page in);
 /// `None` when memory is exhausted.
-pub fn allocate(space: u64, page: u64) -> Option<FrameRun> {
+pub fn allocate(space: u64, page: u64) -> Result<FrameRun, NoFrame> {
     allocate_page(space, page, true)
 }
 
-/// A zeroed frame for `page` of `space`, recorded as [`allocate`] does; counted as
-/// demand-zero if `demand_zero` (else the caller fills it: a page coming back from swap).
-pub fn allocate_page(space: u64, page: u64, demand_zero: bool) -> Option<FrameRun> {
-    let run = frame::allocate_zeroed(1)?;
+/// A zeroed frame for `page` of `space`, recorded as [`allocate`] does, after `mm.Allocate`
+/// allowed it; counted as demand-zero if `demand_zero` (else the caller fills it: a page
+/// coming back from swap).
+pub fn allocate_page(space: u64, page: u64, demand_zero: bool) -> Result<FrameRun, NoFrame> {
+    may_allocate(space)?;
+    let run = frame::allocate_zeroed(1).ok_or(NoFrame::OutOfMemory)?;
     let number = frame_number(&run);
     let recorded = with_frames(|frames| frames.claim(number, Owner::AddressSpace(space)).and_then(|()| frames.map(number, space, page)));
     if recorded.is_err() {
         // Outside the table (cannot happen for frames of the boot RAM); refuse rather
         // than hold an unrecorded frame.
         drop(run);
-        return None;
+        return Err(NoFrame::OutOfMemory);
     }
     if demand_zero {
         count(&COUNTERS.demand_zero);
     }
     COUNTERS.frames_held.fetch_add(1, Ordering::Relaxed);
-    Some(run)
+    Ok(run)
 }
 
 /// Records in the frame table that `frame` was written (its leaf, which had the bit, is
@@ -713,6 +802,17 @@ pub fn swap_read(slot: Slot, run: &mut FrameRun) -> Result<(), SwapFailure> {
 impl spindle_abi::host::domains::Vm for crate::ext::glue::KernelFunctions {
     /// A zeroed frame for the fault of `space` being answered (see the declaration).
     fn vm_grant(&self, space: u64) -> u64 {
+        // A grant already made in this raise, or none possible (no raise for the space).
+        let existing = without_interrupts(|| RAISES.lock().get(&space).map(|state| state.grant.as_ref().map(frame_number)));
+        match existing {
+            None => return 0,
+            Some(Some(number)) => return number,
+            Some(None) => {}
+        }
+        // `mm.Allocate` is raised with no lock held (its handler may be user level).
+        if may_allocate(space).is_err() {
+            return 0;
+        }
         without_interrupts(|| {
             let mut raises = RAISES.lock();
             let Some(RaiseState { grant: slot, .. }) = raises.get_mut(&space) else { return 0 };
