@@ -244,6 +244,17 @@ macro_rules! for_each_kernel_function {
                 /// is being answered; `u64::MAX` without such a raise, or for an address
                 /// that is not a page of one of the space's `vm_map` regions.
                 fn vm_dirty(space: u64, page: u64) -> u64;
+                /// Pages in region `region` of address space `space`, while `space`'s
+                /// `vm.PageNotPresent` or `vm.ProtectionFault` raise is being answered (the
+                /// record's `region`); 0 without such a raise or for no such region.
+                fn vm_region_pages(space: u64, region: u64) -> u64;
+                /// Copies page `from` of address space `space` to its page `to` (both
+                /// page-aligned, distinct, in the space's `vm_map` regions; `from` mapped,
+                /// `to` mapped writable by the program), while `space`'s `vm.PageNotPresent`
+                /// or `vm.ProtectionFault` raise is being answered — a copy-on-write
+                /// checkpoint saves a page before the program's store goes on. 1 if copied;
+                /// 0 without such a raise or when a page does not qualify.
+                fn vm_copy_page(space: u64, from: u64, to: u64) -> u64;
             }
         }
     };

@@ -33,6 +33,7 @@ pub static TESTS: &[KernelTest] = &[
     KernelTest { name: "vm::in_kernel_handler_protects_through_kernel_functions", run: in_kernel_handler_protects_through_kernel_functions },
     KernelTest { name: "vm::benchmark_modes_run_and_trap_every_time", run: benchmark_modes_run_and_trap_every_time },
     KernelTest { name: "vm::frames_come_back_after_create_touch_exit", run: frames_come_back_after_create_touch_exit },
+    KernelTest { name: "vm::checkpoint_client_in_every_technology", run: checkpoint_client_in_every_technology },
     KernelTest { name: "vm::pages_go_to_swap_and_come_back", run: pages_go_to_swap_and_come_back },
     KernelTest { name: "vm::allocate_event_grants_refuses_and_is_checked", run: allocate_event_grants_refuses_and_is_checked },
     KernelTest { name: "vm::hot_list_steers_reclaim_in_every_technology", run: hot_list_steers_reclaim_in_every_technology },
@@ -600,4 +601,21 @@ fn allocate_event_grants_refuses_and_is_checked() -> TestResult {
         ensure!(change.allocate_rejected == 0 && change.allocate_raises >= change.page_ins && change.page_ins > 0, "granted under a limit: counters {change:?}");
         Ok(())
     })
+}
+
+/// A real client of Appel & Li's primitives: `vmtest checkpoint 12` takes a copy-on-write
+/// checkpoint of 12 pages with `vm_checkpoint` (every technology) handling the protection
+/// faults: exactly the 4 pages written afterwards fault, once each, and are saved through
+/// `spindle_vm_copy_page`; the program checks the snapshot and rolls back from it.
+fn checkpoint_client_in_every_technology() -> TestResult {
+    for preference in TECHNOLOGIES {
+        let before = stats();
+        let (process, status) = run_with(&format!("vmtest checkpoint 12 {}", technology_number(preference)), loader()?)?;
+        let change = delta(before, stats());
+        let unloaded = unload_named("vm_checkpoint");
+        ensure!(status == ExitStatus::Exited(0), "{}: vmtest checkpoint ended {status} (fault {:?})", preference.label(), process.fault_cause());
+        ensure!(change.raised == 4 && change.protects == 4 && change.rejected == 0 && change.kills == 0, "{}: counters {change:?}", preference.label());
+        unloaded?;
+    }
+    Ok(())
 }

@@ -810,6 +810,28 @@ unsafe fn write_in(root: PageTableRoot, id: u64, translation: &spin::Mutex<Trans
     Ok(())
 }
 
+/// Copies user page `from` to user page `to` of the page table at `root` (distinct,
+/// page-aligned; `from` a readable user leaf, `to` a writable one) and marks `to` written.
+/// False (nothing copied) if a page does not qualify. For a handler of a fault of that
+/// space (`spindle_vm_copy_page`): the space's only thread is stopped in the fault.
+pub fn copy_user_page(root: PageTableRoot, from: usize, to: usize) -> bool {
+    if from == to || !from.is_multiple_of(PAGE_SIZE) || !to.is_multiple_of(PAGE_SIZE) {
+        return false;
+    }
+    let user = |flags: PteFlags| flags.contains(PteFlags::USER);
+    let source = root.translate(from).filter(|(_, flags)| user(*flags) && flags.contains(PteFlags::READ));
+    let target = root.translate(to).filter(|(_, flags)| user(*flags) && flags.contains(PteFlags::WRITE));
+    let (Some((source, _)), Some((target, _))) = (source, target) else { return false };
+    // Both are user leaves of one space (user leaves map only that space's own frames), of
+    // distinct pages and so distinct frames (a frame is mapped once); the space's thread is
+    // stopped, so nothing else reads or writes them; user memory holds no kernel data.
+    // SAFETY: as just said; both frames are identity-mapped for the kernel, a page each.
+    unsafe { core::ptr::copy_nonoverlapping(source as *const u8, target as *mut u8, PAGE_SIZE) };
+    // Written through the identity map: mark the leaf, so paging out keeps the copy.
+    mark_written(root, to);
+    true
+}
+
 /// Sets the accessed and dirty bits of the leaf of `address` (a write the kernel made for
 /// the user through its identity map).
 fn mark_written(root: PageTableRoot, address: usize) {

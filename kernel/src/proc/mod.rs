@@ -47,7 +47,7 @@ use spindle_abi::syscall::{Error, ExitStatus, KillCause, MAX_COMMAND_LINE};
 use spindle_process::layout::STACK_TOP;
 use spindle_process::{Executable, ExecutableError};
 
-pub use address_space::{AddressSpace, FaultKill, SpaceError, SpaceView};
+pub use address_space::{AddressSpace, FaultKill, SpaceError, SpaceView, copy_user_page};
 pub use capabilities::{Grants, ProcessCapabilities};
 
 use crate::arch::csr;

@@ -65,7 +65,15 @@ struct RaiseState {
 /// `vm_map` regions' page ranges (a copy: the region table is locked by the fault).
 struct DirtyView {
     root: crate::arch::sv39::PageTableRoot,
-    regions: Vec<core::ops::Range<u64>>,
+    /// (region id, its page range).
+    regions: Vec<(u64, core::ops::Range<u64>)>,
+}
+
+impl DirtyView {
+    /// Whether `page` is a page-aligned address of one of the regions.
+    fn holds(&self, page: u64) -> bool {
+        page.is_multiple_of(PAGE_SIZE as u64) && self.regions.iter().any(|(_, range)| range.contains(&page))
+    }
 }
 
 /// A protection change a handler queued with `spindle_vm_protect`: `count` pages from
@@ -452,7 +460,7 @@ pub fn decide(table: &RegionTable, fault: &Fault, root: crate::arch::sv39::PageT
     };
     let Some(events) = bound(events).filter(|_| fault.raises_event()) else { return finish(default) };
     let space = fault.space;
-    let regions = table.regions().map(|region| region.start..region.end()).collect();
+    let regions = table.regions().map(|region| (region.id, region.start..region.end())).collect();
     let state = RaiseState { dirty: Some(DirtyView { root, regions }), ..RaiseState::default() };
     without_interrupts(|| RAISES.lock().insert(space, state));
     count(&COUNTERS.raised);
@@ -844,12 +852,31 @@ impl spindle_abi::host::domains::Vm for crate::ext::glue::KernelFunctions {
         let view = without_interrupts(|| {
             let raises = RAISES.lock();
             let view = raises.get(&space)?.dirty.as_ref()?;
-            let aligned = page.is_multiple_of(PAGE_SIZE as u64) && view.regions.iter().any(|range| range.contains(&page));
-            aligned.then_some(view.root)
+            view.holds(page).then_some(view.root)
         });
         let Some(root) = view else { return u64::MAX };
         let flags = root.translate(page as usize).map(|(_, flags)| flags);
         u64::from(flags.is_some_and(|flags| flags.contains(crate::arch::sv39::PteFlags::USER) && flags.contains(crate::arch::sv39::PteFlags::DIRTY)))
+    }
+
+    /// Pages of a region of the address space whose fault is being answered.
+    fn vm_region_pages(&self, space: u64, region: u64) -> u64 {
+        without_interrupts(|| {
+            let raises = RAISES.lock();
+            let view = raises.get(&space).and_then(|state| state.dirty.as_ref());
+            view.and_then(|view| view.regions.iter().find(|(id, _)| *id == region)).map_or(0, |(_, range)| (range.end - range.start) / PAGE_SIZE as u64)
+        })
+    }
+
+    /// Copies one page of the address space whose fault is being answered to another.
+    fn vm_copy_page(&self, space: u64, from: u64, to: u64) -> u64 {
+        let root = without_interrupts(|| {
+            let raises = RAISES.lock();
+            let view = raises.get(&space)?.dirty.as_ref()?;
+            (from != to && view.holds(from) && view.holds(to)).then_some(view.root)
+        });
+        // The space's only thread is stopped in the fault being answered.
+        root.is_some_and(|root| crate::proc::copy_user_page(root, from as usize, to as usize)).into()
     }
 
     /// Queues a protection change for the address space whose fault is being answered.

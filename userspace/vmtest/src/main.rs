@@ -52,6 +52,13 @@
 //!   With `hot`, the hot pages are named in hot-list slots (`vm_hot`), so a `hotlist`
 //!   graft on `mm.Reclaim` keeps them resident; `plain` leaves them to the clock. The
 //!   kernel counts the page-ins; the program checks every word it wrote.
+//! - `checkpoint PAGES TECHNOLOGY`: a copy-on-write checkpoint with `vm_checkpoint`
+//!   loaded as TECHNOLOGY. Maps 2 × PAGES pages (data, then snapshot), fills the data,
+//!   traps the region to `vm_checkpoint` and protects the data read-only (the
+//!   checkpoint); then writes every third data page twice. Each first store faults once
+//!   and the handler saves the page into the snapshot half. Checks that the snapshot holds
+//!   exactly the written pages as they were, rolls back from it and checks the data is as
+//!   at the checkpoint. Exits 0 if all is as expected.
 //! - `swapkill`: writes 16 pages under a limit of 6, then loads from no region: killed
 //!   with pages on swap (the kernel tests check that their slots come back).
 //! - `child WORD`: exits 0 if WORD is `swapped-ok`.
@@ -96,6 +103,10 @@ fn main(arguments: &Arguments) -> i32 {
             _ => usage(),
         },
         Some("swapkill") => swapkill(),
+        Some("checkpoint") => match (number(1), number(2)) {
+            (Some(pages), Some(technology)) if pages > 0 => checkpoint(pages, technology),
+            _ => usage(),
+        },
         Some("child") => i32::from(arguments.get(1) != Some("swapped-ok")),
         Some("bench-trap") => match (number(1), arguments.get(2)) {
             (Some(technology), Some(label)) => bench_trap(technology, label),
@@ -110,7 +121,7 @@ fn main(arguments: &Arguments) -> i32 {
 }
 
 fn usage() -> i32 {
-    println!("vmtest: usage: vmtest zero PAGES TOUCH | bad | readonly | managed PAGES PAGER TECHNOLOGY [keep] | barrier PAGES TECHNOLOGY | errors | chain PAGES | bench | bench-trap TECHNOLOGY LABEL | swap PAGES LIMIT PASSES | swapkill | hotscan HOT SCAN ROUNDS LIMIT hot|plain | child WORD");
+    println!("vmtest: usage: vmtest zero PAGES TOUCH | bad | readonly | managed PAGES PAGER TECHNOLOGY [keep] | barrier PAGES TECHNOLOGY | errors | chain PAGES | bench | bench-trap TECHNOLOGY LABEL | swap PAGES LIMIT PASSES | swapkill | checkpoint PAGES TECHNOLOGY | hotscan HOT SCAN ROUNDS LIMIT hot|plain | child WORD");
     2
 }
 
@@ -218,6 +229,62 @@ fn swap(pages: usize, limit: usize, passes: usize, line: &str) -> i32 {
     }
     println!("vmtest: swap: {pages} pages under a limit of {limit}, {passes} passes, every word right");
     0
+}
+
+/// What a snapshot page holds before anything is saved into it.
+const SENTINEL: u64 = 0x5EE0_5EE0_5EE0_5EE0;
+
+fn checkpoint(pages: usize, technology: usize) -> i32 {
+    let Some(technology) = arch::Technology::from_number(technology) else { return usage() };
+    let Ok(base) = arch::vm_map(2 * pages * arch::PAGE_SIZE, arch::VM_READ | arch::VM_WRITE) else { return 2 };
+    let data = |page: usize, word: usize| base + page * arch::PAGE_SIZE + word * 8;
+    let snapshot = |page: usize, word: usize| base + (pages + page) * arch::PAGE_SIZE + word * 8;
+    for page in 0..pages {
+        for word in 0..WORDS_PER_PAGE {
+            raw::store(data(page, word), pattern(0, page, word));
+            raw::store(snapshot(page, word), SENTINEL);
+        }
+    }
+    if arch::vm_trap(base, Some("vm_checkpoint")).is_err() || arch::ext_load("vm_checkpoint", technology).is_err() {
+        println!("vmtest: could not trap the region to vm_checkpoint");
+        return 2;
+    }
+    // The checkpoint: the data half read-only.
+    if raw::protect(base, pages, Some(arch::VM_READ)).is_err() {
+        return 2;
+    }
+    let written = |page: usize| page % 3 == 0;
+    for _ in 0..2 {
+        for page in (0..pages).filter(|&page| written(page)) {
+            for word in 0..WORDS_PER_PAGE {
+                raw::store(data(page, word), pattern(1, page, word));
+            }
+        }
+    }
+    let mut status = 0;
+    for page in 0..pages {
+        let (saved, now) = if written(page) { (None, 1) } else { (Some(SENTINEL), 0) };
+        let snapshot_right = (0..WORDS_PER_PAGE).all(|word| raw::load(snapshot(page, word)) == saved.unwrap_or(pattern(0, page, word)));
+        let data_right = (0..WORDS_PER_PAGE).all(|word| raw::load(data(page, word)) == pattern(now, page, word));
+        if !snapshot_right || !data_right {
+            println!("vmtest: checkpoint: page {page}: snapshot right {snapshot_right}, data right {data_right}");
+            status = 3;
+        }
+    }
+    // Roll back: every page the snapshot holds goes back.
+    for page in (0..pages).filter(|&page| raw::load(snapshot(page, 0)) != SENTINEL) {
+        for word in 0..WORDS_PER_PAGE {
+            raw::store(data(page, word), raw::load(snapshot(page, word)));
+        }
+    }
+    if (0..pages).any(|page| (0..WORDS_PER_PAGE).any(|word| raw::load(data(page, word)) != pattern(0, page, word))) {
+        println!("vmtest: checkpoint: the rollback did not restore the data");
+        status = 4;
+    }
+    let _ = arch::ext_unload("vm_checkpoint");
+    let saved = (0..pages).filter(|&page| written(page)).count();
+    println!("vmtest: checkpoint over {pages} pages: {saved} saved on their first store, rolled back; status {status}");
+    status
 }
 
 fn swapkill() -> i32 {
