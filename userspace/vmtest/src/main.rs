@@ -253,7 +253,7 @@ fn checkpoint(pages: usize, technology: usize) -> i32 {
     if raw::protect(base, pages, Some(arch::VM_READ)).is_err() {
         return 2;
     }
-    let written = |page: usize| page % 3 == 0;
+    let written = |page: usize| page.is_multiple_of(3);
     for _ in 0..2 {
         for page in (0..pages).filter(|&page| written(page)) {
             for word in 0..WORDS_PER_PAGE {
