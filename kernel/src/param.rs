@@ -25,3 +25,7 @@ pub const FS_REGION_START: u64 = 1 << 30;
 /// system's region ends before it). 16 MiB = 4,096 pages: the disk model's 1.3 GiB leave
 /// room for it after the 256 MiB file system xtask puts at 1 GiB.
 pub const SWAP_BYTES: u64 = 16 << 20;
+/// Free frames below which memory is under pressure: a process taking a frame for a page
+/// first pages out one of its own (self-paging; `mem low-water N` changes it). 1,024 frames
+/// (4 MiB) of the default machine's ≈ 53,000 free: reached only when memory really runs out.
+pub const LOW_WATER_FRAMES: u64 = 1024;

@@ -35,6 +35,7 @@ pub static TESTS: &[KernelTest] = &[
     KernelTest { name: "vm::frames_come_back_after_create_touch_exit", run: frames_come_back_after_create_touch_exit },
     KernelTest { name: "vm::checkpoint_client_in_every_technology", run: checkpoint_client_in_every_technology },
     KernelTest { name: "vm::pages_go_to_swap_and_come_back", run: pages_go_to_swap_and_come_back },
+    KernelTest { name: "vm::memory_pressure_makes_a_process_page_itself", run: memory_pressure_makes_a_process_page_itself },
     KernelTest { name: "vm::allocate_event_grants_refuses_and_is_checked", run: allocate_event_grants_refuses_and_is_checked },
     KernelTest { name: "vm::hot_list_steers_reclaim_in_every_technology", run: hot_list_steers_reclaim_in_every_technology },
     KernelTest { name: "vm::bad_reclaim_answers_are_refused", run: bad_reclaim_answers_are_refused },
@@ -91,6 +92,7 @@ fn delta(before: Stats, after: Stats) -> Stats {
         reclaim_rejected: after.reclaim_rejected - before.reclaim_rejected,
         reclaim_instructions: after.reclaim_instructions.wrapping_sub(before.reclaim_instructions),
         swap_used: after.swap_used.wrapping_sub(before.swap_used),
+        pressure_page_outs: after.pressure_page_outs - before.pressure_page_outs,
         allocate_raises: after.allocate_raises - before.allocate_raises,
         allocate_refused: after.allocate_refused - before.allocate_refused,
         allocate_rejected: after.allocate_rejected - before.allocate_rejected,
@@ -618,4 +620,33 @@ fn checkpoint_client_in_every_technology() -> TestResult {
         unloaded?;
     }
     Ok(())
+}
+
+/// Global pressure: with the low-water mark just below the free frames, a process with no
+/// limit of its own pages its own pages out to take more (self-paging) and runs to
+/// completion with every word right, leaving no slot or frame behind. With the mark back at
+/// its default nothing pages.
+fn memory_pressure_makes_a_process_page_itself() -> TestResult {
+    with_unmodelled_disk(|| {
+        let default = crate::services::vm::low_water();
+        let free = || {
+            let frames = crate::mm::frame::stats();
+            (frames.total - frames.allocated) as u64
+        };
+        // Room for the program's image, stack and page tables and a few pages of its own.
+        crate::services::vm::set_low_water(free().saturating_sub(40));
+        let before = stats();
+        let outcome = run("vmtest swap 48 0 2");
+        let change = delta(before, stats());
+        crate::services::vm::set_low_water(default);
+        let (process, status) = outcome?;
+        ensure!(status == ExitStatus::Exited(0), "under pressure: vmtest swap ended {status} ({:?})", process.fault_cause());
+        ensure!(change.pressure_page_outs > 0 && change.swap_writes >= 48 && change.page_ins >= 48, "under pressure: counters {change:?}");
+        ensure!(change.swap_used == 0 && change.frames_held == 0, "under pressure: left over {change:?}");
+        let before = stats();
+        let (_, status) = run("vmtest swap 48 0 1")?;
+        let change = delta(before, stats());
+        ensure!(status == ExitStatus::Exited(0) && change.page_outs == 0 && change.pressure_page_outs == 0, "no pressure: {status}, counters {change:?}");
+        Ok(())
+    })
 }

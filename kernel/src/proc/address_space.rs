@@ -980,11 +980,17 @@ fn announce_frame(root: PageTableRoot, slot: u64, page: u64) {
 }
 
 /// While space `id` holds as many frames as its memory limit allows (or more), pages one
-/// of its pages out, so the next frame it takes fits. Errors: nothing may go
+/// of its pages out, so the next frame it takes fits; and under global memory pressure
+/// (free frames below the low-water mark) it pages one more out (self-paging). Errors: nothing may go
 /// ([`FaultKill::NothingToPageOut`]) or swap failed ([`FaultKill::Swap`]).
 fn make_room(root: PageTableRoot, id: u64, translation: &spin::Mutex<Translation>) -> Result<(), FaultKill> {
     while crate::services::vm::at_limit(id) {
         page_out(root, id, translation)?;
+    }
+    // Under global pressure the space pays for the frame with one of its own pages (a page
+    // that cannot go — all pinned, a swap failure — leaves the allocation to proceed).
+    if crate::services::vm::under_pressure(id) && page_out(root, id, translation).is_ok() {
+        crate::services::vm::counted_pressure();
     }
     Ok(())
 }

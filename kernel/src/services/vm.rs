@@ -135,6 +135,8 @@ pub struct Stats {
     pub reclaim_instructions: u64,
     /// Swap slots in use now.
     pub swap_used: u64,
+    /// Page-outs made because free memory was below the low-water mark.
+    pub pressure_page_outs: u64,
     /// `mm.Allocate` raises (frames for pages of address spaces).
     pub allocate_raises: u64,
     /// Of those, allocations refused (by a handler, or by the default: over the limit).
@@ -159,6 +161,7 @@ struct Counters {
     reclaim_raises: AtomicU64,
     reclaim_rejected: AtomicU64,
     reclaim_instructions: AtomicU64,
+    pressure_page_outs: AtomicU64,
     allocate_raises: AtomicU64,
     allocate_refused: AtomicU64,
     allocate_rejected: AtomicU64,
@@ -180,6 +183,7 @@ static COUNTERS: Counters = Counters {
     reclaim_raises: AtomicU64::new(0),
     reclaim_rejected: AtomicU64::new(0),
     reclaim_instructions: AtomicU64::new(0),
+    pressure_page_outs: AtomicU64::new(0),
     allocate_raises: AtomicU64::new(0),
     allocate_refused: AtomicU64::new(0),
     allocate_rejected: AtomicU64::new(0),
@@ -204,6 +208,7 @@ pub fn stats() -> Stats {
         reclaim_raises: load(&COUNTERS.reclaim_raises),
         reclaim_rejected: load(&COUNTERS.reclaim_rejected),
         reclaim_instructions: load(&COUNTERS.reclaim_instructions),
+        pressure_page_outs: load(&COUNTERS.pressure_page_outs),
         allocate_raises: load(&COUNTERS.allocate_raises),
         allocate_refused: load(&COUNTERS.allocate_refused),
         allocate_rejected: load(&COUNTERS.allocate_rejected),
@@ -614,6 +619,35 @@ pub fn set_limit(space: u64, pages: Option<u64>) -> Result<(), Error> {
 /// Address space `space`'s memory limit in frames, if it has one.
 pub fn limit(space: u64) -> Option<u64> {
     with_frames(|frames| frames.limit(Owner::AddressSpace(space)))
+}
+
+/// The low-water mark: free frames (of the whole frame allocator) below which memory is
+/// under pressure ([`under_pressure`]).
+static LOW_WATER: AtomicU64 = AtomicU64::new(crate::param::LOW_WATER_FRAMES);
+
+/// Sets the low-water mark in frames (0: never under pressure).
+pub fn set_low_water(frames: u64) {
+    LOW_WATER.store(frames, Ordering::Relaxed);
+}
+
+/// The low-water mark in frames.
+pub fn low_water() -> u64 {
+    LOW_WATER.load(Ordering::Relaxed)
+}
+
+/// Whether memory is under pressure for `space`: the frame allocator's free frames are
+/// below the low-water mark and the space holds pages it could give up (at least
+/// [`MIN_LIMIT_PAGES`]). Then each frame it takes for a page is paid for by paging one of
+/// its own out first (self-paging: no space pages out another's pages).
+pub fn under_pressure(space: u64) -> bool {
+    let frames = frame::stats();
+    let free = frames.total.saturating_sub(frames.allocated) as u64;
+    free < low_water() && with_frames(|table| table.held(Owner::AddressSpace(space)) >= MIN_LIMIT_PAGES)
+}
+
+/// Counts a page-out made because memory was under pressure.
+pub fn counted_pressure() {
+    count(&COUNTERS.pressure_page_outs);
 }
 
 /// Whether `space` must give a page up before it takes another: it has a limit and holds
