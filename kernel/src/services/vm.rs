@@ -56,24 +56,26 @@ static FRAMES: spin::Mutex<Option<FrameTable>> = spin::Mutex::new(None);
 struct RaiseState {
     grant: Option<FrameRun>,
     protects: Vec<PageProtection>,
-    /// The space's page table and its `vm_map` pages with frames (what `spindle_vm_dirty`
-    /// may look at).
-    dirty: Option<DirtyView>,
+    /// The space's page table (what `spindle_vm_dirty` and `spindle_vm_copy_page` look at,
+    /// with the region table lent in [`REGIONS`]).
+    root: Option<crate::arch::sv39::PageTableRoot>,
 }
 
-/// What `spindle_vm_dirty` reads during a raise: the faulting space's page table, and the
-/// `vm_map` regions' page ranges (a copy: the region table is locked by the fault).
-struct DirtyView {
-    root: crate::arch::sv39::PageTableRoot,
-    /// (region id, its page range).
-    regions: Vec<(u64, core::ops::Range<u64>)>,
+/// The faulting space's region table, lent for the length of a `vm.*` raise (the fault
+/// holds it locked up the stack), read by the `vm` kernel functions: no copy per raise.
+/// One raise lends at a time; a reader checks the table is its space's.
+static REGIONS: crate::sched::Lent<RegionTable> = crate::sched::Lent::new();
+
+/// Runs `reader` on `space`'s region table and page table if `space`'s raise is in progress
+/// (and its table is the one lent); `None` otherwise.
+fn with_raise_view<T>(space: u64, reader: impl FnOnce(&RegionTable, crate::arch::sv39::PageTableRoot) -> Option<T>) -> Option<T> {
+    let root = without_interrupts(|| RAISES.lock().get(&space).and_then(|state| state.root))?;
+    REGIONS.read(|table| table.filter(|table| table.space() == space).and_then(|table| reader(table, root)))
 }
 
-impl DirtyView {
-    /// Whether `page` is a page-aligned address of one of the regions.
-    fn holds(&self, page: u64) -> bool {
-        page.is_multiple_of(PAGE_SIZE as u64) && self.regions.iter().any(|(_, range)| range.contains(&page))
-    }
+/// Whether `page` is a page-aligned address in one of `table`'s regions.
+fn holds(table: &RegionTable, page: u64) -> bool {
+    page.is_multiple_of(PAGE_SIZE as u64) && table.containing(page).is_some()
 }
 
 /// A protection change a handler queued with `spindle_vm_protect`: `count` pages from
@@ -465,11 +467,10 @@ pub fn decide(table: &RegionTable, fault: &Fault, root: crate::arch::sv39::PageT
     };
     let Some(events) = bound(events).filter(|_| fault.raises_event()) else { return finish(default) };
     let space = fault.space;
-    let regions = table.regions().map(|region| (region.id, region.start..region.end())).collect();
-    let state = RaiseState { dirty: Some(DirtyView { root, regions }), ..RaiseState::default() };
+    let state = RaiseState { root: Some(root), ..RaiseState::default() };
     without_interrupts(|| RAISES.lock().insert(space, state));
     count(&COUNTERS.raised);
-    let answer = crate::events::raise(events, &record(fault));
+    let answer = REGIONS.lend(table, || crate::events::raise(events, &record(fault)));
     let state = without_interrupts(|| RAISES.lock().remove(&space)).unwrap_or_default();
     let grant = state.grant;
     // A refused encoding was replaced by the default (DECLINE) by the dispatcher.
@@ -883,32 +884,19 @@ impl spindle_abi::host::domains::Vm for crate::ext::glue::KernelFunctions {
 
     /// `dirty` of a page of the address space whose fault is being answered.
     fn vm_dirty(&self, space: u64, page: u64) -> u64 {
-        let view = without_interrupts(|| {
-            let raises = RAISES.lock();
-            let view = raises.get(&space)?.dirty.as_ref()?;
-            view.holds(page).then_some(view.root)
-        });
-        let Some(root) = view else { return u64::MAX };
+        let Some(root) = with_raise_view(space, |table, root| holds(table, page).then_some(root)) else { return u64::MAX };
         let flags = root.translate(page as usize).map(|(_, flags)| flags);
         u64::from(flags.is_some_and(|flags| flags.contains(crate::arch::sv39::PteFlags::USER) && flags.contains(crate::arch::sv39::PteFlags::DIRTY)))
     }
 
     /// Pages of a region of the address space whose fault is being answered.
     fn vm_region_pages(&self, space: u64, region: u64) -> u64 {
-        without_interrupts(|| {
-            let raises = RAISES.lock();
-            let view = raises.get(&space).and_then(|state| state.dirty.as_ref());
-            view.and_then(|view| view.regions.iter().find(|(id, _)| *id == region)).map_or(0, |(_, range)| (range.end - range.start) / PAGE_SIZE as u64)
-        })
+        with_raise_view(space, |table, _| table.region(region).map(|region| region.pages())).unwrap_or(0)
     }
 
     /// Copies one page of the address space whose fault is being answered to another.
     fn vm_copy_page(&self, space: u64, from: u64, to: u64) -> u64 {
-        let root = without_interrupts(|| {
-            let raises = RAISES.lock();
-            let view = raises.get(&space)?.dirty.as_ref()?;
-            (from != to && view.holds(from) && view.holds(to)).then_some(view.root)
-        });
+        let root = with_raise_view(space, |table, root| (from != to && holds(table, from) && holds(table, to)).then_some(root));
         // The space's only thread is stopped in the fault being answered.
         root.is_some_and(|root| crate::proc::copy_user_page(root, from as usize, to as usize)).into()
     }
