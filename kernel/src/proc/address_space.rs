@@ -287,10 +287,22 @@ impl AddressSpace {
         Ok(())
     }
 
-    /// Maps the user stack (its guard page below stays unmapped).
+    /// Sets up the user stack as demand-zero memory: a read-write anonymous region of the
+    /// translation service (a page gets its frame when first touched, counted as a stack
+    /// page; it can be paged out like any other) that the program cannot unmap, protect or
+    /// manage (it is recorded as the stack). Its guard page below stays unmapped.
     pub fn map_stack(&mut self) -> Result<(), SpaceError> {
         let region = Region { start: STACK_BOTTOM, length: STACK_SIZE, kind: RegionKind::Stack };
-        self.map_region(region, SegmentPermissions { read: true, write: true, execute: false }).map(|_| ())
+        let mut translation = self.translation.lock();
+        let id = translation
+            .regions
+            .add(STACK_BOTTOM as u64, STACK_SIZE as u64, spindle_service_vm::Protection::READ_WRITE, VmKind::Anonymous)
+            .map_err(|_| SpaceError::Overlap)?;
+        if self.regions.insert(region).is_err() {
+            let _ = translation.regions.remove(id);
+            return Err(SpaceError::Overlap);
+        }
+        Ok(())
     }
     /// `map_anonymous(length)`: zeroed read-write memory; returns its address. Errors as
     /// documented for the system call.
@@ -946,7 +958,7 @@ fn page_in(root: PageTableRoot, id: u64, translation: &spin::Mutex<Translation>,
         }
     };
     make_room(root, id, translation)?;
-    let mut run = crate::services::vm::allocate_page(id, page, false).map_err(FaultKill::from)?;
+    let mut run = crate::services::vm::allocate_page(id, page, crate::services::vm::PageSource::Swap).map_err(FaultKill::from)?;
     // Only this space's own strand pages its pages in and out, so the slot is still there.
     let Some(slot) = translation.lock().swapped.remove(&page) else {
         crate::services::vm::release(run);

@@ -139,6 +139,8 @@ pub struct Stats {
     pub swap_used: u64,
     /// Page-outs made because free memory was below the low-water mark.
     pub pressure_page_outs: u64,
+    /// Stack pages given a zeroed frame on their first touch (the stack is demand-zero).
+    pub stack_pages: u64,
     /// `mm.Allocate` raises (frames for pages of address spaces).
     pub allocate_raises: u64,
     /// Of those, allocations refused (by a handler, or by the default: over the limit).
@@ -164,6 +166,7 @@ struct Counters {
     reclaim_rejected: AtomicU64,
     reclaim_instructions: AtomicU64,
     pressure_page_outs: AtomicU64,
+    stack_pages: AtomicU64,
     allocate_raises: AtomicU64,
     allocate_refused: AtomicU64,
     allocate_rejected: AtomicU64,
@@ -186,6 +189,7 @@ static COUNTERS: Counters = Counters {
     reclaim_rejected: AtomicU64::new(0),
     reclaim_instructions: AtomicU64::new(0),
     pressure_page_outs: AtomicU64::new(0),
+    stack_pages: AtomicU64::new(0),
     allocate_raises: AtomicU64::new(0),
     allocate_refused: AtomicU64::new(0),
     allocate_rejected: AtomicU64::new(0),
@@ -211,6 +215,7 @@ pub fn stats() -> Stats {
         reclaim_rejected: load(&COUNTERS.reclaim_rejected),
         reclaim_instructions: load(&COUNTERS.reclaim_instructions),
         pressure_page_outs: load(&COUNTERS.pressure_page_outs),
+        stack_pages: load(&COUNTERS.stack_pages),
         allocate_raises: load(&COUNTERS.allocate_raises),
         allocate_refused: load(&COUNTERS.allocate_refused),
         allocate_rejected: load(&COUNTERS.allocate_rejected),
@@ -543,13 +548,25 @@ fn with_frames<T>(body: impl FnOnce(&mut FrameTable) -> T) -> T {
 /// space's and mapped at `page` (demand-zero, or a kernel copy faulting a page in);
 /// `None` when memory is exhausted.
 pub fn allocate(space: u64, page: u64) -> Result<FrameRun, NoFrame> {
-    allocate_page(space, page, true)
+    let source = if spindle_process::layout::STACK_BOTTOM as u64 <= page && page < spindle_process::layout::STACK_TOP as u64 { PageSource::Stack } else { PageSource::DemandZero };
+    allocate_page(space, page, source)
+}
+
+/// Where a page's contents come from ([`allocate_page`]; what it is counted as).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PageSource {
+    /// Zero: a `vm_map` page touched for the first time (or again after a clean drop).
+    DemandZero,
+    /// Zero: a page of the user stack (counted apart, so the counts of `vm_map` pages stay
+    /// what a program's regions take).
+    Stack,
+    /// The caller fills it: a page coming back from swap.
+    Swap,
 }
 
 /// A zeroed frame for `page` of `space`, recorded as [`allocate`] does, after `mm.Allocate`
-/// allowed it; counted as demand-zero if `demand_zero` (else the caller fills it: a page
-/// coming back from swap).
-pub fn allocate_page(space: u64, page: u64, demand_zero: bool) -> Result<FrameRun, NoFrame> {
+/// allowed it; counted by `source`.
+pub fn allocate_page(space: u64, page: u64, source: PageSource) -> Result<FrameRun, NoFrame> {
     may_allocate(space)?;
     let run = frame::allocate_zeroed(1).ok_or(NoFrame::OutOfMemory)?;
     let number = frame_number(&run);
@@ -560,8 +577,10 @@ pub fn allocate_page(space: u64, page: u64, demand_zero: bool) -> Result<FrameRu
         drop(run);
         return Err(NoFrame::OutOfMemory);
     }
-    if demand_zero {
-        count(&COUNTERS.demand_zero);
+    match source {
+        PageSource::DemandZero => count(&COUNTERS.demand_zero),
+        PageSource::Stack => count(&COUNTERS.stack_pages),
+        PageSource::Swap => {}
     }
     COUNTERS.frames_held.fetch_add(1, Ordering::Relaxed);
     Ok(run)
