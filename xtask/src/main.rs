@@ -224,6 +224,9 @@ fn run_tests(host: bool, kernel: bool, verbose: bool, only: Option<&str>) -> Res
     let mut tally = ktest::Tally::default();
     if kernel {
         setup::ensure_prerequisites()?;
+        // Before the first kernel build (clippy's included): the kernel's build script
+        // compiles the C references with clang, and a build without them has other code.
+        ext::c::ensure_c_tools()?;
     } else {
         setup::ensure_rust_targets()?;
     }

@@ -20,7 +20,10 @@
 
 use alloc::vec::Vec;
 
-use spindle_abi::event::{BLOCK_FORMAT, BLOCK_MAP_LOOKUP, BLOCK_WRITE, BlockWrite, DiskFormat, MapLookup, Placement};
+use spindle_abi::event::{BLOCK_WRITE, BlockWrite, DiskFormat, Placement};
+// Used only by the C reference's rows (absent when clang could not build it).
+#[cfg(not(spindle_no_c_reference))]
+use spindle_abi::event::{BLOCK_FORMAT, BLOCK_MAP_LOOKUP, MapLookup};
 use spindle_dispatch::{BindingSpec, Mode, handler_fn};
 
 use super::{measure, report};

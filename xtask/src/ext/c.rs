@@ -156,7 +156,7 @@ pub fn build(extension: &CExtension, output: &Path) -> Result<(Manifest, Vec<u8>
 
 /// Finds `clang` and `wasm-ld`, installing Debian's packages when missing (as root;
 /// otherwise the error says which command to run).
-fn ensure_c_tools() -> Result<PathBuf> {
+pub(crate) fn ensure_c_tools() -> Result<PathBuf> {
     let find = || crate::setup::find_on_path("clang").filter(|_| crate::setup::find_on_path("wasm-ld").is_some());
     if let Some(clang) = find() {
         return Ok(clang);

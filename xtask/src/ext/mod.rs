@@ -23,7 +23,7 @@
 //! Design notes and limits: `docs/trusted-builder.md`.
 
 mod artifact;
-mod c;
+pub(crate) mod c;
 mod describe;
 mod domains;
 mod glue;
