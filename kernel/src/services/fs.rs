@@ -52,7 +52,7 @@ use core::fmt;
 use core::sync::atomic::{AtomicU64, Ordering};
 
 use spindle_capability::{KernelObject, ObjectKind};
-use spindle_service_bcache::{BlockDevice, CachedDevice, CachedError, Config, Counters, Owner};
+use spindle_service_bcache::{BlockDevice, CachedDevice, CachedError, Config, Counters, Owner, default_reads_ahead};
 use spindle_service_fs::{BLOCK_BYTES, BlockStore, DirEntry, FileSystem, FormatOptions, FsError, FsStats, IoError, Kind, Stat, Usage};
 
 use super::cache_events::{self, EventPolicy};
@@ -605,10 +605,19 @@ fn read_with_read_ahead(fs: &mut FileSystem<CacheStore>, inode: u32, offset: u64
         let last = (offset + count as u64 - 1) / BLOCK_BYTES as u64;
         // The read-ahead rule sees every block read, in order (a 32 KiB read is eight
         // sequential block reads, not one jump of eight); what it names is read in
-        // clusters, consecutive device blocks in one request.
+        // clusters, consecutive device blocks in one request. The default's cluster ends
+        // where the file's blocks stop lying one after the other on the disk; it is looked
+        // up only when the default would read ahead.
         let mut wanted = Vec::new();
         for block in first..=last {
-            let prefetch = fs.store_mut().0.read_ahead(inode, block, file_blocks);
+            let event = fs.store_mut().0.read_ahead_event(inode, block, file_blocks);
+            let cluster = if default_reads_ahead(&event) {
+                let most = fs.store_mut().0.cache().config().read_ahead_cluster;
+                fs.contiguous_blocks(inode, block + 1, most)?
+            } else {
+                0
+            };
+            let prefetch = fs.store_mut().0.decide_read_ahead(&event, cluster);
             for file_block in prefetch.first..prefetch.first.saturating_add(u64::from(prefetch.count)).min(file_blocks) {
                 // A resident block's prefetch does nothing: leave it out (a read of
                 // resident blocks then queues nothing and allocates nothing).

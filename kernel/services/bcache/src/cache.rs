@@ -88,17 +88,18 @@ pub struct Config {
     /// (a write says so; `cache.Writeback` is then asked with [`WritebackReason::Pressure`]).
     /// 0 to 100.
     pub dirty_limit_percent: u8,
-    /// Largest window of the default read-ahead, in blocks.
-    pub read_ahead_window: u32,
+    /// Largest cluster the default read-ahead reads, in blocks (16 × 4 KiB = 64 KiB,
+    /// BSD/OS's largest cluster: 8 × 8 KiB).
+    pub read_ahead_cluster: u32,
     /// Most blocks one `cache.ReadAhead` answer may ask for; also capped at half the
     /// capacity (at least 1).
     pub prefetch_cap: u32,
 }
 
 impl Config {
-    /// `capacity` buffers; dirty limit 50 %, read-ahead window 16 blocks, prefetch cap 32.
+    /// `capacity` buffers; dirty limit 50 %, read-ahead clusters of 16 blocks, prefetch cap 32.
     pub fn new(capacity: usize) -> Config {
-        Config { capacity, dirty_limit_percent: 50, read_ahead_window: 16, prefetch_cap: 32 }
+        Config { capacity, dirty_limit_percent: 50, read_ahead_cluster: 16, prefetch_cap: 32 }
     }
 }
 
@@ -815,9 +816,22 @@ impl Cache {
     /// file blocks to prefetch (checked; the default if refused). The caller maps them to
     /// device blocks and calls [`Cache::prefetch`] for each.
     ///
+    /// The default's clusters here are [`Config::read_ahead_cluster`] blocks: a caller that
+    /// knows where the blocks lie (a cluster ends where the file's blocks stop being
+    /// consecutive on the disk) uses [`Cache::read_ahead_event`] and
+    /// [`Cache::decide_read_ahead`] instead.
+    pub fn read_ahead<P: Policy + ?Sized>(&mut self, file: FileId, file_block: u64, file_blocks: u64, policy: &mut P) -> Prefetch {
+        let event = self.read_ahead_event(file, file_block, file_blocks);
+        let cluster = self.config.read_ahead_cluster;
+        self.decide_read_ahead(&event, policy, |_| cluster)
+    }
+
+    /// The first half of [`Cache::read_ahead`]: updates the file's sequential-run detector
+    /// for a read of `file_block` and returns the `cache.ReadAhead` event to decide.
+    ///
     /// The detector: a read of the block after the previous one extends the run; a read of
     /// the same block leaves it; any other read starts a new run of 1.
-    pub fn read_ahead<P: Policy + ?Sized>(&mut self, file: FileId, file_block: u64, file_blocks: u64, policy: &mut P) -> Prefetch {
+    pub fn read_ahead_event(&mut self, file: FileId, file_block: u64, file_blocks: u64) -> ReadAheadEvent {
         self.stream_clock += 1;
         let index = self.stream(file);
         let next = file_block.saturating_add(1);
@@ -835,16 +849,26 @@ impl Cache {
             stream.last = file_block;
             stream.used = self.stream_clock;
         }
-        let event = ReadAheadEvent { file, file_block, file_blocks, run: stream.run, ahead: stream.ahead };
+        ReadAheadEvent { file, file_block, file_blocks, run: stream.run, ahead: stream.ahead }
+    }
+
+    /// The second half of [`Cache::read_ahead`]: asks `policy` (`cache.ReadAhead`), checks
+    /// its answer, falls back to [`default_read_ahead`] with clusters of `cluster(first)`
+    /// blocks (called only when the default prefetches; at most
+    /// [`Config::read_ahead_cluster`] and the prefetch cap are used), and moves the stream's
+    /// `ahead` past what is prefetched.
+    pub fn decide_read_ahead<P: Policy + ?Sized>(&mut self, event: &ReadAheadEvent, policy: &mut P, cluster: impl FnOnce(u64) -> u32) -> Prefetch {
         let cap = self.prefetch_cap();
-        let default = default_read_ahead(&event, self.config.read_ahead_window.min(cap));
-        let answer = match policy.read_ahead(&event, self) {
-            None => default,
-            Some(answer) => self.accept(check_prefetch(answer, file_blocks, cap)).unwrap_or(default),
+        let largest = self.config.read_ahead_cluster.min(cap);
+        let answer = match policy.read_ahead(event, self) {
+            None => None,
+            Some(answer) => self.accept(check_prefetch(answer, event.file_blocks, cap)),
         };
+        let answer = answer.unwrap_or_else(|| default_read_ahead(event, |first| cluster(first).clamp(1, largest)));
+        let index = self.stream(event.file);
         let stream = &mut self.streams[index];
         let end = answer.first + u64::from(answer.count);
-        if answer.count > 0 && answer.first <= stream.ahead && end > stream.ahead {
+        if stream.live && stream.file == event.file && answer.count > 0 && answer.first <= stream.ahead && end > stream.ahead {
             stream.ahead = end;
         }
         answer

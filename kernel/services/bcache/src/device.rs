@@ -298,6 +298,19 @@ impl<D: BlockDevice, P: Policy> CachedDevice<D, P> {
         self.cache.read_ahead(file, file_block, file_blocks, &mut self.policy)
     }
 
+    /// The first half of [`CachedDevice::read_ahead`] ([`Cache::read_ahead_event`]): the
+    /// detector's update and the event to decide.
+    pub fn read_ahead_event(&mut self, file: FileId, file_block: u64, file_blocks: u64) -> crate::ReadAheadEvent {
+        self.cache.read_ahead_event(file, file_block, file_blocks)
+    }
+
+    /// The second half ([`Cache::decide_read_ahead`]): this device's policy decides; the
+    /// default's cluster from `first` is `cluster` blocks long (a caller that knows the
+    /// layout counts the blocks lying one after the other on the disk).
+    pub fn decide_read_ahead(&mut self, event: &crate::ReadAheadEvent, cluster: u32) -> crate::Prefetch {
+        self.cache.decide_read_ahead(event, &mut self.policy, |_| cluster)
+    }
+
     /// Writes runs taken from the cache; returns the first device error after trying all.
     fn write_runs(&mut self, runs: &[Run]) -> Result<usize, CachedError<D::Error>> {
         let mut first_error = None;

@@ -18,7 +18,7 @@
 //! - [`policy`]: the [`Policy`] trait, its small `Copy` event records and answers, the
 //!   pure checks of every answer ([`check_placement`], [`check_victim`],
 //!   [`check_writeback`], [`check_prefetch`]), the defaults (LRU, write everything,
-//!   clustered sequential read-ahead: [`default_read_ahead`]) and the reference policies
+//!   BSD/OS's clustered sequential read-ahead: [`default_read_ahead`]) and the reference policies
 //!   MRU, LFU, PinRange and application-set read-ahead.
 //! - exported state (Infokernel): [`Cache::next_victims`] (the victim list in eviction
 //!   order), [`Cache::file_counts`] (resident and dirty blocks of a file), [`Counters`].
@@ -67,7 +67,7 @@ pub use device::{BlockDevice, CachedDevice, CachedError};
 pub use policy::{
     Access, AppReadAhead, BlockInfo, DefaultPolicy, EVICT_CANDIDATES, EnqueueEvent, Event, EvictEvent, LEVELS, Lfu, Mru, PinRange, Place,
     Placement, Policy, Prefetch, Range, ReadAheadEvent, Rejection, Victim, VictimState, WRITEBACK_BATCH, WritebackEvent, WritebackReason,
-    WritebackSet, app_read_ahead, check_placement, check_prefetch, check_victim, check_writeback, default_placement, default_read_ahead,
+    WritebackSet, app_read_ahead, check_placement, check_prefetch, check_victim, check_writeback, default_placement, default_read_ahead, default_reads_ahead,
     default_victim, default_writeback, lfu_placement, lfu_victim, mru_placement, mru_victim, pin_range_placement, pin_range_victim,
 };
 

@@ -447,34 +447,37 @@ pub fn default_writeback(event: &WritebackEvent) -> WritebackSet {
     WritebackSet::all(event.offered as usize)
 }
 
-/// The default `cache.ReadAhead` answer with windows of at most `max_window` blocks —
-/// clustered sequential read-ahead:
+/// The default `cache.ReadAhead` answer — the classic clustered sequential read-ahead of
+/// BSD/OS's FFS as Seltzer '95 §4.3 describes it: "when the file system receives a read
+/// request for a block, it determines whether the subsequent block of the file is already
+/// in the file system cache. If it is not, the file system issues a request for the entire
+/// cluster containing that block."
 ///
 /// 1. no sequential run (`run < 2`): nothing (random access and the first read of a
 ///    stream prefetch nothing);
-/// 2. the window grows with the run: `window = min(max_window, 2^(run - 1))` — 2 blocks for
-///    a run of 2, 4 for 3, 8 for 4, …;
-/// 3. `lead = ahead - (file_block + 1)` blocks beyond the read are already prefetched; if
-///    `2 × lead > window` (more than half a window left), nothing;
-/// 4. otherwise top the window up as one cluster: prefetch from `max(file_block + 1, ahead)`
-///    up to `min(file_block + 1 + window, file_blocks)` (nothing if that is empty).
+/// 2. the block after the one read (`file_block + 1`) was asked for already
+///    (`ahead > file_block + 1`) or lies past the end of the file: nothing;
+/// 3. otherwise the cluster that begins at that block: `cluster(file_block + 1)` blocks
+///    (the caller's count of blocks stored physically one after the other from there, at
+///    most its largest cluster), clipped at the end of the file.
 ///
-/// So a steady sequential reader issues a cluster of about half a window each time it has
-/// consumed half of what was prefetched, and always has at least half a window ahead.
-pub fn default_read_ahead(event: &ReadAheadEvent, max_window: u32) -> Prefetch {
-    if event.run < 2 {
+/// `cluster` is called only in case 3 (it may have to look the file's layout up). A reader
+/// whose read spans the end of a cluster therefore waits for the disk — the behaviour the
+/// paper's application-controlled read-ahead improves on.
+pub fn default_read_ahead(event: &ReadAheadEvent, cluster: impl FnOnce(u64) -> u32) -> Prefetch {
+    if !default_reads_ahead(event) {
         return Prefetch::NONE;
     }
-    let shift = (event.run - 1).min(31);
-    let window = u64::from(max_window.min(1u32 << shift));
+    let next = event.file_block + 1;
+    let count = u64::from(cluster(next)).min(event.file_blocks - next);
+    Prefetch { first: next, count: count as u32 }
+}
+
+/// Whether [`default_read_ahead`] prefetches after this read (cases 1 and 2 of its rule
+/// do not hold): the caller then has to say how long the cluster is.
+pub fn default_reads_ahead(event: &ReadAheadEvent) -> bool {
     let next = event.file_block.saturating_add(1);
-    let lead = event.ahead.saturating_sub(next);
-    if lead.saturating_mul(2) > window {
-        return Prefetch::NONE;
-    }
-    let start = next.max(event.ahead);
-    let end = next.saturating_add(window).min(event.file_blocks);
-    if start >= end { Prefetch::NONE } else { Prefetch { first: start, count: (end - start) as u32 } }
+    event.run >= 2 && event.ahead <= next && next < event.file_blocks
 }
 
 // ---------------------------------------------------------------------------------------

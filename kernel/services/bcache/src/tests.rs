@@ -581,7 +581,7 @@ fn refused_read_ahead_answers_fall_back_to_the_default() {
     let mut p = Scripted { prefetch: Some(Prefetch { first: 8, count: 3 }), ..Scripted::default() };
     assert_eq!(c.read_ahead(1, 0, 10, &mut p), Prefetch::NONE, "outside the file: default (first read, nothing)");
     p.prefetch = Some(Prefetch { first: 2, count: 5 });
-    assert_eq!(c.read_ahead(1, 1, 10, &mut p), Prefetch { first: 2, count: 2 }, "too many (cap 4): the default");
+    assert_eq!(c.read_ahead(1, 1, 10, &mut p), Prefetch { first: 2, count: 4 }, "too many (cap 4): the default, a cluster cut to the cap");
     assert_eq!(c.counters().rejected(Event::ReadAhead), 2);
     p.prefetch = Some(Prefetch { first: 6, count: 4 });
     assert_eq!(c.read_ahead(1, 5, 10, &mut p), Prefetch { first: 6, count: 4 });
@@ -591,21 +591,51 @@ fn refused_read_ahead_answers_fall_back_to_the_default() {
 // --- read-ahead ----------------------------------------------------------------------------------
 
 #[test]
-fn default_read_ahead_grows_with_a_sequential_run() {
+fn default_read_ahead_reads_the_next_cluster_when_the_block_after_a_read_is_not_asked_for() {
     let mut c = cache(64);
     let mut p = DefaultPolicy;
-    let plans: Vec<(u64, u32)> = (0..14).map(|k| c.read_ahead(3, k, 100, &mut p)).map(|plan| (plan.first, plan.count)).collect();
-    assert_eq!(plans, [(0, 0), (2, 2), (4, 3), (7, 5), (12, 9), (0, 0), (0, 0), (0, 0), (0, 0), (0, 0), (0, 0), (0, 0), (21, 8), (0, 0)]);
+    let plans: Vec<(u64, u64, u32)> =
+        (0..40).map(|k| (k, c.read_ahead(3, k, 100, &mut p))).filter(|(_, plan)| plan.count > 0).map(|(k, plan)| (k, plan.first, plan.count)).collect();
+    // The first block read is no run; from the second on, a whole cluster (16 blocks) is
+    // read each time the block after the one read was not asked for yet: at 1, 17, 33.
+    assert_eq!(plans, [(1, 2, 16), (17, 18, 16), (33, 34, 16)]);
     // Re-reading the same block neither breaks the run nor asks again.
-    assert_eq!(c.read_ahead(3, 13, 100, &mut p), Prefetch::NONE);
-    assert_eq!(c.read_ahead(3, 14, 100, &mut p), Prefetch::NONE);
+    assert_eq!(c.read_ahead(3, 39, 100, &mut p), Prefetch::NONE);
     // The end of the file clips the cluster.
-    for k in 15..96 {
+    for k in 40..97 {
         c.read_ahead(3, k, 100, &mut p);
     }
-    assert_eq!(c.read_ahead(3, 96, 100, &mut p), Prefetch::NONE, "up to 99 is prefetched already");
-    let event = ReadAheadEvent { file: 3, file_block: 96, file_blocks: 100, run: 9, ahead: 97 };
-    assert_eq!(default_read_ahead(&event, 16), Prefetch { first: 97, count: 3 });
+    assert_eq!(c.read_ahead(3, 97, 100, &mut p), Prefetch { first: 98, count: 2 }, "clipped at block 99");
+    assert_eq!(c.read_ahead(3, 99, 100, &mut p), Prefetch::NONE, "nothing after the last block");
+}
+
+#[test]
+fn default_read_ahead_asks_for_the_cluster_only_when_it_reads_ahead() {
+    let event = |file_block, run, ahead| ReadAheadEvent { file: 3, file_block, file_blocks: 100, run, ahead };
+    let unused = |_| -> u32 { panic!("the cluster was asked for although nothing is read ahead") };
+    assert_eq!(default_read_ahead(&event(11, 1, 12), unused), Prefetch::NONE, "no run");
+    assert_eq!(default_read_ahead(&event(11, 12, 20), unused), Prefetch::NONE, "block 12 asked for already");
+    assert_eq!(default_read_ahead(&event(99, 12, 100), unused), Prefetch::NONE, "past the end");
+    // A cluster ends where the blocks stop lying one after the other (the caller's count):
+    // block 12 follows the single indirect block on the disk, not block 11.
+    let mut asked = None;
+    let answer = default_read_ahead(&event(11, 12, 12), |first| {
+        asked = Some(first);
+        5
+    });
+    assert_eq!(answer, Prefetch { first: 12, count: 5 });
+    assert_eq!(asked, Some(12));
+    // Through the cache: the caller's cluster length is used, clamped to the largest cluster.
+    let mut c = cache(64);
+    let first = c.read_ahead_event(5, 0, 100);
+    assert_eq!(c.decide_read_ahead(&first, &mut DefaultPolicy, unused), Prefetch::NONE);
+    let second = c.read_ahead_event(5, 1, 100);
+    assert_eq!(second, ReadAheadEvent { file: 5, file_block: 1, file_blocks: 100, run: 2, ahead: 2 });
+    assert_eq!(c.decide_read_ahead(&second, &mut DefaultPolicy, |_| 10), Prefetch { first: 2, count: 10 });
+    let third = c.read_ahead_event(5, 11, 100);
+    assert_eq!(third.run, 1, "a jump starts a new run");
+    let fourth = c.read_ahead_event(5, 12, 100);
+    assert_eq!(c.decide_read_ahead(&fourth, &mut DefaultPolicy, |_| 1000), Prefetch { first: 13, count: 16 }, "at most 16");
 }
 
 #[test]
@@ -615,7 +645,7 @@ fn default_read_ahead_does_nothing_on_random_access() {
     for k in [50, 3, 77, 20, 21, 60, 5] {
         let plan = c.read_ahead(4, k, 100, &mut p);
         if k == 21 {
-            assert_eq!(plan, Prefetch { first: 22, count: 2 }, "two in a row is a run");
+            assert_eq!(plan, Prefetch { first: 22, count: 16 }, "two in a row is a run");
         } else {
             assert_eq!(plan, Prefetch::NONE, "read of {k}");
         }
@@ -623,7 +653,7 @@ fn default_read_ahead_does_nothing_on_random_access() {
     // Streams are per file: another file's reads do not break this run.
     c.read_ahead(4, 10, 100, &mut p);
     c.read_ahead(9, 0, 100, &mut p);
-    assert_eq!(c.read_ahead(4, 11, 100, &mut p), Prefetch { first: 12, count: 2 });
+    assert_eq!(c.read_ahead(4, 11, 100, &mut p), Prefetch { first: 12, count: 16 });
 }
 
 #[test]

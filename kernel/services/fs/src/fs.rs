@@ -701,6 +701,23 @@ impl<S: BlockStore> FileSystem<S> {
         self.map(inode, &value, file_block)
     }
 
+    /// How many of file blocks `first, first + 1, …` (at most `most`) lie one after the
+    /// other on the disk: 0 if `first` has no block, else 1 + the blocks that directly
+    /// follow their predecessor. The default read-ahead's clusters end there (BSD's
+    /// clusters are physically contiguous runs; an indirect block allocated between two
+    /// data blocks ends one).
+    ///
+    /// Errors: as [`FileSystem::block_of`].
+    pub fn contiguous_blocks(&mut self, inode: u32, first: u64, most: u32) -> Result<u32, FsError> {
+        let (value, _) = self.live(inode)?;
+        let Some(start) = self.map(inode, &value, first)? else { return Ok(0) };
+        let mut count = 1;
+        while count < most && self.map(inode, &value, first + u64::from(count))? == Some(start + u64::from(count)) {
+            count += 1;
+        }
+        Ok(count)
+    }
+
     // ----- directories -------------------------------------------------------------------
 
     fn directory(&mut self, inode: u32) -> Result<Inode, FsError> {

@@ -188,6 +188,25 @@ fn large_files_reach_the_double_indirect_block() {
 }
 
 #[test]
+fn contiguous_blocks_end_where_the_layout_breaks() {
+    let mut fs = fresh(400, 16);
+    let file = fs.create(ROOT, "stream").unwrap();
+    let data = pattern(3, 60 * BLOCK_BYTES);
+    assert_eq!(fs.write_at(file, 0, &data), Ok(data.len()));
+    // Written in one go, the data blocks follow each other except where the single
+    // indirect block was allocated: between file blocks 11 and 12.
+    let device = |fs: &mut Fs, block| fs.block_of(file, block).unwrap().unwrap();
+    assert_eq!(device(&mut fs, 12), device(&mut fs, 11) + 2);
+    assert_eq!(fs.contiguous_blocks(file, 0, 16), Ok(12));
+    assert_eq!(fs.contiguous_blocks(file, 2, 16), Ok(10));
+    assert_eq!(fs.contiguous_blocks(file, 12, 16), Ok(16));
+    assert_eq!(fs.contiguous_blocks(file, 12, 5), Ok(5));
+    assert_eq!(fs.contiguous_blocks(file, 55, 16), Ok(5), "the file ends after block 59");
+    assert_eq!(fs.contiguous_blocks(file, 60, 16), Ok(0), "no block");
+    assert!(fs.contiguous_blocks(99, 0, 16).is_err(), "no such inode");
+}
+
+#[test]
 fn sparse_files_read_holes_as_zeros() {
     let mut fs = fresh(128, 32);
     let file = fs.create(ROOT, "sparse").unwrap();
