@@ -27,6 +27,7 @@ pub mod numbers;
 pub mod paper;
 pub mod policies;
 pub mod report;
+pub mod spin;
 
 use std::time::Duration;
 

@@ -15,6 +15,7 @@ use serde::{Deserialize, Serialize};
 use super::blockio::{self, BlockioGoal, BlockioRuns, Md5Table, WriteTable};
 use super::disk::{self, DiskGoal, DiskRun, DiskTable};
 use super::policies::{self, PolicyRun};
+use super::spin;
 use super::grafts::{self, GraftTable};
 use super::model::{self, CYCLE_MODEL, CycleModel, DISK_MODEL, DiskModel, HardwareCounts};
 use super::numbers::{self, count, duration, grouped, optional, significant};
@@ -590,6 +591,7 @@ pub fn markdown(set: &ResultsSet, analysis: &Analysis, charts: &BTreeMap<String,
     for paper_table in paper::TABLES {
         markdown_paper(&mut text, paper_table, analysis.grafts.iter().find(|table| table.group == paper_table.group));
     }
+    spin::markdown(&mut text, &set.rows, &analysis.hardware, &CYCLE_MODEL);
     disk::markdown(&mut text, &analysis.disk_tables);
     blockio::markdown(&mut text, &analysis.blockio_md5, &analysis.blockio_writes);
     let policy_charts: Vec<String> = policies::charts(&set.policies).into_iter().map(|(name, ..)| name).collect();
@@ -807,6 +809,8 @@ mod tests {
             "### Table 5:",
             "### Table 6:",
             "| Solaris | normalised to C | 1.0 | 31.3 | 1.4 | 1.4 |",
+            "## SPIN SOSP '95 Table 4 (virtual memory operations), side by side",
+            "The `vm` group was not measured in this run.",
             "Spindle: not measured yet.",
             "| user-level (upcall) | not measured yet | | |",
             "Not measured yet (rows expected: md5-builtin",
