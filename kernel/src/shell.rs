@@ -74,7 +74,7 @@ fn all_commands() -> impl Iterator<Item = &'static Command> {
 /// Every console command, in `help` order.
 pub static COMMANDS: &[Command] = &[
     Command { name: "help", usage: "help", help: "list commands", run: help },
-    Command { name: "mem", usage: "mem [low-water FRAMES]", help: "memory map, frames, heap usage and paging; or set the low-water mark (free frames below which a process pages out its own pages to take more)", run: mem },
+    Command { name: "mem", usage: "mem [low-water FRAMES]", help: "memory map, frames, heap usage and paging; or set the low-water mark (free frames below which each new page is paid for by a page the global clock takes from any process)", run: mem },
     Command { name: "uptime", usage: "uptime", help: "time since boot and timer ticks", run: uptime },
     Command { name: "devices", usage: "devices", help: "devices from the device tree", run: devices },
     Command { name: "events", usage: "events [NAME]", help: "events (all, one, or one service's: `events clock`), their bindings, guards and counters", run: events },
@@ -328,8 +328,8 @@ fn mem(arguments: &[&str]) -> Result<(), CommandError> {
         Ok((slots, used)) => alloc::format!("{used} of {slots} swap slots in use"),
         Err(why) => alloc::format!("{why}"),
     };
-    crate::println!("paging: {} page-outs ({} written to swap, {} under pressure), {} page-ins; {} mm.Reclaim raises over real frames, {} volunteers refused; {swap}; low-water mark {} free frames",
-        vm.page_outs, vm.swap_writes, vm.pressure_page_outs, vm.page_ins, vm.reclaim_raises, vm.reclaim_rejected, crate::services::vm::low_water());
+    crate::println!("paging: {} page-outs ({} written to swap, {} under pressure, {} of them another space's), {} page-ins; {} mm.Reclaim raises over real frames, {} volunteers refused; {swap}; low-water mark {} free frames",
+        vm.page_outs, vm.swap_writes, vm.pressure_page_outs, vm.taken_from_others, vm.page_ins, vm.reclaim_raises, vm.reclaim_rejected, crate::services::vm::low_water());
     Ok(())
 }
 

@@ -36,6 +36,7 @@ pub static TESTS: &[KernelTest] = &[
     KernelTest { name: "vm::checkpoint_client_in_every_technology", run: checkpoint_client_in_every_technology },
     KernelTest { name: "vm::pages_go_to_swap_and_come_back", run: pages_go_to_swap_and_come_back },
     KernelTest { name: "vm::memory_pressure_makes_a_process_page_itself", run: memory_pressure_makes_a_process_page_itself },
+    KernelTest { name: "vm::memory_pressure_takes_an_idle_processs_pages", run: memory_pressure_takes_an_idle_processs_pages },
     KernelTest { name: "vm::allocate_event_grants_refuses_and_is_checked", run: allocate_event_grants_refuses_and_is_checked },
     KernelTest { name: "vm::hot_list_steers_reclaim_in_every_technology", run: hot_list_steers_reclaim_in_every_technology },
     KernelTest { name: "vm::bad_reclaim_answers_are_refused", run: bad_reclaim_answers_are_refused },
@@ -93,6 +94,7 @@ fn delta(before: Stats, after: Stats) -> Stats {
         reclaim_instructions: after.reclaim_instructions.wrapping_sub(before.reclaim_instructions),
         swap_used: after.swap_used.wrapping_sub(before.swap_used),
         pressure_page_outs: after.pressure_page_outs - before.pressure_page_outs,
+        taken_from_others: after.taken_from_others - before.taken_from_others,
         stack_pages: after.stack_pages - before.stack_pages,
         allocate_raises: after.allocate_raises - before.allocate_raises,
         allocate_refused: after.allocate_refused - before.allocate_refused,
@@ -626,6 +628,76 @@ fn checkpoint_client_in_every_technology() -> TestResult {
         unloaded?;
     }
     Ok(())
+}
+
+/// Global pressure across processes: process A (`vmtest idle 64 …`) fills 64 pages and
+/// sleeps; with the low-water mark just below the free frames, process B (`vmtest swap 48
+/// 0 1`, no limit of its own) takes frames, and the global clock finds A's pages unused
+/// and pages them out for B. B ends with every word right, A wakes, gets its pages back
+/// from swap and finds every word right; no slot or frame is left.
+fn memory_pressure_takes_an_idle_processs_pages() -> TestResult {
+    with_unmodelled_disk(|| {
+        let default = crate::services::vm::low_water();
+        let free = || {
+            let frames = crate::mm::frame::stats();
+            (frames.total - frames.allocated) as u64
+        };
+        let before = stats();
+        let idle = proc::spawn("vmtest idle 64 500", Parent::Kernel, Grants::NONE).map_err(|error| format!("spawn vmtest idle: {error}"))?;
+        // It holds its 64 pages (and a stack page or two) once it has filled them.
+        let mut waited = 0;
+        while crate::services::vm::held_by(idle.pid()) < 64 && waited < 2000 {
+            crate::sched::sleep_ticks(1);
+            waited += 1;
+        }
+        let filled = crate::services::vm::held_by(idle.pid());
+        crate::services::vm::set_low_water(free().saturating_sub(20));
+        let outcome = if filled >= 64 { run("vmtest swap 48 0 1") } else { Err(format!("vmtest idle holds {filled} pages after {waited} ticks")) };
+        let during = delta(before, stats());
+        let idle_on_swap = crate::services::vm::held_by(idle.pid());
+        crate::services::vm::set_low_water(default);
+        let idle_status = proc::wait(idle.pid(), Parent::Kernel, &|| false).map_err(|error| format!("wait for vmtest idle: {error:?}"))?;
+        let change = delta(before, stats());
+        let (process, status) = outcome?;
+        ensure!(status == ExitStatus::Exited(0), "vmtest swap ended {status} ({:?})", process.fault_cause());
+        ensure!(idle_status == ExitStatus::Exited(0), "vmtest idle ended {idle_status} ({:?}) after {} of its pages were taken", idle.fault_cause(), during.taken_from_others);
+        ensure!(during.taken_from_others > 0 && idle_on_swap < 64, "no page of the idle process was taken: {during:?}, it holds {idle_on_swap}");
+        ensure!(change.page_ins >= during.taken_from_others.min(64 - idle_on_swap), "the idle process's pages did not come back from swap: {change:?}");
+        ensure!(change.swap_used == 0 && change.frames_held == 0, "left over {change:?}");
+        crate::println!(
+            "ktest: global pressure: {} page-outs under pressure, {} of them the idle process's (it held {idle_on_swap} of 64 at the end), {} page-ins",
+            during.pressure_page_outs,
+            during.taken_from_others,
+            change.page_ins
+        );
+        // Again, killing the idle process while its pages are being taken: the pages in
+        // transit are cancelled with the space, and every slot and frame comes back.
+        let before = stats();
+        let idle = proc::spawn("vmtest idle 64 500", Parent::Kernel, Grants::NONE).map_err(|error| format!("spawn vmtest idle: {error}"))?;
+        let mut waited = 0;
+        while crate::services::vm::held_by(idle.pid()) < 64 && waited < 2000 {
+            crate::sched::sleep_ticks(1);
+            waited += 1;
+        }
+        crate::services::vm::set_low_water(free().saturating_sub(20));
+        let taker = proc::spawn("vmtest swap 48 0 1", Parent::Kernel, Grants::NONE).map_err(|error| format!("spawn vmtest swap: {error}"));
+        let mut waited = 0;
+        while stats().taken_from_others == before.taken_from_others && waited < 2000 {
+            crate::sched::yield_now();
+            waited += 1;
+        }
+        let _ = proc::kill(idle.pid(), Parent::Kernel);
+        let taker_status = taker.and_then(|taker| proc::wait(taker.pid(), Parent::Kernel, &|| false).map_err(|error| format!("wait for vmtest swap: {error:?}")));
+        crate::services::vm::set_low_water(default);
+        let idle_status = proc::wait(idle.pid(), Parent::Kernel, &|| false).map_err(|error| format!("wait for vmtest idle: {error:?}"))?;
+        crate::events::quiescent();
+        let change = delta(before, stats());
+        ensure!(taker_status? == ExitStatus::Exited(0), "vmtest swap beside the killed process failed");
+        ensure!(idle_status == ExitStatus::Killed(KillCause::Request), "the idle process ended {idle_status}, expected killed");
+        ensure!(change.taken_from_others > 0, "no page of the idle process was taken before the kill: {change:?}");
+        ensure!(change.swap_used == 0 && change.frames_held == 0, "after the kill: left over {change:?}");
+        Ok(())
+    })
 }
 
 /// Global pressure: with the low-water mark just below the free frames, a process with no

@@ -92,7 +92,23 @@ struct Translation {
     /// Pages named in hot-list slots (`vm_hot`): page → slot. When such a page gets another
     /// frame, `mm.HotListSet` is raised again for its slot.
     hot: BTreeMap<u64, u64>,
+    /// Pages being written to swap (no frame in `pages`, no leaf), by page address: the
+    /// slot the writer holds. A fault on one waits until the write is done. Removing an
+    /// entry cancels it (the region went, or the space): the writer then frees the slot.
+    in_transit: BTreeMap<u64, Slot>,
+    /// The space is gone ([`AddressSpace`]'s drop): its page tables may be freed, so a
+    /// strand holding this translation from [`SPACES`] must not touch them.
+    dead: bool,
 }
+
+/// Every live address space's page table and translation, by id: memory pressure pages
+/// out pages of any space ([`reclaim_globally`]). Entries are added by
+/// [`AddressSpace::new`] and removed by its drop (which also marks the translation dead,
+/// under its lock, before the tables go).
+static SPACES: spin::Mutex<BTreeMap<u64, LiveSpace>> = spin::Mutex::new(BTreeMap::new());
+
+/// A live space as [`SPACES`] holds it: its root table and its translation.
+type LiveSpace = (PageTableRoot, Arc<spin::Mutex<Translation>>);
 
 /// Why a user page fault ends the process ([`AddressSpace::handle_fault`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -151,8 +167,19 @@ impl AddressSpace {
         let mut table_frames = Vec::new();
         let root = PageTableRoot::new(&mut TableFrames(&mut table_frames)).map_err(|_| SpaceError::OutOfMemory)?;
         crate::mm::kernel_space::share_with(root, USER_ROOT_SLOTS).map_err(SpaceError::KernelUsesUserSlot)?;
-        let translation = Translation { regions: RegionTable::new(id), pages: BTreeMap::new(), tables: Vec::new(), swapped: BTreeMap::new(), copies: BTreeMap::new(), hot: BTreeMap::new() };
-        Ok(AddressSpace { root, table_frames, regions: Regions::new(), region_frames: BTreeMap::new(), id, translation: Arc::new(spin::Mutex::new(translation)) })
+        let translation = Translation {
+            regions: RegionTable::new(id),
+            pages: BTreeMap::new(),
+            tables: Vec::new(),
+            swapped: BTreeMap::new(),
+            copies: BTreeMap::new(),
+            hot: BTreeMap::new(),
+            in_transit: BTreeMap::new(),
+            dead: false,
+        };
+        let translation = Arc::new(spin::Mutex::new(translation));
+        crate::arch::csr::without_interrupts(|| SPACES.lock().insert(id, (root, translation.clone())));
+        Ok(AddressSpace { root, table_frames, regions: Regions::new(), region_frames: BTreeMap::new(), id, translation })
     }
 
     /// Its id (the process id).
@@ -370,7 +397,9 @@ impl AddressSpace {
             crate::arch::csr::flush_tlb();
             let range = region.start as u64..region.end() as u64;
             free_slots(&mut translation.swapped, range.clone());
-            free_slots(&mut translation.copies, range);
+            free_slots(&mut translation.copies, range.clone());
+            // Pages being written to swap: cancelled (their writers free the slots).
+            translation.in_transit.retain(|page, _| !range.contains(page));
             let _ = translation.regions.remove(id);
             self.regions.remove(region.start);
             return Ok(());
@@ -586,6 +615,10 @@ impl AddressSpace {
             make_room(self.root, id, &self.translation)?;
         }
         let mut translation = self.translation.lock();
+        if pte.present && !self.pte(address).present {
+            // Memory pressure took the page between the look and the lock: fault again.
+            return Ok(());
+        }
         let fault = spindle_service_vm::classify(&translation.regions, address as u64, access, pte);
         if fault.class == FaultClass::BadAddress && in_legacy_region {
             // The image, the stack or a `map_anonymous` region: eagerly mapped, so the
@@ -789,14 +822,15 @@ fn check_pages(root: PageTableRoot, id: u64, translation: &spin::Mutex<Translati
 /// `root` is a live process page table whose user frames nothing writes meanwhile.
 unsafe fn read_in(root: PageTableRoot, id: u64, translation: &spin::Mutex<Translation>, address: usize, buffer: &mut [u8]) -> Result<(), Error> {
     for (virtual_address, offset, count) in pieces(address, buffer.len())? {
-        fault_in(root, id, translation, virtual_address, count, PageAccess::Read);
-        check_in(root, virtual_address, count, PageAccess::Read)?;
-        let Some((physical, _)) = root.translate(virtual_address) else { return Err(Error::BadAddress) };
-        // `physical` is in a frame of that space (a valid user leaf, checked just above:
-        // user leaves map only the space's region frames); `offset + count <= buffer.len()`.
-        // SAFETY: the frame is identity-mapped for the kernel, and by the caller's
-        // contract nothing writes it meanwhile.
-        unsafe { core::ptr::copy_nonoverlapping(physical as *const u8, buffer[offset..].as_mut_ptr(), count) };
+        let target = &mut buffer[offset..offset + count];
+        with_page_in(root, id, translation, virtual_address, count, PageAccess::Read, |physical| {
+            // `physical` is in a frame of that space (a valid user leaf, checked just
+            // before, with no preemption since: user leaves map only the space's region
+            // frames, and no strand can page it out meanwhile); `count` bytes fit the page.
+            // SAFETY: the frame is identity-mapped for the kernel, and by the caller's
+            // contract nothing writes it meanwhile.
+            unsafe { core::ptr::copy_nonoverlapping(physical as *const u8, target.as_mut_ptr(), count) };
+        })?;
     }
     Ok(())
 }
@@ -809,17 +843,48 @@ unsafe fn read_in(root: PageTableRoot, id: u64, translation: &spin::Mutex<Transl
 /// `root` is a live process page table; no kernel reference points into the range.
 unsafe fn write_in(root: PageTableRoot, id: u64, translation: &spin::Mutex<Translation>, address: usize, bytes: &[u8]) -> Result<(), Error> {
     for (virtual_address, offset, count) in pieces(address, bytes.len())? {
-        fault_in(root, id, translation, virtual_address, count, PageAccess::Write);
-        check_in(root, virtual_address, count, PageAccess::Write)?;
-        let Some((physical, _)) = root.translate(virtual_address) else { return Err(Error::BadAddress) };
-        mark_written(root, virtual_address);
-        // The page is a valid user leaf of this space (checked just above: user leaves map
-        // only the space's region frames), writable by the user, so it holds no kernel
-        // data; `offset + count <= bytes.len()`.
-        // SAFETY: as just said; the frame is identity-mapped for the kernel.
-        unsafe { core::ptr::copy_nonoverlapping(bytes[offset..].as_ptr(), physical as *mut u8, count) };
+        let source = &bytes[offset..offset + count];
+        with_page_in(root, id, translation, virtual_address, count, PageAccess::Write, |physical| {
+            mark_written(root, virtual_address);
+            // The page is a valid user leaf of this space (checked just before, with no
+            // preemption since, so no strand paged it out: user leaves map only the
+            // space's region frames), writable by the user, so it holds no kernel data;
+            // `count` bytes fit the page.
+            // SAFETY: as just said; the frame is identity-mapped for the kernel.
+            unsafe { core::ptr::copy_nonoverlapping(source.as_ptr(), physical as *mut u8, count) };
+        })?;
     }
     Ok(())
+}
+
+/// Faults the `count` bytes at `virtual_address` (inside one page) in for `access`, then
+/// checks them and calls `copy` with the physical address — the check, the translation
+/// and the copy with interrupts off, so memory pressure (another strand paging this
+/// space's pages out) cannot take the frame between them. A page taken between the fault
+/// and the check is faulted in again (twice at most; then the check's error).
+fn with_page_in(
+    root: PageTableRoot,
+    id: u64,
+    translation: &spin::Mutex<Translation>,
+    virtual_address: usize,
+    count: usize,
+    access: PageAccess,
+    mut copy: impl FnMut(usize),
+) -> Result<(), Error> {
+    let mut tries = 0;
+    loop {
+        fault_in(root, id, translation, virtual_address, count, access);
+        let checked = crate::arch::csr::without_interrupts(|| {
+            check_in(root, virtual_address, count, access)?;
+            let Some((physical, _)) = root.translate(virtual_address) else { return Err(Error::BadAddress) };
+            copy(physical);
+            Ok(())
+        });
+        match checked {
+            Err(_) if tries < 2 => tries += 1,
+            result => return result,
+        }
+    }
 }
 
 /// Copies user page `from` to user page `to` of the page table at `root` (distinct,
@@ -830,18 +895,23 @@ pub fn copy_user_page(root: PageTableRoot, from: usize, to: usize) -> bool {
     if from == to || !from.is_multiple_of(PAGE_SIZE) || !to.is_multiple_of(PAGE_SIZE) {
         return false;
     }
-    let user = |flags: PteFlags| flags.contains(PteFlags::USER);
-    let source = root.translate(from).filter(|(_, flags)| user(*flags) && flags.contains(PteFlags::READ));
-    let target = root.translate(to).filter(|(_, flags)| user(*flags) && flags.contains(PteFlags::WRITE));
-    let (Some((source, _)), Some((target, _))) = (source, target) else { return false };
-    // Both are user leaves of one space (user leaves map only that space's own frames), of
-    // distinct pages and so distinct frames (a frame is mapped once); the space's thread is
-    // stopped, so nothing else reads or writes them; user memory holds no kernel data.
-    // SAFETY: as just said; both frames are identity-mapped for the kernel, a page each.
-    unsafe { core::ptr::copy_nonoverlapping(source as *const u8, target as *mut u8, PAGE_SIZE) };
-    // Written through the identity map: mark the leaf, so paging out keeps the copy.
-    mark_written(root, to);
-    true
+    // Interrupts off from the look to the copy: memory pressure on another strand cannot
+    // page either page out in between.
+    crate::arch::csr::without_interrupts(|| {
+        let user = |flags: PteFlags| flags.contains(PteFlags::USER);
+        let source = root.translate(from).filter(|(_, flags)| user(*flags) && flags.contains(PteFlags::READ));
+        let target = root.translate(to).filter(|(_, flags)| user(*flags) && flags.contains(PteFlags::WRITE));
+        let (Some((source, _)), Some((target, _))) = (source, target) else { return false };
+        // Both are user leaves of one space (user leaves map only that space's own frames),
+        // of distinct pages and so distinct frames (a frame is mapped once); the space's
+        // thread is stopped and no strand runs until the copy is done, so nothing else
+        // reads or writes them; user memory holds no kernel data.
+        // SAFETY: as just said; both frames are identity-mapped for the kernel, a page each.
+        unsafe { core::ptr::copy_nonoverlapping(source as *const u8, target as *mut u8, PAGE_SIZE) };
+        // Written through the identity map: mark the leaf, so paging out keeps the copy.
+        mark_written(root, to);
+        true
+    })
 }
 
 /// Sets the accessed and dirty bits of the leaf of `address` (a write the kernel made for
@@ -947,19 +1017,25 @@ fn permits(protection: spindle_service_vm::Protection, access: AccessKind) -> bo
 /// may not touch: the fault is the translation service's to decide). Blocks on the disk
 /// with no lock held.
 fn page_in(root: PageTableRoot, id: u64, translation: &spin::Mutex<Translation>, page: u64, access: AccessKind) -> Result<bool, FaultKill> {
-    let protection = {
-        let translation = translation.lock();
-        if !translation.swapped.contains_key(&page) {
-            return Ok(false);
+    let protection = loop {
+        {
+            let translation = translation.lock();
+            if !translation.in_transit.contains_key(&page) {
+                if !translation.swapped.contains_key(&page) {
+                    return Ok(false);
+                }
+                match translation.regions.protection_of(page) {
+                    Some(protection) if permits(protection, access) => break protection,
+                    _ => return Ok(false),
+                }
+            }
         }
-        match translation.regions.protection_of(page) {
-            Some(protection) if permits(protection, access) => protection,
-            _ => return Ok(false),
-        }
+        // Memory pressure is writing the page to swap on another strand: wait for it.
+        crate::sched::sleep_ticks(1);
     };
     make_room(root, id, translation)?;
     let mut run = crate::services::vm::allocate_page(id, page, crate::services::vm::PageSource::Swap).map_err(FaultKill::from)?;
-    // Only this space's own strand pages its pages in and out, so the slot is still there.
+    // Another strand faulting the same page in (a migrating call) may have taken the slot.
     let Some(slot) = translation.lock().swapped.remove(&page) else {
         crate::services::vm::release(run);
         return Ok(true);
@@ -993,59 +1069,112 @@ fn announce_frame(root: PageTableRoot, slot: u64, page: u64) {
 
 /// While space `id` holds as many frames as its memory limit allows (or more), pages one
 /// of its pages out, so the next frame it takes fits; and under global memory pressure
-/// (free frames below the low-water mark) it pages one more out (self-paging). Errors: nothing may go
-/// ([`FaultKill::NothingToPageOut`]) or swap failed ([`FaultKill::Swap`]).
+/// (free frames below the low-water mark) one more page goes — the one the global clock
+/// chooses, of this space or any other ([`reclaim_globally`]). Errors: over its limit,
+/// nothing may go ([`FaultKill::NothingToPageOut`]) or swap failed ([`FaultKill::Swap`]).
 fn make_room(root: PageTableRoot, id: u64, translation: &spin::Mutex<Translation>) -> Result<(), FaultKill> {
     while crate::services::vm::at_limit(id) {
         page_out(root, id, translation)?;
     }
-    // Under global pressure the space pays for the frame with one of its own pages (a page
-    // that cannot go — all pinned, a swap failure — leaves the allocation to proceed).
-    if crate::services::vm::under_pressure(id) && page_out(root, id, translation).is_ok() {
-        crate::services::vm::counted_pressure();
+    // Under global pressure a page that cannot go (all pinned or wired, a swap failure)
+    // leaves the allocation to proceed.
+    if crate::services::vm::under_pressure() {
+        let _ = reclaim_globally(id);
     }
     Ok(())
 }
 
-/// Pages one page of space `id` out: samples every resident page's accessed and dirty
-/// bits, lets the clock hand (and `mm.Reclaim`'s handlers) choose, clears the accessed
-/// bits the hand consumed, then takes the victim's leaf away and gives its frame back —
-/// after writing it to a swap slot if it was written since it came from swap or from
-/// demand-zero (a clean page needs no write: its slot still holds it, or it is zero).
-/// The disk write happens with no lock held; a failed write maps the page back.
+/// The frame number of a run of one frame.
+fn frame_of(run: &FrameRun) -> u64 {
+    (run.address() / PAGE_SIZE) as u64
+}
+
+/// The samples of every resident page of `translation` (read from the leaves of `root`).
+fn samples_of(root: PageTableRoot, translation: &Translation) -> impl Iterator<Item = (u64, crate::services::vm::PageSample)> + '_ {
+    translation.pages.iter().map(move |(&page, run)| {
+        let frame = frame_of(run);
+        let flags = root.translate(page as usize).map(|(_, flags)| flags);
+        let accessed = flags.is_some_and(|flags| flags.contains(PteFlags::ACCESSED));
+        let dirty = flags.is_some_and(|flags| flags.contains(PteFlags::DIRTY));
+        (page, crate::services::vm::PageSample { frame, accessed, dirty })
+    })
+}
+
+/// Pages one page of space `id` out (over its limit): samples every resident page's
+/// accessed and dirty bits, lets the clock hand over the space's own queue (and
+/// `mm.Reclaim`'s handlers) choose, clears the accessed bits the hand consumed, then
+/// [`evict`]s the victim.
 fn page_out(root: PageTableRoot, id: u64, translation: &spin::Mutex<Translation>) -> Result<(), FaultKill> {
     // (frame, page) of every resident page, and the samples.
-    let (mut frames, samples): (Vec<(u64, u64)>, Vec<crate::services::vm::PageSample>) = {
-        let translation = translation.lock();
-        translation
-            .pages
-            .iter()
-            .map(|(&page, run)| {
-                let frame = (run.address() / PAGE_SIZE) as u64;
-                let flags = root.translate(page as usize).map(|(_, flags)| flags);
-                let accessed = flags.is_some_and(|flags| flags.contains(PteFlags::ACCESSED));
-                let dirty = flags.is_some_and(|flags| flags.contains(PteFlags::DIRTY));
-                ((frame, page), crate::services::vm::PageSample { frame, accessed, dirty })
-            })
-            .unzip()
-    };
+    let (mut frames, samples): (Vec<(u64, u64)>, Vec<crate::services::vm::PageSample>) =
+        samples_of(root, &translation.lock()).map(|(page, sample)| ((sample.frame, page), sample)).unzip();
     frames.sort_unstable();
     let page_of = |frame: u64| frames.binary_search_by_key(&frame, |&(frame, _)| frame).ok().map(|index| frames[index].1);
     let victim = crate::services::vm::choose_victim(id, &samples);
-    let mut guard = translation.lock();
-    for &frame in &victim.clear_accessed {
-        if let Some(page) = page_of(frame) {
-            let _ = root.update_leaf(page as usize, PteFlags::empty(), PteFlags::ACCESSED);
+    {
+        let _guard = translation.lock();
+        for &frame in &victim.clear_accessed {
+            if let Some(page) = page_of(frame) {
+                let _ = root.update_leaf(page as usize, PteFlags::empty(), PteFlags::ACCESSED);
+            }
         }
     }
-    let Some(page) = victim.frame.and_then(page_of).filter(|page| guard.pages.contains_key(page)) else {
+    let Some((frame, page)) = victim.frame.and_then(|frame| page_of(frame).map(|page| (frame, page))) else {
         crate::arch::csr::flush_tlb();
         return Err(FaultKill::NothingToPageOut);
     };
+    evict(root, id, translation, page, frame)
+}
+
+/// Under memory pressure, for space `requester`: samples the resident pages of every live
+/// space, lets the global clock hand (and `mm.Reclaim`'s handlers for the chosen page's
+/// owner) choose a page of any space, clears the accessed bits the hand consumed and
+/// [`evict`]s the page. `Ok(false)`: no page may go.
+fn reclaim_globally(requester: u64) -> Result<bool, FaultKill> {
+    let spaces: Vec<(u64, PageTableRoot, Arc<spin::Mutex<Translation>>)> =
+        crate::arch::csr::without_interrupts(|| SPACES.lock().iter().map(|(&id, (root, translation))| (id, *root, translation.clone())).collect());
+    let mut samples = Vec::new();
+    for (_, root, translation) in &spaces {
+        let translation = translation.lock();
+        if !translation.dead {
+            samples.extend(samples_of(*root, &translation).map(|(_, sample)| sample));
+        }
+    }
+    let victim = crate::services::vm::choose_global_victim(requester, &samples);
+    let space_of = |space: u64| spaces.iter().find(|(id, ..)| *id == space);
+    for &(space, page) in &victim.clear_accessed {
+        if let Some((_, root, translation)) = space_of(space) {
+            let translation = translation.lock();
+            if !translation.dead {
+                let _ = root.update_leaf(page as usize, PteFlags::empty(), PteFlags::ACCESSED);
+            }
+        }
+    }
+    crate::arch::csr::flush_tlb();
+    let Some((space, page, frame)) = victim.page else { return Ok(false) };
+    let Some((_, root, translation)) = space_of(space) else { return Ok(false) };
+    evict(*root, space, translation, page, frame)?;
+    crate::services::vm::counted_pressure(space != requester);
+    Ok(true)
+}
+
+/// Takes resident `page` (with frame `frame`) of space `id` away: its leaf goes and its
+/// frame is given back — after writing it to a swap slot if it was written since it came
+/// from swap or from demand-zero (a clean page needs no write: its slot still holds it,
+/// or it is zero). Any strand may evict any live space's page: the space's translation
+/// lock is held while the page changes state, and the disk write happens with no lock
+/// held while the page is in transit (a fault on it waits; an unmap or the space's end
+/// cancels it and the slot is freed here). A failed write maps the page back.
+/// `Err(NothingToPageOut)` if the page is no longer resident with that frame (or the
+/// space is gone).
+fn evict(root: PageTableRoot, id: u64, translation: &spin::Mutex<Translation>, page: u64, frame: u64) -> Result<(), FaultKill> {
+    let mut guard = translation.lock();
+    if guard.dead || guard.pages.get(&page).map(frame_of) != Some(frame) {
+        return Err(FaultKill::NothingToPageOut);
+    }
     // Written since it got this frame? The leaf's bit, or the frame table's (a leaf taken
     // away by protecting the page to none leaves its bit there); no leaf at all: assume so.
     let leaf = root.translate(page as usize).map(|(_, flags)| flags);
-    let frame = victim.frame.unwrap_or(0);
     let dirty = leaf.is_none_or(|flags| flags.contains(PteFlags::DIRTY)) || crate::services::vm::was_dirty(frame);
     if leaf.is_some() {
         let _ = root.unmap_range(page as usize, PAGE_SIZE);
@@ -1070,19 +1199,36 @@ fn page_out(root: PageTableRoot, id: u64, translation: &spin::Mutex<Translation>
             return Err(FaultKill::Swap);
         }
     };
-    guard.swapped.insert(page, slot);
+    guard.in_transit.insert(page, slot);
     drop(guard);
-    if let Err(failure) = crate::services::vm::swap_write(slot, &run) {
-        crate::println!("[vm] space {id}: page {page:#x} cannot go to swap slot {slot}: {failure}");
-        let mut guard = translation.lock();
-        guard.swapped.remove(&page);
-        crate::services::vm::swap_free(slot);
-        restore(root, &mut guard, page, run);
-        return Err(FaultKill::Swap);
+    let written = crate::services::vm::swap_write(slot, &run);
+    let mut guard = translation.lock();
+    // Still wanted unless an unmap or the space's end cancelled it meanwhile.
+    let wanted = guard.in_transit.remove(&page).is_some();
+    match written {
+        Ok(()) => {
+            if wanted {
+                guard.swapped.insert(page, slot);
+            } else {
+                crate::services::vm::swap_free(slot);
+            }
+            drop(guard);
+            crate::services::vm::release(run);
+            crate::services::vm::counted_page_out(true);
+            Ok(())
+        }
+        Err(failure) => {
+            crate::println!("[vm] space {id}: page {page:#x} cannot go to swap slot {slot}: {failure}");
+            crate::services::vm::swap_free(slot);
+            if wanted {
+                restore(root, &mut guard, page, run);
+            } else {
+                drop(guard);
+                crate::services::vm::release(run);
+            }
+            Err(FaultKill::Swap)
+        }
     }
-    crate::services::vm::release(run);
-    crate::services::vm::counted_page_out(true);
-    Ok(())
 }
 
 impl Drop for AddressSpace {
@@ -1093,9 +1239,20 @@ impl Drop for AddressSpace {
             crate::sched::set_address_space(0);
         }
         crate::arch::csr::flush_tlb();
+        // No new strand finds the space for memory pressure; one that has it already sees
+        // it dead (under the lock) and leaves its tables alone.
+        crate::arch::csr::without_interrupts(|| {
+            let mut spaces = SPACES.lock();
+            if spaces.get(&self.id).is_some_and(|(_, translation)| Arc::ptr_eq(translation, &self.translation)) {
+                spaces.remove(&self.id);
+            }
+        });
         // The `vm_map` pages go back through the translation service (frame table and
         // counters); their leaves are no longer reachable by any hart.
         let mut translation = self.translation.lock();
+        translation.dead = true;
+        // Pages being written to swap: cancelled (their writers free the slots).
+        translation.in_transit.clear();
         for (_, run) in core::mem::take(&mut translation.pages) {
             crate::services::vm::release(run);
         }

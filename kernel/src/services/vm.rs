@@ -139,6 +139,9 @@ pub struct Stats {
     pub swap_used: u64,
     /// Page-outs made because free memory was below the low-water mark.
     pub pressure_page_outs: u64,
+    /// Of those, pages of another address space than the one that needed the frame (the
+    /// global clock chose them).
+    pub taken_from_others: u64,
     /// Stack pages given a zeroed frame on their first touch (the stack is demand-zero).
     pub stack_pages: u64,
     /// `mm.Allocate` raises (frames for pages of address spaces).
@@ -166,6 +169,7 @@ struct Counters {
     reclaim_rejected: AtomicU64,
     reclaim_instructions: AtomicU64,
     pressure_page_outs: AtomicU64,
+    taken_from_others: AtomicU64,
     stack_pages: AtomicU64,
     allocate_raises: AtomicU64,
     allocate_refused: AtomicU64,
@@ -189,6 +193,7 @@ static COUNTERS: Counters = Counters {
     reclaim_rejected: AtomicU64::new(0),
     reclaim_instructions: AtomicU64::new(0),
     pressure_page_outs: AtomicU64::new(0),
+    taken_from_others: AtomicU64::new(0),
     stack_pages: AtomicU64::new(0),
     allocate_raises: AtomicU64::new(0),
     allocate_refused: AtomicU64::new(0),
@@ -215,6 +220,7 @@ pub fn stats() -> Stats {
         reclaim_rejected: load(&COUNTERS.reclaim_rejected),
         reclaim_instructions: load(&COUNTERS.reclaim_instructions),
         pressure_page_outs: load(&COUNTERS.pressure_page_outs),
+        taken_from_others: load(&COUNTERS.taken_from_others),
         stack_pages: load(&COUNTERS.stack_pages),
         allocate_raises: load(&COUNTERS.allocate_raises),
         allocate_refused: load(&COUNTERS.allocate_refused),
@@ -272,6 +278,7 @@ pub fn assign_for_space(owner: &str, space: u64, region: u64) -> Result<(), Erro
 /// ended).
 pub fn forget_space(space: u64) {
     without_interrupts(|| ASSIGNMENTS.lock().retain(|_, (assigned, _)| *assigned != space));
+    without_interrupts(|| WIRED.lock().remove(&space));
     let _ = with_frames(|frames| frames.set_limit(Owner::AddressSpace(space), None));
 }
 
@@ -655,19 +662,39 @@ pub fn low_water() -> u64 {
     LOW_WATER.load(Ordering::Relaxed)
 }
 
-/// Whether memory is under pressure for `space`: the frame allocator's free frames are
-/// below the low-water mark and the space holds pages it could give up (at least
-/// [`MIN_LIMIT_PAGES`]). Then each frame it takes for a page is paid for by paging one of
-/// its own out first (self-paging: no space pages out another's pages).
-pub fn under_pressure(space: u64) -> bool {
+/// Whether memory is under pressure: the frame allocator's free frames are below the
+/// low-water mark. Then each frame a space takes for a page is paid for by paging a page
+/// out first — the one the global clock chooses, of any space ([`choose_global_victim`]).
+pub fn under_pressure() -> bool {
     let frames = frame::stats();
     let free = frames.total.saturating_sub(frames.allocated) as u64;
-    free < low_water() && with_frames(|table| table.held(Owner::AddressSpace(space)) >= MIN_LIMIT_PAGES)
+    free < low_water()
 }
 
-/// Counts a page-out made because memory was under pressure.
-pub fn counted_pressure() {
+/// Counts a page-out made because memory was under pressure; `other` if the page was
+/// another address space's than the one that needed the frame.
+pub fn counted_pressure(other: bool) {
     count(&COUNTERS.pressure_page_outs);
+    if other {
+        count(&COUNTERS.taken_from_others);
+    }
+}
+
+/// Address spaces whose pages the global clock leaves alone: processes serving
+/// user-level extensions, whose code runs inside raises (an upcall that had to wait for
+/// the disk would overrun its budget). They still page themselves under their own limit.
+static WIRED: spin::Mutex<alloc::collections::BTreeSet<u64>> = spin::Mutex::new(alloc::collections::BTreeSet::new());
+
+/// Marks address space `space` as wired (or not): see [`WIRED`]. Forgotten with the space.
+pub fn set_wired(space: u64, wired: bool) {
+    without_interrupts(|| {
+        let mut set = WIRED.lock();
+        if wired {
+            set.insert(space);
+        } else {
+            set.remove(&space);
+        }
+    });
 }
 
 /// Whether `space` must give a page up before it takes another: it has a limit and holds
@@ -725,10 +752,58 @@ pub fn choose_victim(space: u64, samples: &[PageSample]) -> Victim {
         (frames.next_victims_of(owner, 1), frames.queue(owner))
     });
     let Some(&candidate) = sweep.candidates.first() else { return Victim { frame: None, clear_accessed: sweep.clear_accessed } };
-    let Some(table) = crate::services::frames::reclaim_table().filter(|table| table.has_bindings()) else {
-        return Victim { frame: Some(candidate), clear_accessed: sweep.clear_accessed };
-    };
-    let Some(encoded) = owner.encode() else { return Victim { frame: Some(candidate), clear_accessed: sweep.clear_accessed } };
+    Victim { frame: Some(raise_reclaim(space, candidate, queue)), clear_accessed: sweep.clear_accessed }
+}
+
+/// Candidates one global sweep asks the clock for: the first that may go is taken.
+const GLOBAL_SWEEP: usize = 16;
+
+/// What [`choose_global_victim`] decided.
+#[derive(Debug, Default)]
+pub struct GlobalVictim {
+    /// The page to page out: (address space, page address, frame); `None` if no page of
+    /// any space may go.
+    pub page: Option<(u64, u64, u64)>,
+    /// Frames given a second chance (clear their leaves' accessed bits): (space, page).
+    pub clear_accessed: Vec<(u64, u64)>,
+}
+
+/// Chooses the page memory pressure takes, for `requester` (the space that needs a
+/// frame): records the samples of every space's resident pages, runs the clock hand over
+/// the global queue, and takes the first candidate that may go — not of a wired space
+/// ([`set_wired`]), and not of the requester if it holds fewer than [`MIN_LIMIT_PAGES`]
+/// (the pages one instruction needs). `mm.Reclaim` is raised for it with its owner's queue
+/// exported (the owner's extension may volunteer another page of its own), checked as for
+/// [`choose_victim`].
+pub fn choose_global_victim(requester: u64, samples: &[PageSample]) -> GlobalVictim {
+    let wired = without_interrupts(|| WIRED.lock().clone());
+    let (chosen, clear_accessed) = with_frames(|frames| {
+        for sample in samples {
+            let _ = frames.sample(sample.frame, sample.accessed, sample.dirty);
+        }
+        let sweep = frames.next_victims(GLOBAL_SWEEP);
+        let mapped = |frame: u64| frames.info(frame).ok().and_then(|info| info.mapped).map(|mapping| (mapping.space, mapping.page));
+        let clear_accessed: Vec<(u64, u64)> = sweep.clear_accessed.iter().filter_map(|&frame| mapped(frame)).collect();
+        let requester_small = frames.held(Owner::AddressSpace(requester)) < MIN_LIMIT_PAGES;
+        let chosen = sweep.candidates.iter().find_map(|&frame| match frames.owner(frame) {
+            Some(Owner::AddressSpace(space)) if !wired.contains(&space) && !(space == requester && requester_small) => Some((space, frame, frames.queue(Owner::AddressSpace(space)))),
+            _ => None,
+        });
+        (chosen, clear_accessed)
+    });
+    let Some((space, candidate, queue)) = chosen else { return GlobalVictim { page: None, clear_accessed } };
+    let frame = raise_reclaim(space, candidate, queue);
+    let page = with_frames(|frames| frames.info(frame).ok().and_then(|info| info.mapped)).filter(|mapping| mapping.space == space).map(|mapping| (space, mapping.page, frame));
+    GlobalVictim { page, clear_accessed }
+}
+
+/// Raises `mm.Reclaim` for `candidate` of `space` with the owner's `queue` exported (if
+/// anything is bound) and returns the frame to give up: the candidate, or the checked
+/// volunteered frame. Thread context (a user-level handler blocks the caller).
+fn raise_reclaim(space: u64, candidate: u64, queue: Vec<u64>) -> u64 {
+    let owner = Owner::AddressSpace(space);
+    let Some(table) = crate::services::frames::reclaim_table().filter(|table| table.has_bindings()) else { return candidate };
+    let Some(encoded) = owner.encode() else { return candidate };
     let gate = RECLAIM_GATE.lock();
     without_interrupts(|| *RECLAIM_QUEUE.lock() = Some(queue));
     count(&COUNTERS.reclaim_raises);
@@ -737,7 +812,7 @@ pub fn choose_victim(space: u64, samples: &[PageSample]) -> Victim {
     COUNTERS.reclaim_instructions.fetch_add((crate::arch::csr::instret() as u64).wrapping_sub(before), Ordering::Relaxed);
     without_interrupts(|| *RECLAIM_QUEUE.lock() = None);
     drop(gate);
-    Victim { frame: Some(check_volunteered(space, candidate, volunteered)), clear_accessed: sweep.clear_accessed }
+    check_volunteered(space, candidate, volunteered)
 }
 
 /// The frame `mm.Reclaim`'s answer gives up for `candidate` of `space`: `volunteered` if

@@ -59,6 +59,10 @@
 //!   and the handler saves the page into the snapshot half. Checks that the snapshot holds
 //!   exactly the written pages as they were, rolls back from it and checks the data is as
 //!   at the checkpoint. Exits 0 if all is as expected.
+//! - `idle PAGES TICKS`: memory pressure across processes. Maps PAGES read-write pages,
+//!   fills every word with a value of (page, word), sleeps TICKS ticks (another process
+//!   may take its pages meanwhile: the global clock finds them unused), then checks every
+//!   word. Exits 0 if every word was right.
 //! - `swapkill`: writes 16 pages under a limit of 6, then loads from no region: killed
 //!   with pages on swap (the kernel tests check that their slots come back).
 //! - `child WORD`: exits 0 if WORD is `swapped-ok`.
@@ -102,6 +106,10 @@ fn main(arguments: &Arguments) -> i32 {
             }
             _ => usage(),
         },
+        Some("idle") => match (number(1), number(2)) {
+            (Some(pages), Some(ticks)) if pages > 0 => idle(pages, ticks),
+            _ => usage(),
+        },
         Some("swapkill") => swapkill(),
         Some("checkpoint") => match (number(1), number(2)) {
             (Some(pages), Some(technology)) if pages > 0 => checkpoint(pages, technology),
@@ -121,7 +129,7 @@ fn main(arguments: &Arguments) -> i32 {
 }
 
 fn usage() -> i32 {
-    println!("vmtest: usage: vmtest zero PAGES TOUCH | bad | readonly | managed PAGES PAGER TECHNOLOGY [keep] | barrier PAGES TECHNOLOGY | errors | chain PAGES | bench | bench-trap TECHNOLOGY LABEL | swap PAGES LIMIT PASSES | swapkill | checkpoint PAGES TECHNOLOGY | hotscan HOT SCAN ROUNDS LIMIT hot|plain | child WORD");
+    println!("vmtest: usage: vmtest zero PAGES TOUCH | bad | readonly | managed PAGES PAGER TECHNOLOGY [keep] | barrier PAGES TECHNOLOGY | errors | chain PAGES | bench | bench-trap TECHNOLOGY LABEL | swap PAGES LIMIT PASSES | idle PAGES TICKS | swapkill | checkpoint PAGES TECHNOLOGY | hotscan HOT SCAN ROUNDS LIMIT hot|plain | child WORD");
     2
 }
 
@@ -285,6 +293,30 @@ fn checkpoint(pages: usize, technology: usize) -> i32 {
     let saved = (0..pages).filter(|&page| written(page)).count();
     println!("vmtest: checkpoint over {pages} pages: {saved} saved on their first store, rolled back; status {status}");
     status
+}
+
+fn idle(pages: usize, ticks: usize) -> i32 {
+    let Ok(base) = arch::vm_map(pages * arch::PAGE_SIZE, arch::VM_READ | arch::VM_WRITE) else {
+        println!("vmtest: vm_map failed");
+        return 2;
+    };
+    let word = |page: usize, word: usize| base + page * arch::PAGE_SIZE + word * 8;
+    for page in 0..pages {
+        for index in 0..WORDS_PER_PAGE {
+            raw::store(word(page, index), pattern(7, page, index));
+        }
+    }
+    if let Err(error) = arch::sleep_ticks(ticks) {
+        println!("vmtest: sleep_ticks({ticks}): {error:?}");
+        return 2;
+    }
+    for page in 0..pages {
+        if let Some(index) = (0..WORDS_PER_PAGE).find(|&index| raw::load(word(page, index)) != pattern(7, page, index)) {
+            println!("vmtest: idle: page {page} word {index} is {:#x}, not {:#x}", raw::load(word(page, index)), pattern(7, page, index));
+            return 4;
+        }
+    }
+    0
 }
 
 fn swapkill() -> i32 {
