@@ -328,8 +328,8 @@ fn mem(arguments: &[&str]) -> Result<(), CommandError> {
         Ok((slots, used)) => alloc::format!("{used} of {slots} swap slots in use"),
         Err(why) => alloc::format!("{why}"),
     };
-    crate::println!("paging: {} page-outs ({} written to swap, {} under pressure, {} of them another space's), {} page-ins; {} mm.Reclaim raises over real frames, {} volunteers refused; {swap}; low-water mark {} free frames",
-        vm.page_outs, vm.swap_writes, vm.pressure_page_outs, vm.taken_from_others, vm.page_ins, vm.reclaim_raises, vm.reclaim_rejected, crate::services::vm::low_water());
+    crate::println!("paging: {} page-outs ({} written to swap, {} under pressure, {} of them another space's), {} page-ins ({} waited for a page in transit); {} mm.Reclaim raises over real frames, {} volunteers refused; {swap}; low-water mark {} free frames",
+        vm.page_outs, vm.swap_writes, vm.pressure_page_outs, vm.taken_from_others, vm.page_ins, vm.transit_waits, vm.reclaim_raises, vm.reclaim_rejected, crate::services::vm::low_water());
     Ok(())
 }
 

@@ -95,6 +95,7 @@ fn delta(before: Stats, after: Stats) -> Stats {
         swap_used: after.swap_used.wrapping_sub(before.swap_used),
         pressure_page_outs: after.pressure_page_outs - before.pressure_page_outs,
         taken_from_others: after.taken_from_others - before.taken_from_others,
+        transit_waits: after.transit_waits - before.transit_waits,
         stack_pages: after.stack_pages - before.stack_pages,
         allocate_raises: after.allocate_raises - before.allocate_raises,
         allocate_refused: after.allocate_refused - before.allocate_refused,
@@ -696,6 +697,20 @@ fn memory_pressure_takes_an_idle_processs_pages() -> TestResult {
         ensure!(idle_status == ExitStatus::Killed(KillCause::Request), "the idle process ended {idle_status}, expected killed");
         ensure!(change.taken_from_others > 0, "no page of the idle process was taken before the kill: {change:?}");
         ensure!(change.swap_used == 0 && change.frames_held == 0, "after the kill: left over {change:?}");
+        // Two busy processes under pressure, each paying for its frames with pages the
+        // global clock picks (mostly its own: the other's pages are in use too): every
+        // word right in both.
+        let before = stats();
+        crate::services::vm::set_low_water(free().saturating_sub(30));
+        let first = proc::spawn("vmtest swap 48 0 3", Parent::Kernel, Grants::NONE).map_err(|error| format!("spawn vmtest swap: {error}"));
+        let second = run("vmtest swap 48 0 3");
+        let first = first.and_then(|first| proc::wait(first.pid(), Parent::Kernel, &|| false).map_err(|error| format!("wait for vmtest swap: {error:?}")));
+        crate::services::vm::set_low_water(default);
+        let change = delta(before, stats());
+        ensure!(first? == ExitStatus::Exited(0) && second?.1 == ExitStatus::Exited(0), "two busy processes under pressure: not every word right ({change:?})");
+        ensure!(change.pressure_page_outs > 0, "two busy processes: nothing paged under pressure: {change:?}");
+        ensure!(change.swap_used == 0 && change.frames_held == 0, "two busy processes: left over {change:?}");
+        crate::println!("ktest: two busy processes: {} page-outs under pressure, {} of the other's pages, {} waits for a page in transit", change.pressure_page_outs, change.taken_from_others, change.transit_waits);
         Ok(())
     })
 }

@@ -228,8 +228,8 @@ impl AddressSpace {
         }
         self.require_vm_map_region(address)?;
         let page = address - address % PAGE_SIZE;
-        check_pages(self.root, self.id, &self.translation, page, 1, PageAccess::Read)?;
-        let frame = self.root.translate(page).map(|(physical, _)| (physical / PAGE_SIZE) as u64).ok_or(Error::BadAddress)?;
+        let mut frame = 0;
+        with_page_in(self.root, self.id, &self.translation, page, 1, PageAccess::Read, |physical| frame = (physical / PAGE_SIZE) as u64)?;
         {
             let mut translation = self.translation.lock();
             translation.hot.retain(|_, &mut listed| listed != slot as u64);
@@ -615,8 +615,9 @@ impl AddressSpace {
             make_room(self.root, id, &self.translation)?;
         }
         let mut translation = self.translation.lock();
-        if pte.present && !self.pte(address).present {
-            // Memory pressure took the page between the look and the lock: fault again.
+        if self.pte(address).present != pte.present {
+            // The page came or went between the look and the lock (memory pressure took
+            // it, or a failed swap write put it back): run the access again.
             return Ok(());
         }
         let fault = spindle_service_vm::classify(&translation.regions, address as u64, access, pte);
@@ -807,8 +808,7 @@ fn pieces(address: usize, length: usize) -> Result<impl Iterator<Item = (usize, 
 /// limit is checked too (an earlier page may be paged out again meanwhile; it stays valid).
 fn check_pages(root: PageTableRoot, id: u64, translation: &spin::Mutex<Translation>, address: usize, length: usize, access: PageAccess) -> Result<(), Error> {
     for (virtual_address, _, count) in pieces(address, length)? {
-        fault_in(root, id, translation, virtual_address, count, access);
-        check_in(root, virtual_address, count, access)?;
+        with_page_in(root, id, translation, virtual_address, count, access, |_| {})?;
     }
     Ok(())
 }
@@ -1017,10 +1017,15 @@ fn permits(protection: spindle_service_vm::Protection, access: AccessKind) -> bo
 /// may not touch: the fault is the translation service's to decide). Blocks on the disk
 /// with no lock held.
 fn page_in(root: PageTableRoot, id: u64, translation: &spin::Mutex<Translation>, page: u64, access: AccessKind) -> Result<bool, FaultKill> {
+    let mut waited = false;
     let protection = loop {
         {
             let translation = translation.lock();
             if !translation.in_transit.contains_key(&page) {
+                if waited && translation.pages.contains_key(&page) {
+                    // The write failed and the page was put back: run the access again.
+                    return Ok(true);
+                }
                 if !translation.swapped.contains_key(&page) {
                     return Ok(false);
                 }
@@ -1030,8 +1035,14 @@ fn page_in(root: PageTableRoot, id: u64, translation: &spin::Mutex<Translation>,
                 }
             }
         }
-        // Memory pressure is writing the page to swap on another strand: wait for it.
+        // Memory pressure is writing the page to swap on another strand: wait for it (a
+        // strand that may not block — an upcall, a service call — fails the access).
+        if !crate::sched::can_block() {
+            return Err(FaultKill::Swap);
+        }
+        crate::services::vm::counted_transit_wait();
         crate::sched::sleep_ticks(1);
+        waited = true;
     };
     make_room(root, id, translation)?;
     let mut run = crate::services::vm::allocate_page(id, page, crate::services::vm::PageSource::Swap).map_err(FaultKill::from)?;
@@ -1077,8 +1088,9 @@ fn make_room(root: PageTableRoot, id: u64, translation: &spin::Mutex<Translation
         page_out(root, id, translation)?;
     }
     // Under global pressure a page that cannot go (all pinned or wired, a swap failure)
-    // leaves the allocation to proceed.
-    if crate::services::vm::under_pressure() {
+    // leaves the allocation to proceed; so does a strand that may not block (an upcall or
+    // a service call faulting a page of its server in).
+    if crate::services::vm::under_pressure() && crate::sched::can_block() {
         let _ = reclaim_globally(id);
     }
     Ok(())
@@ -1123,7 +1135,7 @@ fn page_out(root: PageTableRoot, id: u64, translation: &spin::Mutex<Translation>
         crate::arch::csr::flush_tlb();
         return Err(FaultKill::NothingToPageOut);
     };
-    evict(root, id, translation, page, frame)
+    evict(root, id, translation, translation.lock(), page, frame)
 }
 
 /// Under memory pressure, for space `requester`: samples the resident pages of every live
@@ -1131,56 +1143,68 @@ fn page_out(root: PageTableRoot, id: u64, translation: &spin::Mutex<Translation>
 /// owner) choose a page of any space, clears the accessed bits the hand consumed and
 /// [`evict`]s the page. `Ok(false)`: no page may go.
 fn reclaim_globally(requester: u64) -> Result<bool, FaultKill> {
-    let spaces: Vec<(u64, PageTableRoot, Arc<spin::Mutex<Translation>>)> =
-        crate::arch::csr::without_interrupts(|| SPACES.lock().iter().map(|(&id, (root, translation))| (id, *root, translation.clone())).collect());
+    // Wired spaces are left alone (never locked here); a space whose translation another
+    // strand holds is skipped this time (never waited for: that strand may be this one,
+    // further up, or preempted).
+    let spaces: Vec<(u64, PageTableRoot, Arc<spin::Mutex<Translation>>)> = crate::arch::csr::without_interrupts(|| {
+        SPACES.lock().iter().filter(|(id, _)| !crate::services::vm::is_wired(**id)).map(|(&id, (root, translation))| (id, *root, translation.clone())).collect()
+    });
     let mut samples = Vec::new();
     for (_, root, translation) in &spaces {
-        let translation = translation.lock();
-        if !translation.dead {
-            samples.extend(samples_of(*root, &translation).map(|(_, sample)| sample));
-        }
+        crate::arch::csr::without_interrupts(|| {
+            if let Some(translation) = translation.try_lock().filter(|translation| !translation.dead) {
+                samples.extend(samples_of(*root, &translation).map(|(_, sample)| sample));
+            }
+        });
     }
     let victim = crate::services::vm::choose_global_victim(requester, &samples);
     let space_of = |space: u64| spaces.iter().find(|(id, ..)| *id == space);
     for &(space, page) in &victim.clear_accessed {
         if let Some((_, root, translation)) = space_of(space) {
-            let translation = translation.lock();
-            if !translation.dead {
-                let _ = root.update_leaf(page as usize, PteFlags::empty(), PteFlags::ACCESSED);
-            }
+            crate::arch::csr::without_interrupts(|| {
+                if let Some(_translation) = translation.try_lock().filter(|translation| !translation.dead) {
+                    let _ = root.update_leaf(page as usize, PteFlags::empty(), PteFlags::ACCESSED);
+                }
+            });
         }
     }
     crate::arch::csr::flush_tlb();
     let Some((space, page, frame)) = victim.page else { return Ok(false) };
     let Some((_, root, translation)) = space_of(space) else { return Ok(false) };
-    evict(*root, space, translation, page, frame)?;
+    let Some(guard) = translation.try_lock() else { return Ok(false) };
+    evict(*root, space, translation, guard, page, frame)?;
     crate::services::vm::counted_pressure(space != requester);
     Ok(true)
 }
 
-/// Takes resident `page` (with frame `frame`) of space `id` away: its leaf goes and its
-/// frame is given back — after writing it to a swap slot if it was written since it came
-/// from swap or from demand-zero (a clean page needs no write: its slot still holds it,
-/// or it is zero). Any strand may evict any live space's page: the space's translation
-/// lock is held while the page changes state, and the disk write happens with no lock
-/// held while the page is in transit (a fault on it waits; an unmap or the space's end
-/// cancels it and the slot is freed here). A failed write maps the page back.
-/// `Err(NothingToPageOut)` if the page is no longer resident with that frame (or the
-/// space is gone).
-fn evict(root: PageTableRoot, id: u64, translation: &spin::Mutex<Translation>, page: u64, frame: u64) -> Result<(), FaultKill> {
-    let mut guard = translation.lock();
+/// Takes resident `page` (with frame `frame`) of space `id` away, `guard` being the
+/// space's translation locked by the caller: its leaf goes and its frame is given back —
+/// after writing it to a swap slot if it was written since it came from swap or from
+/// demand-zero (a clean page needs no write: its slot still holds it, or it is zero). Any
+/// strand may evict any live space's page: the look at the leaf's dirty bit, the unmap
+/// and the page's change of state happen under the lock with interrupts off (so neither
+/// the space's program nor a kernel copy writes the page between the look and the
+/// unmap), and the disk write happens with no lock held while the page is in transit (a
+/// fault on it waits; an unmap or the space's end cancels it and the slot is freed here).
+/// A failed write maps the page back. `Err(NothingToPageOut)` if the page is no longer
+/// resident with that frame (or the space is gone).
+fn evict(root: PageTableRoot, id: u64, translation: &spin::Mutex<Translation>, mut guard: spin::MutexGuard<'_, Translation>, page: u64, frame: u64) -> Result<(), FaultKill> {
     if guard.dead || guard.pages.get(&page).map(frame_of) != Some(frame) {
         return Err(FaultKill::NothingToPageOut);
     }
-    // Written since it got this frame? The leaf's bit, or the frame table's (a leaf taken
-    // away by protecting the page to none leaves its bit there); no leaf at all: assume so.
-    let leaf = root.translate(page as usize).map(|(_, flags)| flags);
-    let dirty = leaf.is_none_or(|flags| flags.contains(PteFlags::DIRTY)) || crate::services::vm::was_dirty(frame);
-    if leaf.is_some() {
-        let _ = root.unmap_range(page as usize, PAGE_SIZE);
-    }
-    crate::arch::csr::flush_tlb();
-    let Some(run) = guard.pages.remove(&page) else { return Err(FaultKill::NothingToPageOut) };
+    let taken = crate::arch::csr::without_interrupts(|| {
+        // Written since it got this frame? The leaf's bit, or the frame table's (a leaf
+        // taken away by protecting the page to none leaves its bit there); no leaf at all:
+        // assume so.
+        let leaf = root.translate(page as usize).map(|(_, flags)| flags);
+        let dirty = leaf.is_none_or(|flags| flags.contains(PteFlags::DIRTY)) || crate::services::vm::was_dirty(frame);
+        if leaf.is_some() {
+            let _ = root.unmap_range(page as usize, PAGE_SIZE);
+        }
+        crate::arch::csr::flush_tlb();
+        guard.pages.remove(&page).map(|run| (run, dirty))
+    });
+    let Some((run, dirty)) = taken else { return Err(FaultKill::NothingToPageOut) };
     if !dirty {
         // Clean: its slot (if it came from swap) still holds it; else it is still zero.
         if let Some(slot) = guard.copies.remove(&page) {
@@ -1203,8 +1227,12 @@ fn evict(root: PageTableRoot, id: u64, translation: &spin::Mutex<Translation>, p
     drop(guard);
     let written = crate::services::vm::swap_write(slot, &run);
     let mut guard = translation.lock();
-    // Still wanted unless an unmap or the space's end cancelled it meanwhile.
-    let wanted = guard.in_transit.remove(&page).is_some();
+    // Still wanted unless an unmap or the space's end cancelled it meanwhile (an entry
+    // with another slot is a later eviction of a page mapped there since).
+    let wanted = guard.in_transit.get(&page) == Some(&slot);
+    if wanted {
+        guard.in_transit.remove(&page);
+    }
     match written {
         Ok(()) => {
             if wanted {

@@ -92,6 +92,8 @@ fn read_name(space: &AddressSpace, pointer: usize, length: usize) -> Result<Stri
 pub fn register(process: &Arc<Process>, space: &AddressSpace, [pointer, length, entry, stack_top, ..]: [usize; 6]) -> Result<usize, Option<Error>> {
     let name = read_name(space, pointer, length).map_err(Some)?;
     migrate::check_target(space, entry, stack_top).map_err(Some)?;
+    // Its code runs inside calls with preemption off: memory pressure leaves its pages alone.
+    crate::services::vm::set_wired(process.pid(), true);
     let service = Arc::new(Service {
         name,
         pid: process.pid(),

@@ -180,6 +180,13 @@ fn preemption_disabled() -> bool {
     hart::current().preempt_disabled.load(Ordering::Relaxed) != 0
 }
 
+/// Whether the current strand may block here: preemption is on and so are interrupts
+/// (not inside a [`no_preemption`] section — an event handler, an upcall or a service
+/// call — nor a `without_interrupts` one).
+pub fn can_block() -> bool {
+    !preemption_disabled() && crate::arch::csr::interrupts_enabled()
+}
+
 /// Gives the hart to another ready strand of the same or higher priority, if any.
 /// Does nothing inside a [`no_preemption`] section.
 pub fn yield_now() {

@@ -142,6 +142,9 @@ pub struct Stats {
     /// Of those, pages of another address space than the one that needed the frame (the
     /// global clock chose them).
     pub taken_from_others: u64,
+    /// Faults and kernel copies that waited for a page being written to swap by another
+    /// strand (a tick at a time).
+    pub transit_waits: u64,
     /// Stack pages given a zeroed frame on their first touch (the stack is demand-zero).
     pub stack_pages: u64,
     /// `mm.Allocate` raises (frames for pages of address spaces).
@@ -170,6 +173,7 @@ struct Counters {
     reclaim_instructions: AtomicU64,
     pressure_page_outs: AtomicU64,
     taken_from_others: AtomicU64,
+    transit_waits: AtomicU64,
     stack_pages: AtomicU64,
     allocate_raises: AtomicU64,
     allocate_refused: AtomicU64,
@@ -194,6 +198,7 @@ static COUNTERS: Counters = Counters {
     reclaim_instructions: AtomicU64::new(0),
     pressure_page_outs: AtomicU64::new(0),
     taken_from_others: AtomicU64::new(0),
+    transit_waits: AtomicU64::new(0),
     stack_pages: AtomicU64::new(0),
     allocate_raises: AtomicU64::new(0),
     allocate_refused: AtomicU64::new(0),
@@ -221,6 +226,7 @@ pub fn stats() -> Stats {
         reclaim_instructions: load(&COUNTERS.reclaim_instructions),
         pressure_page_outs: load(&COUNTERS.pressure_page_outs),
         taken_from_others: load(&COUNTERS.taken_from_others),
+        transit_waits: load(&COUNTERS.transit_waits),
         stack_pages: load(&COUNTERS.stack_pages),
         allocate_raises: load(&COUNTERS.allocate_raises),
         allocate_refused: load(&COUNTERS.allocate_refused),
@@ -685,6 +691,16 @@ pub fn counted_pressure(other: bool) {
 /// the disk would overrun its budget). They still page themselves under their own limit.
 static WIRED: spin::Mutex<alloc::collections::BTreeSet<u64>> = spin::Mutex::new(alloc::collections::BTreeSet::new());
 
+/// Counts a wait for a page in transit to swap.
+pub fn counted_transit_wait() {
+    count(&COUNTERS.transit_waits);
+}
+
+/// Whether address space `space` is wired ([`set_wired`]).
+pub fn is_wired(space: u64) -> bool {
+    without_interrupts(|| WIRED.lock().contains(&space))
+}
+
 /// Marks address space `space` as wired (or not): see [`WIRED`]. Forgotten with the space.
 pub fn set_wired(space: u64, wired: bool) {
     without_interrupts(|| {
@@ -778,13 +794,23 @@ pub struct GlobalVictim {
 pub fn choose_global_victim(requester: u64, samples: &[PageSample]) -> GlobalVictim {
     let wired = without_interrupts(|| WIRED.lock().clone());
     let (chosen, clear_accessed) = with_frames(|frames| {
+        let requester_small = frames.held(Owner::AddressSpace(requester)) < MIN_LIMIT_PAGES;
+        let kept = |frame: u64| match frames.owner(frame) {
+            Some(Owner::AddressSpace(space)) => wired.contains(&space) || (space == requester && requester_small),
+            _ => false,
+        };
+        // Frames that may not go count as referenced: the hand passes them (to the queue's
+        // tail) instead of stopping at them sweep after sweep.
+        let kept_frames: Vec<u64> = frames.global_queue().into_iter().filter(|&frame| kept(frame)).collect();
+        for frame in kept_frames {
+            let _ = frames.sample(frame, true, false);
+        }
         for sample in samples {
             let _ = frames.sample(sample.frame, sample.accessed, sample.dirty);
         }
         let sweep = frames.next_victims(GLOBAL_SWEEP);
         let mapped = |frame: u64| frames.info(frame).ok().and_then(|info| info.mapped).map(|mapping| (mapping.space, mapping.page));
         let clear_accessed: Vec<(u64, u64)> = sweep.clear_accessed.iter().filter_map(|&frame| mapped(frame)).collect();
-        let requester_small = frames.held(Owner::AddressSpace(requester)) < MIN_LIMIT_PAGES;
         let chosen = sweep.candidates.iter().find_map(|&frame| match frames.owner(frame) {
             Some(Owner::AddressSpace(space)) if !wired.contains(&space) && !(space == requester && requester_small) => Some((space, frame, frames.queue(Owner::AddressSpace(space)))),
             _ => None,
