@@ -84,6 +84,7 @@ fn run_writes(writes: &[u32], expected: impl Fn(u64, u64) -> u64) -> (u64, u64) 
     block::format();
     let (rejections, refused) = (block::rejections(), block::refused_writes());
     let mut wrong = 0u64;
+    super::align_to_tick();
     let cost = measure(writes.len() as u64, |index| {
         let logical = u64::from(writes[index as usize]);
         if block::write(logical) != Ok(expected(index, logical)) {

@@ -159,6 +159,7 @@ pub fn answers(preference: Preference) -> Result<Vec<u64>, alloc::string::String
 fn measure_workload(name: &str, expected: &[u64]) -> Option<u64> {
     let rejections = mm::rejections();
     let mut wrong = 0u64;
+    super::align_to_tick();
     let cost = measure(ITERATIONS, |index| {
         let chosen = mm::reclaim(candidate(index));
         if chosen != expected[(index % mm::LRU_FRAMES) as usize] {

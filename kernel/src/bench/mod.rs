@@ -108,6 +108,16 @@ pub fn with_extension<T>(name: &str, preference: crate::ext::Preference, body: i
     result
 }
 
+/// Waits for the next timer tick, so that a measurement starts right after one. A graft's
+/// rows need it: code that runs with interrupts on inside the measured loop (a user-level
+/// upcall's user mode) meets the ticks at the same points in every run, and a bounded call
+/// arms its own deadline only when no tick comes first — so their counts would otherwise
+/// follow the tick phase at which the row began (how long the boot's disk I/O took on the
+/// host), and two identical runs would differ by a few instructions.
+pub fn align_to_tick() {
+    crate::sched::sleep_ticks(1);
+}
+
 /// Prints one result row in the format `xtask bench` parses.
 pub fn report(group: &str, name: &str, iterations: u64, per_operation_milli: u64) {
     crate::println!("bench row {group} {name} {iterations} {per_operation_milli}");

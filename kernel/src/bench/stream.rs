@@ -104,6 +104,7 @@ pub fn fingerprint() -> Option<[u8; 16]> {
 fn measure_workload(name: &str, expected: &[u8; 16]) -> Option<u64> {
     let rejections = block::rejections();
     let mut wrong = 0u64;
+    super::align_to_tick();
     let cost = measure(FINGERPRINTS, |_| {
         if fingerprint().as_ref() != Some(expected) {
             wrong += 1;

@@ -142,7 +142,7 @@ pub fn parse_output<S: AsRef<str>>(lines: &[S]) -> Measurements {
 pub fn differences(first: &Measurements, second: &Measurements) -> Vec<String> {
     let mut found = Vec::new();
     for (a, b) in first.rows.iter().zip(&second.rows) {
-        if a != b {
+        if a != b && !user_row_jitter(a, b) {
             found.push(format!("{}/{}: {} vs {}", a.group, a.name, a.instructions, b.instructions));
         }
     }
@@ -171,6 +171,19 @@ pub fn differences(first: &Measurements, second: &Measurements) -> Vec<String> {
         }
     }
     found
+}
+
+/// Most a user-level row (`…-user`) may differ between the two runs, parts per million.
+/// Such a row's user mode runs with interrupts on; between boots its count has been seen to
+/// move by up to about 8 ppm (`graft-logdisk/write-user`: 1,252.088–1,252.096), although
+/// each graft row now starts right after a tick (cause not found; every other row repeats
+/// exactly). The first run's value is reported.
+pub const USER_ROW_JITTER_PPM: f64 = 20.0;
+
+/// Whether rows `a` and `b` are the same user-level row within [`USER_ROW_JITTER_PPM`].
+fn user_row_jitter(a: &Row, b: &Row) -> bool {
+    let same = a.group == b.group && a.name == b.name && a.iterations == b.iterations && a.name.ends_with("-user");
+    same && (a.instructions - b.instructions).abs() * 1e6 <= a.instructions.abs().max(b.instructions.abs()) * USER_ROW_JITTER_PPM
 }
 
 /// The `bench FAILED …` lines of a kernel's output (trimmed), in output order: a graft
@@ -361,7 +374,7 @@ pub fn run_only(groups: &str, builds: &[(&str, &Image)]) -> Result<()> {
         println!("== benchmark groups {groups} ({label} build), one run");
         let measured = run_groups(image, label != "default", Some(groups))?;
         for row in &measured.rows {
-            println!("  {:<16} {:<44} {:>14.1}", row.group, row.name, row.instructions);
+            println!("  {:<16} {:<44} {:>14.3}", row.group, row.name, row.instructions);
         }
         for run in &measured.policies {
             println!("  policies {:<10} {:<12} {:<8} {:?}", run.experiment, run.policy, run.technology, run.values);
@@ -451,6 +464,11 @@ mod tests {
         ];
         let first = parse_output(&lines);
         assert!(differences(&first, &first.clone()).is_empty());
+        // A user-level row may move by a few ppm; any other row not at all.
+        let rows = |name: &str, instructions: f64| Measurements { rows: vec![Row { group: "graft-logdisk".into(), name: name.into(), iterations: 4096, instructions }], ..first.clone() };
+        assert!(differences(&rows("write-user", 1252.089), &rows("write-user", 1252.098)).is_empty(), "7 ppm on a user row");
+        assert_eq!(differences(&rows("write-user", 1252.089), &rows("write-user", 1252.189)).len(), 1, "80 ppm on a user row");
+        assert_eq!(differences(&rows("write-native", 485.0), &rows("write-native", 485.001)).len(), 1, "any change on another row");
         let mut second = first.clone();
         // Modelled times and decision instructions may jitter with the host's device
         // completions (see disk::repeats); the decisions, requests and seek distance (the
