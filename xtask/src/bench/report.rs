@@ -170,6 +170,7 @@ fn analyse_with(set: &ResultsSet, cycles: &CycleModel, disk: &DiskModel) -> Anal
     goal_lines.extend(blockio_goals.iter().map(|goal| goal.line.clone()));
     let policies = policies::analyse(&set.policies);
     goal_lines.extend(policies.goals.iter().map(|goal| goal.line.clone()));
+    goal_lines.extend(set.unrepeatable.iter().map(|line| format!("FALL SHORT repeatability: two identical runs differ (the first run's numbers are shown): {line}")));
     Analysis {
         grafts: grafts::tables(&set.rows, &hardware, cycles, disk),
         goals: goal_results,
@@ -600,6 +601,7 @@ pub fn markdown(set: &ResultsSet, analysis: &Analysis, charts: &BTreeMap<String,
     for line in &analysis.goal_lines {
         let _ = writeln!(text, "- {line}");
     }
+
     let _ = writeln!(text, "\n## All rows\n\n```text{}```", terminal(set, analysis));
     text
 }
@@ -684,7 +686,7 @@ struct SavedBlockio {
 pub fn parse_results(text: &str) -> Result<ResultsSet> {
     let saved: Saved = serde_json::from_str(text).map_err(|error| format!("not a results.json of this version: {error}"))?;
     let variant = saved.builds.iter().find_map(|build| build.label.strip_prefix('+')).map(str::to_string);
-    Ok(ResultsSet { rows: saved.rows, hardware: saved.hardware, disk: saved.disk.runs, blockio: saved.blockio.runs, policies: saved.policies.runs, builds: saved.builds, variant })
+    Ok(ResultsSet { rows: saved.rows, hardware: saved.hardware, disk: saved.disk.runs, blockio: saved.blockio.runs, policies: saved.policies.runs, builds: saved.builds, variant, unrepeatable: Vec::new() })
 }
 
 /// Re-renders report.md and the charts in `directory` from its results.json, which is
@@ -745,6 +747,7 @@ mod tests {
                 },
             ],
             variant: Some("unaligned-scalar-mem".into()),
+            unrepeatable: Vec::new(),
         }
     }
 
@@ -789,7 +792,7 @@ mod tests {
 
     #[test]
     fn markdown_has_every_section() {
-        let set = fixture();
+        let set = ResultsSet { unrepeatable: vec!["disk sstf/builtin at 192 streams: …".into()], ..fixture() };
         let analysis = analyse(&set);
         let mut charts = BTreeMap::new();
         charts.insert("graft-hotlist".to_string(), "graft-hotlist.svg".to_string());
@@ -810,6 +813,7 @@ mod tests {
             "### Table 6:",
             "| Solaris | normalised to C | 1.0 | 31.3 | 1.4 | 1.4 |",
             "## SPIN SOSP '95 Table 4 (virtual memory operations), side by side",
+            "- FALL SHORT repeatability: two identical runs differ (the first run's numbers are shown): disk sstf/builtin at 192 streams: …",
             "The `vm` group was not measured in this run.",
             "Spindle: not measured yet.",
             "| user-level (upcall) | not measured yet | | |",
