@@ -631,6 +631,22 @@ fn checkpoint_client_in_every_technology() -> TestResult {
     Ok(())
 }
 
+/// Spawns `vmtest idle 64 500` and waits (at most 2,000 ticks) until it holds its 64 pages
+/// (and a stack page or two): then it sleeps.
+fn spawn_idle_and_wait_until_filled() -> Result<Arc<Process>, String> {
+    let idle = proc::spawn("vmtest idle 64 500", Parent::Kernel, Grants::NONE).map_err(|error| format!("spawn vmtest idle: {error}"))?;
+    let mut waited = 0;
+    while crate::services::vm::held_by(idle.pid()) < 64 && waited < 2000 {
+        crate::sched::sleep_ticks(1);
+        waited += 1;
+    }
+    let filled = crate::services::vm::held_by(idle.pid());
+    if filled < 64 {
+        return Err(format!("vmtest idle holds {filled} pages after {waited} ticks"));
+    }
+    Ok(idle)
+}
+
 /// Global pressure across processes: process A (`vmtest idle 64 …`) fills 64 pages and
 /// sleeps; with the low-water mark just below the free frames, process B (`vmtest swap 48
 /// 0 1`, no limit of its own) takes frames, and the global clock finds A's pages unused
@@ -644,16 +660,9 @@ fn memory_pressure_takes_an_idle_processs_pages() -> TestResult {
             (frames.total - frames.allocated) as u64
         };
         let before = stats();
-        let idle = proc::spawn("vmtest idle 64 500", Parent::Kernel, Grants::NONE).map_err(|error| format!("spawn vmtest idle: {error}"))?;
-        // It holds its 64 pages (and a stack page or two) once it has filled them.
-        let mut waited = 0;
-        while crate::services::vm::held_by(idle.pid()) < 64 && waited < 2000 {
-            crate::sched::sleep_ticks(1);
-            waited += 1;
-        }
-        let filled = crate::services::vm::held_by(idle.pid());
+        let idle = spawn_idle_and_wait_until_filled()?;
         crate::services::vm::set_low_water(free().saturating_sub(20));
-        let outcome = if filled >= 64 { run("vmtest swap 48 0 1") } else { Err(format!("vmtest idle holds {filled} pages after {waited} ticks")) };
+        let outcome = run("vmtest swap 48 0 1");
         let during = delta(before, stats());
         let idle_on_swap = crate::services::vm::held_by(idle.pid());
         crate::services::vm::set_low_water(default);
@@ -674,12 +683,7 @@ fn memory_pressure_takes_an_idle_processs_pages() -> TestResult {
         // Again, killing the idle process while its pages are being taken: the pages in
         // transit are cancelled with the space, and every slot and frame comes back.
         let before = stats();
-        let idle = proc::spawn("vmtest idle 64 500", Parent::Kernel, Grants::NONE).map_err(|error| format!("spawn vmtest idle: {error}"))?;
-        let mut waited = 0;
-        while crate::services::vm::held_by(idle.pid()) < 64 && waited < 2000 {
-            crate::sched::sleep_ticks(1);
-            waited += 1;
-        }
+        let idle = spawn_idle_and_wait_until_filled()?;
         crate::services::vm::set_low_water(free().saturating_sub(20));
         let taker = proc::spawn("vmtest swap 48 0 1", Parent::Kernel, Grants::NONE).map_err(|error| format!("spawn vmtest swap: {error}"));
         let mut waited = 0;
