@@ -221,7 +221,7 @@ pub fn load(name: &str, installer: &mut super::Installer) -> Result<Arc<LoadedEx
     let process = proc::spawn(&program, Parent::Detached, proc::Grants::NONE).map_err(|error| UserError::Spawn(alloc::format!("{error}")))?;
     let pid = process.pid();
     // Its code runs inside raises: memory pressure leaves its pages alone.
-    crate::services::vm::set_wired(pid, true);
+    crate::services::vm::wire(pid);
     with_pending(|pending| pending.push(Pending { pid, loader: sched::current(), registration: None, server: None, verdict: None }));
     let outcome = wait_for_registration(&process);
     let (registration, server) = match outcome {

@@ -93,7 +93,7 @@ pub fn register(process: &Arc<Process>, space: &AddressSpace, [pointer, length, 
     let name = read_name(space, pointer, length).map_err(Some)?;
     migrate::check_target(space, entry, stack_top).map_err(Some)?;
     // Its code runs inside calls with preemption off: memory pressure leaves its pages alone.
-    crate::services::vm::set_wired(process.pid(), true);
+    crate::services::vm::wire(process.pid());
     let service = Arc::new(Service {
         name,
         pid: process.pid(),

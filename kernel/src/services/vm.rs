@@ -687,8 +687,9 @@ pub fn counted_pressure(other: bool) {
 }
 
 /// Address spaces whose pages the global clock leaves alone: processes serving
-/// user-level extensions, whose code runs inside raises (an upcall that had to wait for
-/// the disk would overrun its budget). They still page themselves under their own limit.
+/// user-level extensions or services, whose code runs inside raises and calls with
+/// preemption off (where waiting for the disk is not allowed). They still page themselves
+/// under their own limit.
 static WIRED: spin::Mutex<alloc::collections::BTreeSet<u64>> = spin::Mutex::new(alloc::collections::BTreeSet::new());
 
 /// Counts a wait for a page in transit to swap.
@@ -696,21 +697,14 @@ pub fn counted_transit_wait() {
     count(&COUNTERS.transit_waits);
 }
 
-/// Whether address space `space` is wired ([`set_wired`]).
+/// Whether address space `space` is wired ([`wire`]).
 pub fn is_wired(space: u64) -> bool {
     without_interrupts(|| WIRED.lock().contains(&space))
 }
 
-/// Marks address space `space` as wired (or not): see [`WIRED`]. Forgotten with the space.
-pub fn set_wired(space: u64, wired: bool) {
-    without_interrupts(|| {
-        let mut set = WIRED.lock();
-        if wired {
-            set.insert(space);
-        } else {
-            set.remove(&space);
-        }
-    });
+/// Marks address space `space` as wired: see [`WIRED`]. Forgotten with the space.
+pub fn wire(space: u64) {
+    without_interrupts(|| WIRED.lock().insert(space));
 }
 
 /// Whether `space` must give a page up before it takes another: it has a limit and holds
@@ -787,7 +781,7 @@ pub struct GlobalVictim {
 /// Chooses the page memory pressure takes, for `requester` (the space that needs a
 /// frame): records the samples of every space's resident pages, runs the clock hand over
 /// the global queue, and takes the first candidate that may go — not of a wired space
-/// ([`set_wired`]), and not of the requester if it holds fewer than [`MIN_LIMIT_PAGES`]
+/// ([`wire`]), and not of the requester if it holds fewer than [`MIN_LIMIT_PAGES`]
 /// (the pages one instruction needs). `mm.Reclaim` is raised for it with its owner's queue
 /// exported (the owner's extension may volunteer another page of its own), checked as for
 /// [`choose_victim`].
@@ -795,13 +789,14 @@ pub fn choose_global_victim(requester: u64, samples: &[PageSample]) -> GlobalVic
     let wired = without_interrupts(|| WIRED.lock().clone());
     let (chosen, clear_accessed) = with_frames(|frames| {
         let requester_small = frames.held(Owner::AddressSpace(requester)) < MIN_LIMIT_PAGES;
-        let kept = |frame: u64| match frames.owner(frame) {
-            Some(Owner::AddressSpace(space)) => wired.contains(&space) || (space == requester && requester_small),
-            _ => false,
+        // The space whose frame this is, if the frame may go.
+        let may_go = |frames: &FrameTable, frame: u64| match frames.owner(frame) {
+            Some(Owner::AddressSpace(space)) if !wired.contains(&space) && !(space == requester && requester_small) => Some(space),
+            _ => None,
         };
         // Frames that may not go count as referenced: the hand passes them (to the queue's
         // tail) instead of stopping at them sweep after sweep.
-        let kept_frames: Vec<u64> = frames.global_queue().into_iter().filter(|&frame| kept(frame)).collect();
+        let kept_frames: Vec<u64> = frames.global_queue().into_iter().filter(|&frame| may_go(frames, frame).is_none()).collect();
         for frame in kept_frames {
             let _ = frames.sample(frame, true, false);
         }
@@ -811,10 +806,7 @@ pub fn choose_global_victim(requester: u64, samples: &[PageSample]) -> GlobalVic
         let sweep = frames.next_victims(GLOBAL_SWEEP);
         let mapped = |frame: u64| frames.info(frame).ok().and_then(|info| info.mapped).map(|mapping| (mapping.space, mapping.page));
         let clear_accessed: Vec<(u64, u64)> = sweep.clear_accessed.iter().filter_map(|&frame| mapped(frame)).collect();
-        let chosen = sweep.candidates.iter().find_map(|&frame| match frames.owner(frame) {
-            Some(Owner::AddressSpace(space)) if !wired.contains(&space) && !(space == requester && requester_small) => Some((space, frame, frames.queue(Owner::AddressSpace(space)))),
-            _ => None,
-        });
+        let chosen = sweep.candidates.iter().find_map(|&frame| may_go(frames, frame).map(|space| (space, frame, frames.queue(Owner::AddressSpace(space)))));
         (chosen, clear_accessed)
     });
     let Some((space, candidate, queue)) = chosen else { return GlobalVictim { page: None, clear_accessed } };
