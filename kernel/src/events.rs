@@ -38,34 +38,40 @@ fn instruction_counter() -> u64 {
 struct KernelBoundedExecutor;
 
 impl BoundedExecutor for KernelBoundedExecutor {
-    fn run_bounded(&self, budget: u64, body: &mut dyn FnMut() -> Result<(), HandlerFault>) -> Result<(), HandlerFault> {
-        run_with_budget(budget, body)?
+    /// A budget in nanoseconds becomes timebase ticks once, at installation.
+    fn prepare(&self, budget: u64) -> u64 {
+        crate::time::budget_in_ticks(budget)
+    }
+
+    fn run_bounded(&self, budget: u64, ticks: u64, body: &mut dyn FnMut() -> Result<(), HandlerFault>) -> Result<(), HandlerFault> {
+        run_for_ticks(budget, ticks, body)?
     }
 }
 
 /// Runs `body` with a budget of `budget` nanoseconds of guest time (instructions under
-/// `-icount shift=0`; converted to a timer deadline by [`crate::time::budget_deadline`],
+/// `-icount shift=0`; converted to timebase ticks by [`crate::time::budget_in_ticks`],
 /// which stretches it on a host clock), turning an overrun, a trap or an extension panic
 /// into the matching [`HandlerFault`]. Nests (see [`run_bounded`]).
 pub fn run_with_budget<R>(budget: u64, body: impl FnOnce() -> R) -> Result<R, HandlerFault> {
-    let deadline = crate::time::budget_deadline(budget);
-    let current_arena = &hart::current().current_extension_arena;
-    let arena_at_entry = current_arena.load(core::sync::atomic::Ordering::Relaxed);
-    match run_bounded(deadline, body) {
+    run_for_ticks(budget, crate::time::budget_in_ticks(budget), body)
+}
+
+/// [`run_with_budget`] with the budget already converted to `ticks` of the timebase
+/// (`budget` is what an overrun reports).
+#[inline(always)]
+pub fn run_for_ticks<R>(budget: u64, ticks: u64, body: impl FnOnce() -> R) -> Result<R, HandlerFault> {
+    match run_bounded(crate::time::now().saturating_add(ticks), body) {
         Ok(result) => Ok(result),
-        Err(abort) => Err(abort_fault(budget, abort, arena_at_entry)),
+        Err(abort) => Err(abort_fault(budget, abort)),
     }
 }
 
 /// The fault of a bounded call that was aborted (out of line: the common path only
-/// returns the result).
+/// returns the result). `run_bounded` has put back what the aborted code did not (among
+/// it the current extension arena).
 #[cold]
 #[inline(never)]
-fn abort_fault(budget: u64, abort: Abort, arena_at_entry: usize) -> HandlerFault {
-    // An aborted call does not unwind through the code that set the calling extension's
-    // arena as current (a call that returns puts it back itself): restore what was
-    // current when the bounded call began.
-    hart::current().current_extension_arena.store(arena_at_entry, core::sync::atomic::Ordering::Relaxed);
+fn abort_fault(budget: u64, abort: Abort) -> HandlerFault {
     match abort {
         Abort::BudgetExceeded => HandlerFault::Overrun { budget },
         Abort::Fault(_) if hart::current().pending_panic.swap(0, core::sync::atomic::Ordering::Relaxed) != 0 => HandlerFault::Panicked,
@@ -81,7 +87,7 @@ static ASYNC_EXECUTOR: spin::Once<Arc<dyn AsyncExecutor>> = spin::Once::new();
 pub fn platform() -> Platform {
     let platform = Platform::new(instruction_counter, MAX_HARTS)
         .with_counter_unit(crate::time::clock_mode().counter_unit())
-        .with_bounded_executor(Arc::new(KernelBoundedExecutor));
+        .with_bounded_executor(&KernelBoundedExecutor);
     match ASYNC_EXECUTOR.get() {
         Some(executor) => platform.with_async_executor(executor.clone()),
         None => platform,

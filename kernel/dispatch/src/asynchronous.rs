@@ -171,7 +171,9 @@ pub(crate) struct AsyncRunner<A: EventRecord, R: EventRecord> {
     pub(crate) binding: spin::Once<Weak<BindingCore<A, R>>>,
     /// The handler's budget per invocation, if bounded.
     pub(crate) budget: Option<u64>,
-    pub(crate) executor: Option<Arc<dyn BoundedExecutor>>,
+    /// `budget` in the executor's units (`BoundedExecutor::prepare`).
+    pub(crate) prepared_budget: u64,
+    pub(crate) executor: Option<&'static dyn BoundedExecutor>,
     pub(crate) instruction_counter: fn() -> u64,
     pub(crate) breaker_threshold: u32,
     pub(crate) name: String,
@@ -191,7 +193,7 @@ impl<A: EventRecord, R: EventRecord> AsyncRunner<A, R> {
         match (self.budget, &self.executor) {
             (Some(budget), Some(executor)) => {
                 let mut result = None;
-                executor.run_bounded(budget, &mut || {
+                executor.run_bounded(budget, self.prepared_budget, &mut || {
                     result = Some(binding.handler.invoke(args)?);
                     Ok(())
                 })?;
@@ -279,18 +281,23 @@ pub(crate) type StartedLane<A, R> = (AsyncLane<A>, Arc<AsyncRunner<A, R>>);
 pub(crate) fn start_lane<A: EventRecord, R: EventRecord>(
     executor: &dyn AsyncExecutor,
     budget: Option<u64>,
-    bounded: Option<Arc<dyn BoundedExecutor>>,
+    bounded: Option<&'static dyn BoundedExecutor>,
     instruction_counter: fn() -> u64,
     breaker_threshold: u32,
     name: String,
 ) -> Option<StartedLane<A, R>> {
     let queue = Arc::new(AsyncQueue::new(ASYNC_QUEUE_CAPACITY));
     let counters = Arc::new(AsyncCounters::default());
+    let prepared_budget = match (budget, &bounded) {
+        (Some(budget), Some(bounded)) => bounded.prepare(budget),
+        _ => 0,
+    };
     let runner = Arc::new(AsyncRunner {
         queue: queue.clone(),
         counters: counters.clone(),
         binding: spin::Once::new(),
         budget,
+        prepared_budget,
         executor: bounded,
         instruction_counter,
         breaker_threshold,

@@ -130,7 +130,7 @@ pub(crate) trait ErasedHandler<A: EventRecord, R: EventRecord>: Send + Sync {
     /// per handler type: count the invocation, run the handler (inlined into the body the
     /// executor calls) under the platform's bounded executor with `budget`, then let the
     /// table account, validate and answer a fault (`EventTable::finish_single_bounded`).
-    fn raise_bounded(&self, binding: &BindingCore<A, R>, table: &EventTable<A, R>, budget: u64, account: bool, args: &A) -> R;
+    fn raise_bounded(&self, binding: &BindingCore<A, R>, table: &EventTable<A, R>, account: bool, args: &A) -> R;
 }
 
 impl<A, R, H> ErasedHandler<A, R> for SharedHandler<H>
@@ -162,24 +162,49 @@ where
     }
 
     #[inline(never)]
-    fn raise_bounded(&self, binding: &BindingCore<A, R>, table: &EventTable<A, R>, budget: u64, account: bool, args: &A) -> R {
+    fn raise_bounded(&self, binding: &BindingCore<A, R>, table: &EventTable<A, R>, account: bool, args: &A) -> R {
         binding.counters.fast_invocations.fetch_add(1, Ordering::Relaxed);
-        let start = if account { table.instruction_count() } else { 0 };
-        let outcome = match table.bounded_executor() {
-            Some(executor) => {
-                let mut result = None;
-                executor
-                    .run_bounded(budget, &mut || {
-                        result = Some(self.0.invoke(args)?);
-                        Ok(())
-                    })
-                    // An executor that claims success without running the body is a
-                    // platform bug: a fault rather than an invented result.
-                    .and_then(|()| result.ok_or(HandlerFault::Unavailable))
-            }
-            None => Err(HandlerFault::Unavailable),
+        if account {
+            return self.raise_bounded_accounted(binding, table, args);
+        }
+        let outcome = self.invoke_bounded(binding, table, args);
+        table.finish_single_bounded(binding, outcome, args)
+    }
+}
+
+impl<H: ?Sized> SharedHandler<H> {
+    /// Runs the handler under the platform's bounded executor with the binding's budget.
+    #[inline(always)]
+    fn invoke_bounded<A: EventRecord, R: EventRecord>(&self, binding: &BindingCore<A, R>, table: &EventTable<A, R>, args: &A) -> Result<R, HandlerFault>
+    where
+        H: Handler<A, R>,
+    {
+        let Some(executor) = table.bounded_executor() else {
+            return Err(HandlerFault::Unavailable);
         };
-        table.finish_single_bounded(binding, outcome, start, account, args)
+        let mut result = None;
+        executor
+            .run_bounded(binding.budget, binding.prepared_budget, &mut || {
+                result = Some(self.0.invoke(args)?);
+                Ok(())
+            })
+            // An executor that claims success without running the body is a platform
+            // bug: a fault rather than an invented result.
+            .and_then(|()| result.ok_or(HandlerFault::Unavailable))
+    }
+
+    /// `raise_bounded` with instruction accounting on (out of line: the counter's value
+    /// would otherwise be kept across the call on every raise).
+    #[inline(never)]
+    fn raise_bounded_accounted<A: EventRecord, R: EventRecord>(&self, binding: &BindingCore<A, R>, table: &EventTable<A, R>, args: &A) -> R
+    where
+        H: Handler<A, R>,
+    {
+        let start = table.instruction_count();
+        let outcome = self.invoke_bounded(binding, table, args);
+        let spent = table.instruction_count().wrapping_sub(start);
+        binding.counters.instructions.fetch_add(spent, Ordering::Relaxed);
+        table.finish_single_bounded(binding, outcome, args)
     }
 }
 
@@ -198,6 +223,9 @@ pub(crate) struct Parts<A: EventRecord, R: EventRecord> {
     pub(crate) owner: String,
     pub(crate) handler: Box<dyn ErasedHandler<A, R>>,
     pub(crate) mode: Mode,
+    /// A bounded binding's budget in the bounded executor's units
+    /// (`BoundedExecutor::prepare`); 0 for other modes.
+    pub(crate) prepared_budget: u64,
     pub(crate) requested_mode: Mode,
     pub(crate) order: Order,
     /// Imposed declarative guards, then the installer's.
@@ -220,6 +248,10 @@ pub(crate) struct BindingCore<A: EventRecord, R: EventRecord> {
     pub(crate) handler: Box<dyn ErasedHandler<A, R>>,
     description: HandlerDescription,
     pub(crate) mode: Mode,
+    /// A bounded binding's budget (nanoseconds of guest time; 0 for other modes), and
+    /// the same in the bounded executor's units (`Parts::prepared_budget`).
+    pub(crate) budget: u64,
+    pub(crate) prepared_budget: u64,
     requested_mode: Mode,
     pub(crate) order: Order,
     /// The indexed guard, if any.
@@ -286,6 +318,11 @@ impl<A: EventRecord, R: EventRecord> BindingCore<A, R> {
             handler: parts.handler,
             description,
             mode: parts.mode,
+            budget: match parts.mode {
+                Mode::Bounded { budget } => budget,
+                _ => 0,
+            },
+            prepared_budget: parts.prepared_budget,
             requested_mode: parts.requested_mode,
             order: parts.order,
             key,

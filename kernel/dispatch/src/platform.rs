@@ -19,12 +19,21 @@ use crate::handler::HandlerFault;
 /// nanoseconds of guest time (instructions under an exact clock) and a recovery point; if a timer interrupt finds it past inside `body`, it abandons `body`
 /// and reports [`HandlerFault::Overrun`].
 pub trait BoundedExecutor: Send + Sync {
-    /// Runs `body` once under `budget` (nanoseconds of guest time). Returns `body`'s own result if it
-    /// finished in time, `Err(HandlerFault::Overrun { budget })` if it was aborted, or
-    /// another fault if it trapped.
+    /// Converts `budget` (nanoseconds of guest time) into the executor's own units, once
+    /// per binding when it is installed, so that a raise does no arithmetic on it (the
+    /// kernel: timebase ticks in this boot's clock mode). The default keeps it unchanged.
+    fn prepare(&self, budget: u64) -> u64 {
+        budget
+    }
+
+    /// Runs `body` once under `budget` (nanoseconds of guest time), which `prepare` turned
+    /// into `prepared`. Returns `body`'s own result if it finished in time,
+    /// `Err(HandlerFault::Overrun { budget })` if it was aborted, or another fault if it
+    /// trapped.
     fn run_bounded(
         &self,
         budget: u64,
+        prepared: u64,
         body: &mut dyn FnMut() -> Result<(), HandlerFault>,
     ) -> Result<(), HandlerFault>;
 }
@@ -36,7 +45,7 @@ pub struct Platform {
     pub instruction_counter: fn() -> u64,
     /// Runs bounded bindings; `None` makes installing a bounded binding fail with
     /// `InstallError::BoundedUnsupported`.
-    pub bounded_executor: Option<Arc<dyn BoundedExecutor>>,
+    pub bounded_executor: Option<&'static dyn BoundedExecutor>,
     /// Starts the workers of async bindings; `None` makes installing an async binding
     /// fail with `InstallError::AsyncUnsupported`.
     pub async_executor: Option<Arc<dyn AsyncExecutor>>,
@@ -66,7 +75,7 @@ impl Platform {
     }
 
     /// Adds a bounded executor.
-    pub fn with_bounded_executor(mut self, executor: Arc<dyn BoundedExecutor>) -> Self {
+    pub fn with_bounded_executor(mut self, executor: &'static dyn BoundedExecutor) -> Self {
         self.bounded_executor = Some(executor);
         self
     }

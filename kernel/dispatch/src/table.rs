@@ -237,6 +237,13 @@ impl<A: EventRecord, R: EventRecord> EventTable<A, R> {
         {
             return binding.handler.raise_fast(binding, self, args);
         }
+        // The bounded fast path: one bounded binding without guards, the mode every loaded
+        // extension runs in (validation and accounting are handled in it).
+        if let Some(binding) = &plan.single_bounded
+            && binding.health.load(Ordering::Relaxed) == 0
+        {
+            return binding.handler.raise_bounded(binding, self, plan.account_instructions, args);
+        }
         self.raise_slow(plan, args)
     }
 
@@ -284,12 +291,6 @@ impl<A: EventRecord, R: EventRecord> EventTable<A, R> {
             && binding.health.load(Ordering::Relaxed) == 0
         {
             return self.raise_single_accounted(binding, args);
-        }
-        if let Some(binding) = &plan.single_bounded
-            && binding.health.load(Ordering::Relaxed) == 0
-            && let Mode::Bounded { budget } = binding.mode
-        {
-            return binding.handler.raise_bounded(binding, self, budget, plan.account_instructions, args);
         }
         let candidates = match plan.indexes.as_slice() {
             [] => &plan.unindexed[..],
@@ -468,23 +469,12 @@ impl<A: EventRecord, R: EventRecord> EventTable<A, R> {
     }
 
     /// The single bounded binding's raise after its handler ran (`ErasedHandler::
-    /// raise_bounded`, monomorphised per handler type, runs it): counts the instructions
-    /// if asked, validates the result if the primary module does, and answers a fault or
-    /// a rejected result with the default. The raise counts as one fast invocation of the
+    /// raise_bounded`, monomorphised per handler type, runs it and counts instructions if
+    /// asked): validates the result if the primary module does, and answers a fault or a
+    /// rejected result with the default. The raise counts as one fast invocation of the
     /// binding, as a fast-path raise does.
     #[inline]
-    pub(crate) fn finish_single_bounded(
-        &self,
-        binding: &BindingCore<A, R>,
-        outcome: Result<R, HandlerFault>,
-        start: u64,
-        account: bool,
-        args: &A,
-    ) -> R {
-        if account {
-            let spent = (self.platform.instruction_counter)().wrapping_sub(start);
-            binding.counters.instructions.fetch_add(spent, Ordering::Relaxed);
-        }
+    pub(crate) fn finish_single_bounded(&self, binding: &BindingCore<A, R>, outcome: Result<R, HandlerFault>, args: &A) -> R {
         match outcome {
             Ok(result) if !self.validates_results => result,
             outcome => match self.settle(binding, outcome, args) {
@@ -497,8 +487,8 @@ impl<A: EventRecord, R: EventRecord> EventTable<A, R> {
     /// The platform's bounded executor (installation refuses bounded bindings without
     /// one).
     #[inline]
-    pub(crate) fn bounded_executor(&self) -> Option<&dyn BoundedExecutor> {
-        self.platform.bounded_executor.as_deref()
+    pub(crate) fn bounded_executor(&self) -> Option<&'static dyn BoundedExecutor> {
+        self.platform.bounded_executor
     }
 
     /// Reads the platform's instruction counter.
@@ -514,7 +504,7 @@ impl<A: EventRecord, R: EventRecord> EventTable<A, R> {
             return Err(HandlerFault::Unavailable);
         };
         let mut result = None;
-        executor.run_bounded(budget, &mut || {
+        executor.run_bounded(budget, binding.prepared_budget, &mut || {
             result = Some(binding.handler.invoke(args)?);
             Ok(())
         })?;
@@ -623,7 +613,7 @@ impl<A: EventRecord, R: EventRecord> EventTable<A, R> {
         start_lane(
             executor.as_ref(),
             budget,
-            self.platform.bounded_executor.clone(),
+            self.platform.bounded_executor,
             self.platform.instruction_counter,
             self.breaker_threshold,
             name,
@@ -675,6 +665,10 @@ impl<A: EventRecord, R: EventRecord> EventTable<A, R> {
             owner: approved.spec.owner,
             handler: approved.spec.handler,
             mode: approved.mode,
+            prepared_budget: match (approved.mode, &self.platform.bounded_executor) {
+                (Mode::Bounded { budget }, Some(executor)) => executor.prepare(budget),
+                _ => 0,
+            },
             requested_mode: approved.spec.mode,
             order: approved.spec.order,
             declarative: approved.declarative,

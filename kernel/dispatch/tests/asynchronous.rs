@@ -58,7 +58,7 @@ impl FakeAsyncExecutor {
 
 fn async_dispatcher(executor: Arc<FakeAsyncExecutor>) -> Dispatcher {
     Dispatcher::new(
-        Platform::new(fake_instruction_counter, HARTS).with_bounded_executor(Arc::new(FakeExecutor)).with_async_executor(executor),
+        Platform::new(fake_instruction_counter, HARTS).with_bounded_executor(&FakeExecutor).with_async_executor(executor),
     )
 }
 

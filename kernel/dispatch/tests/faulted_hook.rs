@@ -23,7 +23,7 @@ impl PrimaryModule<Probe, ProbeResult> for Module {
 /// Reports an overrun whenever the probe's key is 1, else runs the body.
 struct Executor;
 impl BoundedExecutor for Executor {
-    fn run_bounded(&self, budget: u64, body: &mut dyn FnMut() -> Result<(), HandlerFault>) -> Result<(), HandlerFault> {
+    fn run_bounded(&self, budget: u64, _prepared: u64, body: &mut dyn FnMut() -> Result<(), HandlerFault>) -> Result<(), HandlerFault> {
         if budget == 1 {
             return Err(HandlerFault::Overrun { budget });
         }
@@ -52,7 +52,7 @@ fn counter() -> u64 {
 
 #[test]
 fn faulted_is_called_for_handler_faults_and_executor_overruns() {
-    let dispatcher = Dispatcher::new(Platform::new(counter, 1).with_bounded_executor(Arc::new(Executor)));
+    let dispatcher = Dispatcher::new(Platform::new(counter, 1).with_bounded_executor(&Executor));
     let table = dispatcher.register(&BENCH_PROBE, Arc::new(Module)).unwrap();
     let handler = Arc::new(Watched { faults: AtomicU64::new(0) });
     let id = dispatcher.install(&BENCH_PROBE, BindingSpec::new("t", handler.clone()).mode(Mode::Bounded { budget: 100 })).unwrap();

@@ -112,8 +112,14 @@ pub const fn budget_from_micros(micros: u64) -> u64 {
 /// computed at boot.
 #[inline]
 pub fn budget_deadline(budget_nanoseconds: u64) -> u64 {
-    let mode = clock_mode();
-    now().saturating_add(budget_ticks(budget_nanoseconds, mode, NANOSECONDS_PER_TIMEBASE_TICK.load(Ordering::Relaxed)))
+    now().saturating_add(budget_in_ticks(budget_nanoseconds))
+}
+
+/// Timebase ticks a budget of `budget_nanoseconds` allows in this boot's clock mode (at
+/// least one): what [`budget_deadline`] adds to the time. The dispatcher converts each
+/// bounded binding's budget once, at installation, so a raise only adds.
+pub fn budget_in_ticks(budget_nanoseconds: u64) -> u64 {
+    budget_ticks(budget_nanoseconds, clock_mode(), NANOSECONDS_PER_TIMEBASE_TICK.load(Ordering::Relaxed))
 }
 
 /// Nanoseconds per tick of the timebase (100 at QEMU virt's 10 MHz), set by [`init`].

@@ -73,7 +73,7 @@ pub fn fake_instruction_counter() -> u64 {
 pub struct FakeExecutor;
 
 impl BoundedExecutor for FakeExecutor {
-    fn run_bounded(&self, budget: u64, body: &mut dyn FnMut() -> Result<(), HandlerFault>) -> Result<(), HandlerFault> {
+    fn run_bounded(&self, budget: u64, _prepared: u64, body: &mut dyn FnMut() -> Result<(), HandlerFault>) -> Result<(), HandlerFault> {
         let start = fake_instruction_counter();
         let outcome = body();
         if fake_instruction_counter() - start > budget {
@@ -88,7 +88,7 @@ pub const HARTS: usize = 8;
 
 /// A dispatcher with the fake counter and executor.
 pub fn dispatcher() -> Dispatcher {
-    Dispatcher::new(Platform::new(fake_instruction_counter, HARTS).with_bounded_executor(Arc::new(FakeExecutor)))
+    Dispatcher::new(Platform::new(fake_instruction_counter, HARTS).with_bounded_executor(&FakeExecutor))
 }
 
 /// Ends the grace period of everything retired so far and frees it: every hart reports a

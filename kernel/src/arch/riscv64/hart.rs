@@ -77,6 +77,14 @@ pub const HART_RECOVERY_OFFSET: usize = 16;
 pub const HART_BUDGET_DEADLINE_OFFSET: usize = core::mem::offset_of!(HartLocal, budget_deadline);
 /// See [`HartLocal::budget_point`] (written by `recovery`'s bounded-call trampoline).
 pub const HART_BUDGET_POINT_OFFSET: usize = core::mem::offset_of!(HartLocal, budget_point);
+/// See [`HartLocal::timer_armed_at`] (read by the bounded-call trampoline).
+pub const HART_TIMER_ARMED_AT_OFFSET: usize = core::mem::offset_of!(HartLocal, timer_armed_at);
+/// See [`HartLocal::preempt_disabled`] (saved by the bounded-call trampoline).
+pub const HART_PREEMPT_DISABLED_OFFSET: usize = core::mem::offset_of!(HartLocal, preempt_disabled);
+/// See [`HartLocal::current_extension_arena`] (saved by the bounded-call trampoline).
+pub const HART_EXTENSION_ARENA_OFFSET: usize = core::mem::offset_of!(HartLocal, current_extension_arena);
+/// See [`HartLocal::heap_route`] (saved by the bounded-call trampoline).
+pub const HART_HEAP_ROUTE_OFFSET: usize = core::mem::offset_of!(HartLocal, heap_route);
 
 const _: () = {
     assert!(core::mem::offset_of!(HartLocal, stack_bottom) == HART_STACK_BOTTOM_OFFSET);

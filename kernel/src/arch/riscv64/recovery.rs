@@ -29,25 +29,42 @@
 
 use core::sync::atomic::Ordering;
 
-use super::hart::{self, HART_BUDGET_DEADLINE_OFFSET, HART_BUDGET_POINT_OFFSET, HART_RECOVERY_OFFSET};
+use super::hart::{
+    self, HART_BUDGET_DEADLINE_OFFSET, HART_BUDGET_POINT_OFFSET, HART_EXTENSION_ARENA_OFFSET, HART_HEAP_ROUTE_OFFSET,
+    HART_PREEMPT_DISABLED_OFFSET, HART_RECOVERY_OFFSET, HART_TIMER_ARMED_AT_OFFSET,
+};
 use super::csr::SSTATUS_SPP;
 use super::trap::{FaultReport, TrapFrame, reg};
 
-/// Saved state of a recovery point: ra, sp, s0..s11, the previous point in the chain and,
-/// for a bounded call's point, the previous budget point.
+/// Saved state of a recovery point: ra, sp, s0..s11 and the previous point in the chain;
+/// for a bounded call's point also what its abort must put back: the previous budget point
+/// and deadline, and the hart's no-preemption depth, heap route and current extension
+/// arena at entry (destructors inside an aborted call do not run, so nothing else would).
 #[repr(C)]
 pub struct RecoveryPoint {
     saved: [usize; 14],
     previous: usize,
     previous_budget_point: usize,
+    outer_deadline: u64,
+    preemption_depth: usize,
+    heap_route: usize,
+    extension_arena: usize,
 }
 
 const PREVIOUS_OFFSET: usize = 14 * 8;
 const PREVIOUS_BUDGET_POINT_OFFSET: usize = 15 * 8;
+const OUTER_DEADLINE_OFFSET: usize = 16 * 8;
+const PREEMPTION_DEPTH_OFFSET: usize = 17 * 8;
+const HEAP_ROUTE_OFFSET: usize = 18 * 8;
+const EXTENSION_ARENA_OFFSET: usize = 19 * 8;
 
 const _: () = {
     assert!(core::mem::offset_of!(RecoveryPoint, previous) == PREVIOUS_OFFSET);
     assert!(core::mem::offset_of!(RecoveryPoint, previous_budget_point) == PREVIOUS_BUDGET_POINT_OFFSET);
+    assert!(core::mem::offset_of!(RecoveryPoint, outer_deadline) == OUTER_DEADLINE_OFFSET);
+    assert!(core::mem::offset_of!(RecoveryPoint, preemption_depth) == PREEMPTION_DEPTH_OFFSET);
+    assert!(core::mem::offset_of!(RecoveryPoint, heap_route) == HEAP_ROUTE_OFFSET);
+    assert!(core::mem::offset_of!(RecoveryPoint, extension_arena) == EXTENSION_ARENA_OFFSET);
 };
 
 core::arch::global_asm!(
@@ -109,13 +126,18 @@ core::arch::global_asm!(
     previous = const PREVIOUS_OFFSET,
 );
 
-// `recovery_call` for a bounded call: the same saved registers and landing, and once they
-// are saved the point also becomes the hart's budget point and `deadline` its budget
-// deadline (in that order: a deadline never names another call's point). On a normal
-// return the deadline is cleared before the outer budget point is put back, so a late
-// timer interrupt never aborts to a point that has returned. An abort lands at
-// `recovery_landing`, which unlinks only the recovery point; `run_bounded` restores the
-// rest (the trap handler has cleared the deadline by then).
+// `recovery_call` for a bounded call. Once the registers are saved, the point also records
+// what an abort must put back (the outer budget point and deadline, the no-preemption
+// depth, heap route and extension arena), becomes the hart's budget point, and the
+// deadline — the earlier of `deadline` and the outer call's — its budget deadline (in that
+// order: a deadline never names another call's point). A one-shot timer is programmed
+// only if no interrupt is due by then (`HartLocal::timer_armed_at`). On a normal return
+// the deadline is cleared before the outer budget point is put back, so a late timer
+// interrupt never aborts to a point that has returned; then the outer deadline is put back
+// (an interrupt is due by it: one was due by the earlier, inner deadline), or, if it is
+// less than `NESTED_EXIT_GRACE` away, that grace period from now. An abort lands
+// at `recovery_landing`, which unlinks only the recovery point; `run_bounded` restores
+// the rest from the point (the trap handler has cleared the deadline by then).
 core::arch::global_asm!(
     ".section .text",
     ".balign 4",
@@ -138,30 +160,83 @@ core::arch::global_asm!(
     "    sd s11, 13*8(a0)",
     "    ld t0, {recovery}(tp)",
     "    sd t0, {previous}(a0)",
-    "    ld t1, {budget_point}(tp)",
-    "    sd t1, {previous_budget_point}(a0)",
+    "    ld t0, {budget_point}(tp)",
+    "    sd t0, {previous_budget_point}(a0)",
+    "    ld t0, {preempt}(tp)",
+    "    sd t0, {depth}(a0)",
+    "    ld t0, {route}(tp)",
+    "    sd t0, {heap_route}(a0)",
+    "    ld t0, {arena}(tp)",
+    "    sd t0, {extension_arena}(a0)",
+    "    ld t0, {deadline}(tp)",
+    "    sd t0, {outer_deadline}(a0)",
+    // The effective deadline: the earlier of ours and a nonzero outer one.
+    "    beqz t0, 1f",
+    "    bgeu t0, a1, 1f",
+    "    mv a1, t0",
+    "1:",
     "    sd a0, {recovery}(tp)",
     "    sd a0, {budget_point}(tp)",
     "    sd a1, {deadline}(tp)",
     "    mv s0, a0",
-    "    mv a0, a3",
-    "    jalr a2",
-    // Normal return: disarm, unlink, restore ra and s0, return 0.
+    "    mv s1, a2",
+    "    mv s2, a3",
+    "    ld t0, {armed}(tp)",
+    "    bgeu a1, t0, 2f",
+    "    call {program_timer}",
+    "2:",
+    "    mv a0, s2",
+    "    jalr s1",
+    // Normal return: disarm, unlink, put the outer deadline back, restore, return 0.
     "    sd zero, {deadline}(tp)",
     "    ld t0, {previous_budget_point}(s0)",
     "    sd t0, {budget_point}(tp)",
     "    ld t0, {previous}(s0)",
     "    sd t0, {recovery}(tp)",
+    // An enclosing call whose deadline has passed meanwhile (or is about to) gets a short
+    // grace period, so the code between the two levels (which may report an inner overrun
+    // outwards) runs instead of being aborted at once; the timer is reprogrammed if no
+    // interrupt is due by the new deadline.
+    "    ld t0, {outer_deadline}(s0)",
+    "    beqz t0, 3f",
+    "    rdtime t1",
+    "    addi t1, t1, {grace}",
+    "    bgeu t0, t1, 3f",
+    "    sd t1, {deadline}(tp)",
+    "    ld t2, {armed}(tp)",
+    "    bgeu t1, t2, 4f",
+    "    call {program_timer}",
+    "    j 4f",
+    "3:",
+    "    sd t0, {deadline}(tp)",
+    "4:",
     "    ld ra, 0*8(s0)",
+    "    ld s1, 3*8(s0)",
+    "    ld s2, 4*8(s0)",
     "    ld s0, 2*8(s0)",
     "    li a0, 0",
     "    ret",
     recovery = const HART_RECOVERY_OFFSET,
     budget_point = const HART_BUDGET_POINT_OFFSET,
     deadline = const HART_BUDGET_DEADLINE_OFFSET,
+    armed = const HART_TIMER_ARMED_AT_OFFSET,
+    preempt = const HART_PREEMPT_DISABLED_OFFSET,
+    route = const HART_HEAP_ROUTE_OFFSET,
+    arena = const HART_EXTENSION_ARENA_OFFSET,
     previous = const PREVIOUS_OFFSET,
     previous_budget_point = const PREVIOUS_BUDGET_POINT_OFFSET,
+    outer_deadline = const OUTER_DEADLINE_OFFSET,
+    depth = const PREEMPTION_DEPTH_OFFSET,
+    heap_route = const HEAP_ROUTE_OFFSET,
+    extension_arena = const EXTENSION_ARENA_OFFSET,
+    program_timer = sym arm_budget_timer,
+    grace = const NESTED_EXIT_GRACE,
 );
+
+/// Called by `bounded_call` when no timer interrupt is due by the call's deadline.
+extern "C" fn arm_budget_timer() {
+    crate::time::program_timer();
+}
 
 unsafe extern "C" {
     fn recovery_call(point: *mut RecoveryPoint, f: extern "C" fn(*mut u8), data: *mut u8) -> usize;
@@ -174,16 +249,22 @@ struct CallState<F, R> {
     result: Option<R>,
 }
 
-/// [`call_closure`] for a bounded call, entered once `bounded_call` has armed the deadline:
-/// programs a one-shot timer interrupt at the deadline only if none is due by then (in a
-/// run of calls, the one programmed for an earlier call is; when it comes, the timer
-/// interrupt re-arms for the deadline of the call it finds running).
+/// A bounded call's closure and the place for its result (see [`run_bounded`]).
+struct BoundedState<F, R> {
+    function: core::mem::ManuallyDrop<F>,
+    result: core::mem::MaybeUninit<R>,
+}
+
+/// What `bounded_call` calls once it has armed the deadline: runs the closure and stores
+/// its result.
 extern "C" fn call_bounded_closure<F: FnOnce() -> R, R>(data: *mut u8) {
-    let local = hart::current();
-    if local.budget_deadline.load(Ordering::Relaxed) < local.timer_armed_at.load(Ordering::Relaxed) {
-        crate::time::program_timer();
-    }
-    call_closure::<F, R>(data);
+    // SAFETY: `run_bounded` passes a pointer to its live `BoundedState<F, R>`, exclusively
+    // borrowed for the duration of `bounded_call`, which calls this once: the function is
+    // taken exactly once and never dropped by `run_bounded`.
+    let state = unsafe { &mut *data.cast::<BoundedState<F, R>>() };
+    // SAFETY: see above (taken once, `ManuallyDrop` never dropped elsewhere).
+    let function = unsafe { core::mem::ManuallyDrop::take(&mut state.function) };
+    state.result.write(function());
 }
 
 extern "C" fn call_closure<F: FnOnce() -> R, R>(data: *mut u8) {
@@ -265,8 +346,9 @@ fn land_at(frame: &mut TrapFrame, point: usize) {
 }
 
 /// Timebase ticks (100 µs at 10 MHz) an enclosing bounded call is given after a nested
-/// one ends past the enclosing deadline.
+/// one ends past the enclosing deadline (an immediate of `bounded_call`: below 2048).
 const NESTED_EXIT_GRACE: u64 = 1_000;
+const _: () = assert!(NESTED_EXIT_GRACE < 2048);
 
 /// Why a bounded call did not complete.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -286,50 +368,46 @@ pub enum Abort {
 /// deadline passes, the innermost call is the one aborted (its caller sees the overrun
 /// and reports it outwards); the outer deadline is restored when the inner call ends.
 pub fn run_bounded<F: FnOnce() -> R, R>(deadline: u64, f: F) -> Result<R, Abort> {
-    let local = hart::current();
-    let outer_deadline = local.budget_deadline.load(Ordering::Relaxed);
-    let effective = if outer_deadline != 0 { deadline.min(outer_deadline) } else { deadline };
-    // What an abort must put back (see `catch_faults`).
-    let preemption_depth = local.preempt_disabled.load(Ordering::Relaxed);
-    let heap_route = crate::mm::private_heap::current_route();
-    let mut state = CallState { function: Some(f), result: None };
+    // Everything an abort must put back is saved by `bounded_call` in the point.
+    let mut state = BoundedState { function: core::mem::ManuallyDrop::new(f), result: core::mem::MaybeUninit::uninit() };
     // Filled by `bounded_call` before anything reads it.
     let mut point = core::mem::MaybeUninit::<RecoveryPoint>::uninit();
-    // SAFETY: `point` and `state` outlive the call; `call_closure::<F, R>` matches the
-    // type of `state`. `bounded_call` saves/restores every callee-saved register, so on
+    // SAFETY: `point` and `state` outlive the call; `call_bounded_closure::<F, R>` matches
+    // the type of `state`. `bounded_call` saves/restores every callee-saved register, so on
     // both return paths the Rust ABI's register contract holds.
-    let aborted = unsafe {
-        bounded_call(point.as_mut_ptr(), effective, call_bounded_closure::<F, R>, (&raw mut state).cast::<u8>())
-    };
-    if outer_deadline != 0 {
-        // An enclosing call whose deadline has passed meanwhile gets a short grace period,
-        // so the code between the two levels (which reports the inner overrun outwards)
-        // runs instead of being aborted asynchronously a second time.
-        let restored = outer_deadline.max(super::csr::time() as u64 + NESTED_EXIT_GRACE);
+    let aborted = unsafe { bounded_call(point.as_mut_ptr(), deadline, call_bounded_closure::<F, R>, (&raw mut state).cast::<u8>()) };
+    if aborted == 0 {
+        // SAFETY: `bounded_call` returned normally, so `call_bounded_closure` ran to its
+        // end and wrote the result. (After an abort the closure's captures are leaked,
+        // as the module documentation says: it may or may not have been taken.)
+        return Ok(unsafe { state.result.assume_init() });
+    }
+    // SAFETY: `bounded_call` wrote every field of the point before calling the closure,
+    // and nothing writes it after the landing.
+    Err(settle_abort(unsafe { point.assume_init_ref() }))
+}
+
+/// The abort path of [`run_bounded`] (out of line): puts back what the landing did not —
+/// the outer budget point and deadline, and the no-preemption depth, heap route and
+/// extension arena the call began with, which the aborted code's destructors would have
+/// restored — and says why it ended. An enclosing call whose deadline passed meanwhile
+/// gets a short grace period, so the code between the two levels (which reports the inner
+/// abort outwards) runs instead of being aborted asynchronously a second time.
+#[cold]
+#[inline(never)]
+fn settle_abort(saved: &RecoveryPoint) -> Abort {
+    let local = hart::current();
+    local.budget_point.store(saved.previous_budget_point, Ordering::Relaxed);
+    local.preempt_disabled.store(saved.preemption_depth, Ordering::Relaxed);
+    crate::mm::private_heap::resume_routing(saved.heap_route);
+    local.current_extension_arena.store(saved.extension_arena, Ordering::Relaxed);
+    if saved.outer_deadline != 0 {
+        let restored = saved.outer_deadline.max(super::csr::time() as u64 + NESTED_EXIT_GRACE);
         local.budget_deadline.store(restored, Ordering::Relaxed);
         if restored < local.timer_armed_at.load(Ordering::Relaxed) {
             crate::time::program_timer();
         }
     }
-    if aborted == 0 {
-        // The closure ran to completion, so `result` is set.
-        return state.result.ok_or_else(|| Abort::Fault(take_last_fault()));
-    }
-    Err(settle_abort(local, point.as_ptr(), preemption_depth, heap_route))
-}
-
-/// The abort path of [`run_bounded`] (out of line): puts back what the landing did not
-/// (the outer budget point; the no-preemption depth and heap route the call began with,
-/// which the aborted code's destructors would have restored) and says why it ended.
-#[cold]
-#[inline(never)]
-fn settle_abort(local: &hart::HartLocal, point: *const RecoveryPoint, preemption_depth: usize, heap_route: usize) -> Abort {
-    // SAFETY: `bounded_call` wrote every field of `*point` before calling the closure, and
-    // `run_bounded` keeps it alive; nothing writes it after the landing.
-    let saved = unsafe { &*point };
-    local.budget_point.store(saved.previous_budget_point, Ordering::Relaxed);
-    local.preempt_disabled.store(preemption_depth, Ordering::Relaxed);
-    crate::mm::private_heap::resume_routing(heap_route);
     if local.last_abort_was_overrun.swap(0, Ordering::Relaxed) != 0 { Abort::BudgetExceeded } else { Abort::Fault(take_last_fault()) }
 }
 
