@@ -222,6 +222,18 @@ pub trait BindingDecl: Sync {
     /// Decodes the arguments from `arguments`, runs the handler and encodes its result
     /// into `result` (the native, Wasm and user-level glue call this).
     fn invoke_bytes(&self, arguments: &[u8], result: &mut [u8]) -> Result<(), MarshalError>;
+    /// The binding's direct entry and its context (see [`direct_entry`]), as addresses:
+    /// what the native glue reports in `BindingInfo`.
+    fn direct_entry(&self) -> (usize, usize);
+}
+
+/// A native binding's direct entry: runs `binding`'s handler on `arguments` and writes
+/// its result into `result`. The kernel calls it (C ABI) with pointers to the records
+/// themselves — `#[repr(C)]`, the same declaration on both sides, checked by the event's
+/// fingerprint — so nothing is marshalled; a handler that panics or traps never returns
+/// here (the kernel's recovery point ends the call).
+pub extern "C" fn direct_entry<A: EventRecord, R: EventRecord>(binding: &TypedBinding<A, R>, arguments: &A, result: &mut core::mem::MaybeUninit<R>) {
+    result.write((binding.handler)(arguments));
 }
 
 /// A binding of event `Event<A, R>` to a handler `fn(&A) -> R`.
@@ -252,6 +264,10 @@ impl<A: EventRecord, R: EventRecord> BindingDecl for TypedBinding<A, R> {
     fn invoke_bytes(&self, arguments: &[u8], result: &mut [u8]) -> Result<(), MarshalError> {
         let arguments: A = decode(arguments)?;
         encode(&(self.handler)(&arguments), result)
+    }
+    fn direct_entry(&self) -> (usize, usize) {
+        let entry: extern "C" fn(&TypedBinding<A, R>, &A, &mut core::mem::MaybeUninit<R>) = direct_entry::<A, R>;
+        (entry as usize, core::ptr::from_ref(self) as usize)
     }
 }
 

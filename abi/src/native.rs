@@ -91,6 +91,15 @@ pub struct BindingInfo {
     pub result_size: u64,
     /// The guards.
     pub guards: [RawGuard; MAX_GUARDS],
+    /// The binding's direct entry (native only; 0 elsewhere): the address of
+    /// [`direct_entry`](crate::extension::direct_entry) for the binding's record types,
+    /// which the kernel calls with [`direct_context`](Self::direct_context) and pointers
+    /// to the records themselves instead of marshalling them through
+    /// [`INVOKE_SYMBOL`]. The loader uses it only if it lies in the image's executable
+    /// mapping; 0 makes it marshal.
+    pub direct_entry: u64,
+    /// What the direct entry is passed first: the address of the binding's declaration.
+    pub direct_context: u64,
 }
 
 impl BindingInfo {
@@ -110,6 +119,8 @@ impl BindingInfo {
             arguments_size: u64_at(16),
             result_size: u64_at(24),
             guards: [RawGuard::default(); MAX_GUARDS],
+            direct_entry: u64_at(core::mem::offset_of!(BindingInfo, direct_entry)),
+            direct_context: u64_at(core::mem::offset_of!(BindingInfo, direct_context)),
         };
         let guard_size = core::mem::size_of::<RawGuard>();
         for (index, guard) in info.guards.iter_mut().enumerate() {
@@ -165,7 +176,15 @@ pub fn binding_info(declaration: &ExtensionDecl, index: usize) -> Result<Binding
         arguments_size: event.arguments.size as u64,
         result_size: event.result.size as u64,
         guards: [RawGuard::default(); MAX_GUARDS],
+        direct_entry: 0,
+        direct_context: 0,
     };
+    // Only where addresses are the kernel's: a wasm32 function "address" is a table index.
+    #[cfg(not(target_arch = "wasm32"))]
+    {
+        let (entry, context) = binding.direct_entry();
+        (info.direct_entry, info.direct_context) = (entry as u64, context as u64);
+    }
     for (slot, guard) in info.guards.iter_mut().zip(declared) {
         *slot = RawGuard::from_decl(guard);
     }

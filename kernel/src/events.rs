@@ -46,6 +46,21 @@ impl BoundedExecutor for KernelBoundedExecutor {
     fn run_bounded(&self, budget: u64, ticks: u64, body: &mut dyn FnMut() -> Result<(), HandlerFault>) -> Result<(), HandlerFault> {
         run_for_ticks(budget, ticks, body)?
     }
+
+    /// The platform's counter is `rdinstret` ([`instruction_counter`]): read it inline.
+    fn run_bounded_counted(
+        &self,
+        budget: u64,
+        ticks: u64,
+        _counter: fn() -> u64,
+        spent: &mut u64,
+        body: &mut dyn FnMut() -> Result<(), HandlerFault>,
+    ) -> Result<(), HandlerFault> {
+        let start = instruction_counter();
+        let outcome = run_for_ticks(budget, ticks, body);
+        *spent = spent.wrapping_add(instruction_counter().wrapping_sub(start));
+        outcome?
+    }
 }
 
 /// Runs `body` with a budget of `budget` nanoseconds of guest time (instructions under

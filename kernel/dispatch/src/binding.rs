@@ -164,18 +164,16 @@ where
     #[inline(never)]
     fn raise_bounded(&self, binding: &BindingCore<A, R>, table: &EventTable<A, R>, account: bool, args: &A) -> R {
         binding.counters.fast_invocations.fetch_add(1, Ordering::Relaxed);
-        if account {
-            return self.raise_bounded_accounted(binding, table, args);
-        }
-        let outcome = self.invoke_bounded(binding, table, args);
+        let outcome = self.invoke_bounded(binding, table, account, args);
         table.finish_single_bounded(binding, outcome, args)
     }
 }
 
 impl<H: ?Sized> SharedHandler<H> {
-    /// Runs the handler under the platform's bounded executor with the binding's budget.
+    /// Runs the handler under the platform's bounded executor with the binding's budget,
+    /// adding the instructions it took to the binding's counter if `account`.
     #[inline(always)]
-    fn invoke_bounded<A: EventRecord, R: EventRecord>(&self, binding: &BindingCore<A, R>, table: &EventTable<A, R>, args: &A) -> Result<R, HandlerFault>
+    fn invoke_bounded<A: EventRecord, R: EventRecord>(&self, binding: &BindingCore<A, R>, table: &EventTable<A, R>, account: bool, args: &A) -> Result<R, HandlerFault>
     where
         H: Handler<A, R>,
     {
@@ -183,28 +181,21 @@ impl<H: ?Sized> SharedHandler<H> {
             return Err(HandlerFault::Unavailable);
         };
         let mut result = None;
-        executor
-            .run_bounded(binding.budget, binding.prepared_budget, &mut || {
-                result = Some(self.0.invoke(args)?);
-                Ok(())
-            })
-            // An executor that claims success without running the body is a platform
-            // bug: a fault rather than an invented result.
-            .and_then(|()| result.ok_or(HandlerFault::Unavailable))
-    }
-
-    /// `raise_bounded` with instruction accounting on (out of line: the counter's value
-    /// would otherwise be kept across the call on every raise).
-    #[inline(never)]
-    fn raise_bounded_accounted<A: EventRecord, R: EventRecord>(&self, binding: &BindingCore<A, R>, table: &EventTable<A, R>, args: &A) -> R
-    where
-        H: Handler<A, R>,
-    {
-        let start = table.instruction_count();
-        let outcome = self.invoke_bounded(binding, table, args);
-        let spent = table.instruction_count().wrapping_sub(start);
-        binding.counters.instructions.fetch_add(spent, Ordering::Relaxed);
-        table.finish_single_bounded(binding, outcome, args)
+        let mut body = || {
+            result = Some(self.0.invoke(args)?);
+            Ok(())
+        };
+        let outcome = if account {
+            let mut spent = 0;
+            let outcome = executor.run_bounded_counted(binding.budget, binding.prepared_budget, table.instruction_counter(), &mut spent, &mut body);
+            binding.counters.instructions.fetch_add(spent, Ordering::Relaxed);
+            outcome
+        } else {
+            executor.run_bounded(binding.budget, binding.prepared_budget, &mut body)
+        };
+        // An executor that claims success without running the body is a platform bug: a
+        // fault rather than an invented result.
+        outcome.and_then(|()| result.ok_or(HandlerFault::Unavailable))
     }
 }
 

@@ -36,6 +36,25 @@ pub trait BoundedExecutor: Send + Sync {
         prepared: u64,
         body: &mut dyn FnMut() -> Result<(), HandlerFault>,
     ) -> Result<(), HandlerFault>;
+
+    /// [`run_bounded`](Self::run_bounded), also adding to `*spent` what `counter` (the
+    /// platform's instruction counter) advanced by during the call, aborted or not: how a
+    /// table with instruction accounting on runs a bounded binding. The default reads
+    /// `counter` around the call; an executor that can read the same counter inline (the
+    /// kernel: `rdinstret`) overrides it to save the two indirect calls.
+    fn run_bounded_counted(
+        &self,
+        budget: u64,
+        prepared: u64,
+        counter: fn() -> u64,
+        spent: &mut u64,
+        body: &mut dyn FnMut() -> Result<(), HandlerFault>,
+    ) -> Result<(), HandlerFault> {
+        let start = counter();
+        let outcome = self.run_bounded(budget, prepared, body);
+        *spent = spent.wrapping_add(counter().wrapping_sub(start));
+        outcome
+    }
 }
 
 /// The hooks one dispatcher uses.

@@ -456,11 +456,11 @@ impl<A: EventRecord, R: EventRecord> EventTable<A, R> {
     /// the common case keeps the raise loop small.
     #[inline(never)]
     fn run_special(&self, binding: &BindingCore<A, R>, args: &A, account: bool) -> Result<R, HandlerFault> {
+        if let Mode::Bounded { .. } = binding.mode {
+            return self.run_bounded(binding, args, account);
+        }
         let start = if account { (self.platform.instruction_counter)() } else { 0 };
-        let outcome = match binding.mode {
-            Mode::Bounded { budget } => self.run_bounded(binding, budget, args),
-            Mode::Sync | Mode::Async => binding.handler.invoke(args),
-        };
+        let outcome = binding.handler.invoke(args);
         if account {
             let spent = (self.platform.instruction_counter)().wrapping_sub(start);
             binding.counters.instructions.fetch_add(spent, Ordering::Relaxed);
@@ -491,23 +491,32 @@ impl<A: EventRecord, R: EventRecord> EventTable<A, R> {
         self.platform.bounded_executor
     }
 
-    /// Reads the platform's instruction counter.
+    /// The platform's instruction counter.
     #[inline]
-    pub(crate) fn instruction_count(&self) -> u64 {
-        (self.platform.instruction_counter)()
+    pub(crate) fn instruction_counter(&self) -> fn() -> u64 {
+        self.platform.instruction_counter
     }
 
-    /// Runs a handler under the platform's bounded executor.
-    fn run_bounded(&self, binding: &BindingCore<A, R>, budget: u64, args: &A) -> Result<R, HandlerFault> {
+    /// Runs a handler under the platform's bounded executor, adding the instructions it
+    /// took to the binding's counter if `account`.
+    fn run_bounded(&self, binding: &BindingCore<A, R>, args: &A, account: bool) -> Result<R, HandlerFault> {
         // Installation refuses bounded bindings when there is no executor.
         let Some(executor) = &self.platform.bounded_executor else {
             return Err(HandlerFault::Unavailable);
         };
         let mut result = None;
-        executor.run_bounded(budget, binding.prepared_budget, &mut || {
+        let mut body = || {
             result = Some(binding.handler.invoke(args)?);
             Ok(())
-        })?;
+        };
+        if account {
+            let mut spent = 0;
+            let outcome = executor.run_bounded_counted(binding.budget, binding.prepared_budget, self.platform.instruction_counter, &mut spent, &mut body);
+            binding.counters.instructions.fetch_add(spent, Ordering::Relaxed);
+            outcome?;
+        } else {
+            executor.run_bounded(binding.budget, binding.prepared_budget, &mut body)?;
+        }
         // An executor that claims success without running the body is a platform bug;
         // treat it as a fault rather than inventing a result.
         result.ok_or(HandlerFault::Unavailable)

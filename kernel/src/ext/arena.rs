@@ -241,7 +241,7 @@ pub fn with_caller<R>(f: impl FnOnce(&ExtensionArena) -> R) -> Option<R> {
     if address == 0 {
         return None;
     }
-    // On abort, `events::run_with_budget` (around every extension call) restores the old value.
+    // On abort, the bounded call's recovery point (around every extension call) restores the old value.
     // SAFETY: `with_current` stores `Arc::as_ptr` of an arena borrowed for its whole call and puts
     // back the old value (0 or an outer, longer-lived arena) before the borrow ends, even on abort;
     // only this hart reads or writes it, preemption off meanwhile: the arena is alive.

@@ -32,6 +32,7 @@ use alloc::sync::{Arc, Weak};
 use alloc::vec::Vec;
 use core::fmt;
 use core::marker::PhantomData;
+use core::mem::MaybeUninit;
 
 use spindle_abi::event::{Event, EventDescriptor, EventRecord};
 use spindle_abi::extension::{GuardDecl, RecordBuffer, decode, encode};
@@ -191,6 +192,9 @@ fn pte_flags(permissions: Permissions) -> PteFlags {
 type CountFunction = extern "C" fn() -> usize;
 type InfoFunction = extern "C" fn(usize, *mut BindingInfo) -> i32;
 type InvokeFunction = extern "C" fn(usize, *const u8, usize, *mut u8, usize) -> i32;
+/// A binding's direct entry (`spindle_abi::extension::direct_entry::<A, R>`): context,
+/// the argument record, the result record to write.
+type DirectFunction<A, R> = extern "C" fn(usize, &A, &mut MaybeUninit<R>);
 
 /// Reinterprets a resolved entry address as a function pointer.
 ///
@@ -215,6 +219,9 @@ fn call_into<R>(arena: &Arc<ExtensionArena>, budget: u64, body: impl FnOnce() ->
 /// extension.
 struct NativeHandler<A, R> {
     invoke: InvokeFunction,
+    /// The binding's direct entry and its context, when the image reported one inside
+    /// its executable mapping: records are then passed by pointer, not marshalled.
+    direct: Option<(DirectFunction<A, R>, usize)>,
     index: usize,
     name: String,
     extension: Weak<LoadedExtension>,
@@ -224,6 +231,19 @@ struct NativeHandler<A, R> {
 
 impl<A: EventRecord, R: EventRecord> Handler<A, R> for NativeHandler<A, R> {
     fn invoke(&self, args: &A) -> Result<R, HandlerFault> {
+        if let Some((entry, context)) = self.direct {
+            let mut result = MaybeUninit::<R>::uninit();
+            {
+                let _no_preemption = crate::sched::no_preemption();
+                arena::with_current(&self.arena, || entry(context, args, &mut result));
+            }
+            // SAFETY: the entry returned, so it wrote `result` (`direct_entry` writes it
+            // before returning; a handler that panics or traps never returns — the bounded
+            // call's recovery point ends the call). The value is an `R` built by the
+            // extension's type-checked code from the same `#[repr(C)]` declaration (the
+            // loader checked the event's fingerprint and record sizes).
+            return Ok(unsafe { result.assume_init() });
+        }
         // Aligned buffers: records move as whole words on both sides of the call.
         let mut arguments = RecordBuffer::<MAX_RECORD>::default();
         let mut result = RecordBuffer::<MAX_RECORD>::default();
@@ -259,6 +279,8 @@ impl<A: EventRecord, R: EventRecord> Handler<A, R> for NativeHandler<A, R> {
 /// What every binding of one native extension shares.
 struct BindingTarget<'a> {
     invoke: InvokeFunction,
+    /// The image's executable mappings (start, size): where a direct entry may lie.
+    executable: &'a [(u64, u64)],
     budget: u64,
     extension: &'a Arc<LoadedExtension>,
     arena: &'a Arc<ExtensionArena>,
@@ -271,10 +293,21 @@ fn install_typed<A: EventRecord, R: EventRecord>(
     target: &BindingTarget<'_>,
     installer: &mut super::Installer,
 ) -> Result<BindingId, NativeError> {
-    let BindingTarget { invoke, budget, extension, arena } = *target;
+    let BindingTarget { invoke, budget, extension, arena, executable } = *target;
     let guards = checked_guards(&event.descriptor(), info, index).map_err(NativeError::BadBinding)?;
+    let entry = info.direct_entry;
+    let direct = if entry != 0 && executable.iter().any(|&(start, size)| entry >= start && entry - start < size) {
+        // SAFETY: the address lies in the image's executable mapping, which stays mapped for
+        // as long as any binding can call it; the builder's glue reports there
+        // `direct_entry::<A, R>` for this binding, whose event (id, fingerprint and record
+        // sizes, checked above) is `event`'s, so its C signature is `DirectFunction<A, R>`.
+        Some((unsafe { function_at::<DirectFunction<A, R>>(entry) }, info.direct_context as usize))
+    } else {
+        None
+    };
     let handler = Arc::new(NativeHandler::<A, R> {
         invoke,
+        direct,
         index,
         name: alloc::format!("{}#{index}", extension.name),
         extension: Arc::downgrade(extension),
@@ -390,6 +423,8 @@ pub fn load(bytes: &[u8], installer: &mut super::Installer) -> Result<Arc<Loaded
     })?;
 
     let root = crate::mm::kernel_space::root().ok_or(NativeError::OutOfMemory)?;
+    let executable: Vec<(u64, u64)> =
+        loaded.mappings().iter().filter(|mapping| mapping.permissions.execute).map(|mapping| (mapping.address, mapping.size)).collect();
     for mapping in loaded.mappings() {
         let (address, size) = (mapping.address as usize, mapping.size as usize);
         let offset = mapping.image_offset as usize;
@@ -437,7 +472,7 @@ pub fn load(bytes: &[u8], installer: &mut super::Installer) -> Result<Arc<Loaded
     let provenance = super::introspect::Provenance::of_manifest(&manifest, Some(artifact));
     let extension =
         Arc::new(LoadedExtension::new(&manifest.name, &manifest.version, Technology::Native, provenance, Some(super::ExtensionImage::Native(image))));
-    let target = BindingTarget { invoke: invoke_function, budget, extension: &extension, arena: &arena };
+    let target = BindingTarget { invoke: invoke_function, executable: &executable, budget, extension: &extension, arena: &arena };
     super::install_all(&extension, infos.iter().enumerate(), |(index, info)| install_binding(info, index, &target, installer))?;
     Ok(extension)
 }

@@ -369,7 +369,7 @@ pub fn header_text() -> Result<String> {
     text.push_str(
         "\n/* A declarative guard (spindle_abi::native::RawGuard). */\nstruct spindle_raw_guard {\n    uint32_t kind;\n    uint32_t field;\n    uint64_t a;\n    uint64_t b;\n};\n\
          _Static_assert(sizeof(struct spindle_raw_guard) == 24, \"RawGuard\");\n\n\
-         /* One binding described (spindle_abi::native::BindingInfo). */\nstruct spindle_binding_info {\n    uint32_t event_id;\n    uint32_t guard_count;\n    uint64_t event_fingerprint;\n    uint64_t arguments_size;\n    uint64_t result_size;\n    struct spindle_raw_guard guards[SPINDLE_MAX_GUARDS];\n};\n",
+         /* One binding described (spindle_abi::native::BindingInfo). */\nstruct spindle_binding_info {\n    uint32_t event_id;\n    uint32_t guard_count;\n    uint64_t event_fingerprint;\n    uint64_t arguments_size;\n    uint64_t result_size;\n    struct spindle_raw_guard guards[SPINDLE_MAX_GUARDS];\n    /* Native direct entry and its context (0: none; C extensions are marshalled). */\n    uint64_t direct_entry;\n    uint64_t direct_context;\n};\n",
     );
     text.push_str(&format!(
         "_Static_assert(sizeof(struct spindle_binding_info) == {}, \"BindingInfo\");\n\n",
