@@ -237,11 +237,11 @@ impl<A: EventRecord, R: EventRecord> Handler<A, R> for NativeHandler<A, R> {
                 let _no_preemption = crate::sched::no_preemption();
                 arena::with_current(&self.arena, || entry(context, args, &mut result));
             }
-            // SAFETY: the entry returned, so it wrote `result` (`direct_entry` writes it
-            // before returning; a handler that panics or traps never returns — the bounded
-            // call's recovery point ends the call). The value is an `R` built by the
-            // extension's type-checked code from the same `#[repr(C)]` declaration (the
-            // loader checked the event's fingerprint and record sizes).
+            // The entry returned, so it wrote `result`: `direct_entry` writes it before
+            // returning, and a handler that panics or traps never returns (the bounded
+            // call's recovery point ends the call).
+            // SAFETY: written (above); an `R` built by the extension's type-checked code from
+            // the same `#[repr(C)]` declaration (fingerprint and sizes checked at load).
             return Ok(unsafe { result.assume_init() });
         }
         // Aligned buffers: records move as whole words on both sides of the call.
@@ -297,11 +297,12 @@ fn install_typed<A: EventRecord, R: EventRecord>(
     let guards = checked_guards(&event.descriptor(), info, index).map_err(NativeError::BadBinding)?;
     let entry = info.direct_entry;
     let direct = if entry != 0 && executable.iter().any(|&(start, size)| entry >= start && entry - start < size) {
-        // SAFETY: the address lies in the image's executable mapping, which stays mapped for
-        // as long as any binding can call it; the builder's glue reports there
-        // `direct_entry::<A, R>` for this binding, whose event (id, fingerprint and record
-        // sizes, checked above) is `event`'s, so its C signature is `DirectFunction<A, R>`.
-        Some((unsafe { function_at::<DirectFunction<A, R>>(entry) }, info.direct_context as usize))
+        // The builder's glue reports `direct_entry::<A, R>` for this binding, whose event (id,
+        // fingerprint and record sizes, checked above) is `event`'s.
+        // SAFETY: in the image's executable mapping (kept while any binding can call it), a
+        // function whose C signature is therefore `DirectFunction<A, R>`.
+        let function = unsafe { function_at::<DirectFunction<A, R>>(entry) };
+        Some((function, info.direct_context as usize))
     } else {
         None
     };
