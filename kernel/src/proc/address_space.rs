@@ -21,7 +21,7 @@
 //! by one. Everything is freed when the address space is dropped, which its process does
 //! on its own strand after switching back to the kernel's table.
 
-use alloc::collections::BTreeMap;
+use alloc::collections::{BTreeMap, BTreeSet};
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::fmt;
@@ -89,6 +89,9 @@ struct Translation {
     /// Resident pages read back from swap whose slot still holds their contents (they were
     /// not written since): paging one out again writes nothing.
     copies: BTreeMap<u64, Slot>,
+    /// Pages written before they were last paged out (their contents went to swap): still
+    /// dirty for Appel & Li's `dirty` after they come back, whose fresh leaf is clean.
+    written_before_page_out: BTreeSet<u64>,
     /// Pages named in hot-list slots (`vm_hot`): page → slot. When such a page gets another
     /// frame, `mm.HotListSet` is raised again for its slot.
     hot: BTreeMap<u64, u64>,
@@ -173,6 +176,7 @@ impl AddressSpace {
             tables: Vec::new(),
             swapped: BTreeMap::new(),
             copies: BTreeMap::new(),
+            written_before_page_out: BTreeSet::new(),
             hot: BTreeMap::new(),
             in_transit: BTreeMap::new(),
             dead: false,
@@ -398,6 +402,10 @@ impl AddressSpace {
             let range = region.start as u64..region.end() as u64;
             free_slots(&mut translation.swapped, range.clone());
             free_slots(&mut translation.copies, range.clone());
+            let written: Vec<u64> = translation.written_before_page_out.range(range.clone()).copied().collect();
+            for page in written {
+                translation.written_before_page_out.remove(&page);
+            }
             // Pages being written to swap: cancelled (their writers free the slots).
             translation.in_transit.retain(|page, _| !range.contains(page));
             let _ = translation.regions.remove(id);
@@ -549,13 +557,22 @@ impl AddressSpace {
         self.apply_protection(&mut translation, &change).map_err(|_| Error::NoMemory)
     }
 
-    /// `dirty(address)`: whether the page of a `vm_map` region was written since it got
-    /// its frame (a page without a frame, or protected to none, is clean). Errors:
+    /// `dirty(address)`: whether the page of a `vm_map` region was written since it was
+    /// first given a frame. Paging it out and back in does not clean it (its contents went
+    /// to swap, and the fresh leaf's bit is clear), nor does protecting it to none (the
+    /// leaf's bit is kept in the frame table); a page never written is clean. Errors:
     /// `BadAddress` (not page-aligned, or in no `vm_map` region).
     pub fn dirty(&self, address: usize) -> Result<bool, Error> {
         self.require_vm_map_region(address)?;
-        let pte = self.pte(address);
-        self.translation.lock().regions.dirty(address as u64, pte).map_err(Self::vm_error)
+        let mut pte = self.pte(address);
+        let translation = self.translation.lock();
+        let page = address as u64;
+        let frame_was_dirty = || !pte.present && translation.pages.get(&page).is_some_and(|run| crate::services::vm::was_dirty(frame_of(run)));
+        if translation.written_before_page_out.contains(&page) || frame_was_dirty() {
+            // What the page-table bit would say had the page kept its leaf.
+            pte = Pte { present: true, dirty: true, ..pte };
+        }
+        translation.regions.dirty(page, pte).map_err(Self::vm_error)
     }
 
     /// `vm_trap(address, name)`: the faults of the `vm_map` region starting at `address`
@@ -1224,6 +1241,7 @@ fn evict(root: PageTableRoot, id: u64, translation: &spin::Mutex<Translation>, m
         }
     };
     guard.in_transit.insert(page, slot);
+    guard.written_before_page_out.insert(page);
     drop(guard);
     let written = crate::services::vm::swap_write(slot, &run);
     let mut guard = translation.lock();
@@ -1286,6 +1304,7 @@ impl Drop for AddressSpace {
         }
         free_slots(&mut translation.swapped, 0..u64::MAX);
         free_slots(&mut translation.copies, 0..u64::MAX);
+        translation.written_before_page_out.clear();
         // A view may outlive the space (kept by a withdrawn registration): its page tables
         // go now, with the space.
         drop(core::mem::take(&mut translation.tables));

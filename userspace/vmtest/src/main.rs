@@ -45,7 +45,8 @@
 //!   then checks every word. A kernel write (the command line copied into page 0 while it
 //!   is on swap) and a kernel read (a child spawned from a command line stored in a page
 //!   that went to swap: `vmtest child swapped-ok` exits 0 only with that argument) go through
-//!   swapped pages too. Exits 0 if every word was right.
+//!   swapped pages too. `dirty` must say every written page is dirty, on swap or not, and
+//!   the read-only pages clean. Exits 0 if every word was right.
 //! - `hotscan HOT SCAN ROUNDS LIMIT hot|plain`: the reclaim workload (Small & Seltzer's
 //!   hot list on real pages). Under LIMIT frames, each of ROUNDS rounds writes a word of
 //!   each of HOT hot pages, then of 2 × LIMIT pages of a SCAN-page region, in a cycle.
@@ -201,6 +202,16 @@ fn swap(pages: usize, limit: usize, passes: usize, line: &str) -> i32 {
                 return 4;
             }
         }
+    }
+    // Appel & Li's `dirty` survives paging: every written page is dirty, most of them on
+    // swap by now (PAGES > LIMIT); the read-only pages were only read: clean.
+    if let Some(page) = (0..pages).find(|&page| arch::dirty(word(page, 0)) != Ok(true)) {
+        println!("vmtest: written page {page} is not dirty: {:?}", arch::dirty(word(page, 0)));
+        return 7;
+    }
+    if let Some(page) = (0..zero_pages).find(|&page| arch::dirty(zeros + page * arch::PAGE_SIZE) != Ok(false)) {
+        println!("vmtest: read-only page {page} is dirty");
+        return 7;
     }
     // Page 0 went to swap long ago (the last pass touched every later page after it):
     // the kernel writes the command line into it, and reads a child's command line from it.
