@@ -82,8 +82,7 @@ pub fn run_for_ticks<R>(budget: u64, ticks: u64, body: impl FnOnce() -> R) -> Re
 }
 
 /// The fault of a bounded call that was aborted (out of line: the common path only
-/// returns the result). `run_bounded` has put back what the aborted code did not (among
-/// it the current extension arena).
+/// returns the result). `run_bounded` has put back what the aborted code did not.
 #[cold]
 #[inline(never)]
 fn abort_fault(budget: u64, abort: Abort) -> HandlerFault {

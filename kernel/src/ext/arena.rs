@@ -12,11 +12,12 @@
 //! forgets the heap, unmaps the pages and frees the frames at once: no destructor of the
 //! extension runs, whatever state it died in.
 //!
-//! The kernel knows which extension is calling because every call into a native image
-//! goes through [`with_current`], which puts the extension's arena in this hart's
-//! `current_extension_arena` for the duration of the call (preemption is off, so no other
-//! strand runs on the hart meanwhile) and restores the previous value after it — also
-//! after an abort, which returns to the bounded executor inside `with_current`.
+//! The kernel knows which extension is calling by where the call comes from: the entries
+//! of `spindle_extension_alloc`/`free` pass on their return address, which lies in the
+//! calling extension's image, and each image's slot names its arena
+//! (`native::with_arena_of_code`). Nothing is set or restored per call into an
+//! extension (the arena is found lazily, when the extension allocates), and a kernel
+//! caller or a built-in extension is refused by the same test.
 //!
 //! Lock discipline: the heap's lock is taken with interrupts off, so the budget timer can
 //! never abort an extension while it holds its own arena's lock. Reclaiming an arena never
@@ -31,7 +32,6 @@
 //! per-extension quota.
 
 use alloc::string::String;
-use alloc::sync::Arc;
 use core::alloc::Layout;
 use core::fmt;
 use core::ptr::NonNull;
@@ -221,32 +221,6 @@ impl ExtensionArena {
             }
         });
     }
-}
-
-/// Runs `body` (a call into `arena`'s extension) with `arena` as this hart's current
-/// extension arena, restoring the previous one after it. The caller keeps preemption off
-/// for the call, so no other strand can see the setting.
-pub fn with_current<R>(arena: &Arc<ExtensionArena>, body: impl FnOnce() -> R) -> R {
-    let current = &crate::arch::hart::current().current_extension_arena;
-    let previous = current.swap(Arc::as_ptr(arena) as usize, Ordering::Relaxed);
-    let result = body();
-    current.store(previous, Ordering::Relaxed);
-    result
-}
-
-/// Runs `f` on the arena of the native extension running on this hart; `None` when no
-/// native extension is running (the caller is kernel code or a built-in extension).
-pub fn with_caller<R>(f: impl FnOnce(&ExtensionArena) -> R) -> Option<R> {
-    let address = crate::arch::hart::current().current_extension_arena.load(Ordering::Relaxed);
-    if address == 0 {
-        return None;
-    }
-    // On abort, the bounded call's recovery point (around every extension call) restores the old value.
-    // SAFETY: `with_current` stores `Arc::as_ptr` of an arena borrowed for its whole call and puts
-    // back the old value (0 or an outer, longer-lived arena) before the borrow ends, even on abort;
-    // only this hart reads or writes it, preemption off meanwhile: the arena is alive.
-    let arena = unsafe { &*(address as *const ExtensionArena) };
-    Some(f(arena))
 }
 
 /// Warns about a refused free on the console (`[ext]`), naming the extension.

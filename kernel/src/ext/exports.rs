@@ -42,30 +42,68 @@ pub extern "C" fn spindle_extension_panic(pointer: *const u8, length: usize) -> 
     crate::arch::trap::raise_breakpoint()
 }
 
+// The entries of `spindle_extension_alloc`/`free`: the caller is known by its return
+// address (the glue's allocator in the extension's image, whose slot names its arena:
+// `native::with_arena_of_code`), passed on as one more argument; a tail call, so the
+// Rust function returns straight to the extension. Nothing is set per call into an
+// extension for this ("the arena switched lazily").
+core::arch::global_asm!(
+    ".section .text",
+    ".balign 4",
+    ".globl spindle_extension_alloc_entry",
+    "spindle_extension_alloc_entry:",
+    "    mv a2, ra",
+    "    tail {alloc}",
+    ".globl spindle_extension_free_entry",
+    "spindle_extension_free_entry:",
+    "    mv a3, ra",
+    "    tail {free}",
+    alloc = sym extension_alloc_for,
+    free = sym extension_free_for,
+);
+
+unsafe extern "C" {
+    fn spindle_extension_alloc_entry(size: usize, align: usize) -> *mut u8;
+    fn spindle_extension_free_entry(pointer: *mut u8, size: usize, align: usize);
+}
+
 /// Domain `extension`: allocates from the calling native extension's arena (the glue's
 /// global allocator calls this). Null when the quota is exhausted or the layout is
 /// invalid — the extension's allocation-error path, by default a panic that kills it —
-/// and, with a warning, when no native extension is running on this hart.
-#[unsafe(no_mangle)]
-pub extern "C" fn spindle_extension_alloc(size: usize, align: usize) -> *mut u8 {
-    super::arena::with_caller(|arena| arena.allocate(size, align)).unwrap_or_else(|| {
-        crate::println!("[ext] extension_alloc of {size} bytes refused: no native extension is running on this hart");
+/// and, with a warning, when the caller is not a native extension's code (from the kernel,
+/// as here, it always is refused: kernel tests call it so).
+pub fn spindle_extension_alloc(size: usize, align: usize) -> *mut u8 {
+    // SAFETY: the entry takes two integers and returns a pointer (or null); it reads no
+    // memory of the caller's.
+    unsafe { spindle_extension_alloc_entry(size, align) }
+}
+
+/// Domain `extension`: returns a block to the calling native extension's arena. A block
+/// outside that arena (or a call not from a native extension's code) is ignored with a
+/// warning.
+pub fn spindle_extension_free(address: usize, size: usize, align: usize) {
+    // SAFETY: the entry frees only a block of the calling extension's own arena (checked
+    // there), and the kernel is not one: nothing is dereferenced.
+    unsafe { spindle_extension_free_entry(address as *mut u8, size, align) }
+}
+
+/// `spindle_extension_alloc` for the code at `caller` (a return address).
+extern "C" fn extension_alloc_for(size: usize, align: usize, caller: usize) -> *mut u8 {
+    super::native::with_arena_of_code(caller, |arena| arena.allocate(size, align)).unwrap_or_else(|| {
+        crate::println!("[ext] extension_alloc of {size} bytes refused: the caller ({caller:#x}) is no native extension's code");
         core::ptr::null_mut()
     })
 }
 
-/// Domain `extension`: returns a block to the calling native extension's arena. A block
-/// outside that arena (or a call with no native extension running) is ignored with a
-/// warning.
-#[unsafe(no_mangle)]
-pub extern "C" fn spindle_extension_free(pointer: *mut u8, size: usize, align: usize) {
-    let freed = super::arena::with_caller(|arena| {
+/// `spindle_extension_free` for the code at `caller` (a return address).
+extern "C" fn extension_free_for(pointer: *mut u8, size: usize, align: usize, caller: usize) {
+    let freed = super::native::with_arena_of_code(caller, |arena| {
         if let Err(error) = arena.free(pointer, size, align) {
             super::arena::warn_refused_free(arena, pointer, size, align, error);
         }
     });
     if freed.is_none() {
-        crate::println!("[ext] extension_free at {:#x} ignored: no native extension is running on this hart", pointer as usize);
+        crate::println!("[ext] extension_free at {:#x} ignored: the caller ({caller:#x}) is no native extension's code", pointer as usize);
     }
 }
 
@@ -73,8 +111,8 @@ pub extern "C" fn spindle_extension_free(pointer: *mut u8, size: usize, align: u
 fn address_of(name: &str) -> Option<usize> {
     let address = match name {
         "spindle_extension_panic" => spindle_extension_panic as *const () as usize,
-        "spindle_extension_alloc" => spindle_extension_alloc as *const () as usize,
-        "spindle_extension_free" => spindle_extension_free as *const () as usize,
+        "spindle_extension_alloc" => spindle_extension_alloc_entry as *const () as usize,
+        "spindle_extension_free" => spindle_extension_free_entry as *const () as usize,
         // Service functions: generated from the declaration (`super::glue`).
         _ => return super::glue::native_address(name),
     };

@@ -32,6 +32,7 @@ use alloc::sync::{Arc, Weak};
 use alloc::vec::Vec;
 use core::fmt;
 use core::marker::PhantomData;
+use core::sync::atomic::{AtomicUsize, Ordering};
 use core::mem::MaybeUninit;
 
 use spindle_abi::event::{Event, EventDescriptor, EventRecord};
@@ -71,6 +72,28 @@ const _: () = assert!(spindle_abi::extension::records_fit(spindle_abi::event::ME
 pub(super) const DESCRIBE_BUDGET: u64 = 10_000_000;
 
 static SLOTS: spin::Mutex<[bool; MAX_SLOTS]> = spin::Mutex::new([false; MAX_SLOTS]);
+
+/// The arena of each slot's loaded image (`Arc::as_ptr`), or 0: set once the image is
+/// mapped with its arena, cleared when the image is dropped (before the arena goes).
+/// Code running in a slot is that image's, so a return address names its caller's arena.
+static SLOT_ARENAS: [AtomicUsize; MAX_SLOTS] = [const { AtomicUsize::new(0) }; MAX_SLOTS];
+
+/// Runs `f` on the arena of the native extension whose image holds `code` (a return
+/// address: the caller of `spindle_extension_alloc`/`free`); `None` when `code` lies in
+/// no loaded image (the kernel, a built-in extension).
+pub(super) fn with_arena_of_code<R>(code: usize, f: impl FnOnce(&ExtensionArena) -> R) -> Option<R> {
+    let offset = code.checked_sub(EXTENSION_REGION_BASE)?;
+    let address = SLOT_ARENAS.get(offset / EXTENSION_SLOT_SIZE)?.load(Ordering::Acquire);
+    if address == 0 {
+        return None;
+    }
+    // SAFETY: a nonzero entry is `Arc::as_ptr` of the arena of the image loaded in that
+    // slot, which `NativeImage` keeps alive and clears here before dropping. `code` runs
+    // in that image (a return address into it), so the image is still loaded: no call into
+    // an extension is in progress when its image is dropped.
+    let arena = unsafe { &*(address as *const ExtensionArena) };
+    Some(f(arena))
+}
 
 /// Why a native extension was refused.
 #[derive(Debug)]
@@ -149,6 +172,7 @@ impl NativeImage {
 
 impl Drop for NativeImage {
     fn drop(&mut self) {
+        SLOT_ARENAS[self.slot].store(0, Ordering::Release);
         // The arena is forgotten whole — no destructor of the extension runs — before its
         // pages go away.
         self.arena.release();
@@ -207,16 +231,15 @@ unsafe fn function_at<F: Copy>(address: u64) -> F {
     unsafe { core::mem::transmute_copy(&(address as usize)) }
 }
 
-/// Calls into a native image: bounded by `budget`, with preemption off and `arena` as
-/// this hart's current arena (so `spindle_extension_alloc` serves the extension from it).
-fn call_into<R>(arena: &Arc<ExtensionArena>, budget: u64, body: impl FnOnce() -> R) -> Result<R, HandlerFault> {
+/// Calls into a native image: bounded by `budget`, with preemption off.
+fn call_into<R>(budget: u64, body: impl FnOnce() -> R) -> Result<R, HandlerFault> {
     let _no_preemption = crate::sched::no_preemption();
-    arena::with_current(arena, || crate::events::run_with_budget(budget, body))
+    crate::events::run_with_budget(budget, body)
 }
 
-/// A native extension's handler: marshals the records and calls the image's invoke
-/// entry (bounded by the dispatcher) with its arena current; a fault kills the
-/// extension.
+/// A native extension's handler: calls the binding's direct entry with the records (or
+/// marshals them through the image's invoke entry), bounded by the dispatcher, with
+/// preemption off; a fault kills the extension.
 struct NativeHandler<A, R> {
     invoke: InvokeFunction,
     /// The binding's direct entry and its context, when the image reported one inside
@@ -225,7 +248,6 @@ struct NativeHandler<A, R> {
     index: usize,
     name: String,
     extension: Weak<LoadedExtension>,
-    arena: Arc<ExtensionArena>,
     records: PhantomData<fn(&A) -> R>,
 }
 
@@ -233,9 +255,13 @@ impl<A: EventRecord, R: EventRecord> Handler<A, R> for NativeHandler<A, R> {
     fn invoke(&self, args: &A) -> Result<R, HandlerFault> {
         if let Some((entry, context)) = self.direct {
             let mut result = MaybeUninit::<R>::uninit();
-            {
+            // Preemption off for the call: inside a raise it already is (one load); an
+            // async worker's call turns it off itself.
+            if crate::arch::hart::current().preempt_disabled.load(Ordering::Relaxed) != 0 {
+                entry(context, args, &mut result);
+            } else {
                 let _no_preemption = crate::sched::no_preemption();
-                arena::with_current(&self.arena, || entry(context, args, &mut result));
+                entry(context, args, &mut result);
             }
             // The entry returned, so it wrote `result`: `direct_entry` writes it before
             // returning, and a handler that panics or traps never returns (the bounded
@@ -253,10 +279,10 @@ impl<A: EventRecord, R: EventRecord> Handler<A, R> for NativeHandler<A, R> {
         let (invoke, index) = (self.invoke, self.index);
         let (argument_pointer, result_pointer) = (arguments.0.as_ptr(), result.0.as_mut_ptr());
         // The binding is bounded: the dispatcher's executor supplies the budget and the
-        // recovery point (and restores the current arena if the call is aborted).
+        // recovery point.
         let code = {
             let _no_preemption = crate::sched::no_preemption();
-            arena::with_current(&self.arena, || invoke(index, argument_pointer, argument_size, result_pointer, result_size))
+            invoke(index, argument_pointer, argument_size, result_pointer, result_size)
         };
         match code {
             0 => decode::<R>(&result.0[..result_size]).map_err(|_| HandlerFault::MalformedResult),
@@ -283,7 +309,6 @@ struct BindingTarget<'a> {
     executable: &'a [(u64, u64)],
     budget: u64,
     extension: &'a Arc<LoadedExtension>,
-    arena: &'a Arc<ExtensionArena>,
 }
 
 fn install_typed<A: EventRecord, R: EventRecord>(
@@ -293,7 +318,7 @@ fn install_typed<A: EventRecord, R: EventRecord>(
     target: &BindingTarget<'_>,
     installer: &mut super::Installer,
 ) -> Result<BindingId, NativeError> {
-    let BindingTarget { invoke, budget, extension, arena, executable } = *target;
+    let BindingTarget { invoke, budget, extension, executable } = *target;
     let guards = checked_guards(&event.descriptor(), info, index).map_err(NativeError::BadBinding)?;
     let entry = info.direct_entry;
     let direct = if entry != 0 && executable.iter().any(|&(start, size)| entry >= start && entry - start < size) {
@@ -312,7 +337,6 @@ fn install_typed<A: EventRecord, R: EventRecord>(
         index,
         name: alloc::format!("{}#{index}", extension.name),
         extension: Arc::downgrade(extension),
-        arena: arena.clone(),
         records: PhantomData,
     });
     let mut spec = BindingSpec::new(&extension.name, handler).mode(Mode::Bounded { budget });
@@ -436,6 +460,7 @@ pub fn load(bytes: &[u8], installer: &mut super::Installer) -> Result<Arc<Loaded
         image.mapped.push((address, size));
     }
     map_arena(&mut image, root, pages * PAGE_SIZE, arena_size, &manifest.name)?;
+    SLOT_ARENAS[image.slot].store(Arc::as_ptr(&image.arena) as usize, Ordering::Release);
     crate::arch::csr::flush_tlb();
     crate::arch::csr::fence_instructions();
 
@@ -454,14 +479,13 @@ pub fn load(bytes: &[u8], installer: &mut super::Installer) -> Result<Arc<Loaded
     let invoke_function: InvokeFunction = unsafe { function_at(entry(INVOKE_SYMBOL)?) };
 
     let budget = crate::time::budget_from_micros(manifest.budget_microseconds);
-    let arena = image.arena.clone();
-    let count = call_into(&arena, DESCRIBE_BUDGET, || count_function())
+    let count = call_into(DESCRIBE_BUDGET, || count_function())
         .map_err(|fault| NativeError::BadBinding(alloc::format!("binding count: {fault}")))?;
     let mut infos = Vec::new();
     for index in 0..count.min(64) {
         let mut info = BindingInfo::default();
         let pointer: *mut BindingInfo = &mut info;
-        let code = call_into(&arena, DESCRIBE_BUDGET, || info_function(index, pointer))
+        let code = call_into(DESCRIBE_BUDGET, || info_function(index, pointer))
             .map_err(|fault| NativeError::BadBinding(alloc::format!("describing binding {index}: {fault}")))?;
         if code != 0 {
             return Err(NativeError::BadBinding(alloc::format!("describing binding {index} returned error code {code}")));
@@ -473,7 +497,7 @@ pub fn load(bytes: &[u8], installer: &mut super::Installer) -> Result<Arc<Loaded
     let provenance = super::introspect::Provenance::of_manifest(&manifest, Some(artifact));
     let extension =
         Arc::new(LoadedExtension::new(&manifest.name, &manifest.version, Technology::Native, provenance, Some(super::ExtensionImage::Native(image))));
-    let target = BindingTarget { invoke: invoke_function, executable: &executable, budget, extension: &extension, arena: &arena };
+    let target = BindingTarget { invoke: invoke_function, executable: &executable, budget, extension: &extension };
     super::install_all(&extension, infos.iter().enumerate(), |(index, info)| install_binding(info, index, &target, installer))?;
     Ok(extension)
 }

@@ -47,10 +47,6 @@ pub struct HartLocal {
     /// Set by an extension's panic report just before it traps, so the bounded executor
     /// reports a panic rather than a breakpoint.
     pub pending_panic: AtomicUsize,
-    /// Address of the arena (`ext::arena::ExtensionArena`) of the native extension whose
-    /// code this hart is running, or 0: `spindle_extension_alloc`/`free` serve the caller
-    /// from it. Set around each call into a native image and restored after it.
-    pub current_extension_arena: AtomicUsize,
     /// Address of the private heap (`mm::private_heap::PrivateHeap`) that this hart's
     /// allocations go to, or 0 for the kernel heap. Set by `PrivateHeap::enter` around
     /// the interpreter's work for one Wasm extension; cleared while a trap is handled and
@@ -81,8 +77,6 @@ pub const HART_BUDGET_POINT_OFFSET: usize = core::mem::offset_of!(HartLocal, bud
 pub const HART_TIMER_ARMED_AT_OFFSET: usize = core::mem::offset_of!(HartLocal, timer_armed_at);
 /// See [`HartLocal::preempt_disabled`] (saved by the bounded-call trampoline).
 pub const HART_PREEMPT_DISABLED_OFFSET: usize = core::mem::offset_of!(HartLocal, preempt_disabled);
-/// See [`HartLocal::current_extension_arena`] (saved by the bounded-call trampoline).
-pub const HART_EXTENSION_ARENA_OFFSET: usize = core::mem::offset_of!(HartLocal, current_extension_arena);
 /// See [`HartLocal::heap_route`] (saved by the bounded-call trampoline).
 pub const HART_HEAP_ROUTE_OFFSET: usize = core::mem::offset_of!(HartLocal, heap_route);
 
@@ -112,7 +106,6 @@ impl HartLocal {
             satp_writes: AtomicUsize::new(0),
             tlb_flushes: AtomicUsize::new(0),
             pending_panic: AtomicUsize::new(0),
-            current_extension_arena: AtomicUsize::new(0),
             heap_route: AtomicUsize::new(0),
             process: AtomicU64::new(0),
         }

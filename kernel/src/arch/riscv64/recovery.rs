@@ -30,7 +30,7 @@
 use core::sync::atomic::Ordering;
 
 use super::hart::{
-    self, HART_BUDGET_DEADLINE_OFFSET, HART_BUDGET_POINT_OFFSET, HART_EXTENSION_ARENA_OFFSET, HART_HEAP_ROUTE_OFFSET,
+    self, HART_BUDGET_DEADLINE_OFFSET, HART_BUDGET_POINT_OFFSET, HART_HEAP_ROUTE_OFFSET,
     HART_PREEMPT_DISABLED_OFFSET, HART_RECOVERY_OFFSET, HART_TIMER_ARMED_AT_OFFSET,
 };
 use super::csr::SSTATUS_SPP;
@@ -38,8 +38,8 @@ use super::trap::{FaultReport, TrapFrame, reg};
 
 /// Saved state of a recovery point: ra, sp, s0..s11 and the previous point in the chain;
 /// for a bounded call's point also what its abort must put back: the previous budget point
-/// and deadline, and the hart's no-preemption depth, heap route and current extension
-/// arena at entry (destructors inside an aborted call do not run, so nothing else would).
+/// and deadline, and the hart's no-preemption depth and heap route at entry (destructors
+/// inside an aborted call do not run, so nothing else would).
 #[repr(C)]
 pub struct RecoveryPoint {
     saved: [usize; 14],
@@ -48,7 +48,6 @@ pub struct RecoveryPoint {
     outer_deadline: u64,
     preemption_depth: usize,
     heap_route: usize,
-    extension_arena: usize,
 }
 
 const PREVIOUS_OFFSET: usize = 14 * 8;
@@ -56,7 +55,6 @@ const PREVIOUS_BUDGET_POINT_OFFSET: usize = 15 * 8;
 const OUTER_DEADLINE_OFFSET: usize = 16 * 8;
 const PREEMPTION_DEPTH_OFFSET: usize = 17 * 8;
 const HEAP_ROUTE_OFFSET: usize = 18 * 8;
-const EXTENSION_ARENA_OFFSET: usize = 19 * 8;
 
 const _: () = {
     assert!(core::mem::offset_of!(RecoveryPoint, previous) == PREVIOUS_OFFSET);
@@ -64,7 +62,6 @@ const _: () = {
     assert!(core::mem::offset_of!(RecoveryPoint, outer_deadline) == OUTER_DEADLINE_OFFSET);
     assert!(core::mem::offset_of!(RecoveryPoint, preemption_depth) == PREEMPTION_DEPTH_OFFSET);
     assert!(core::mem::offset_of!(RecoveryPoint, heap_route) == HEAP_ROUTE_OFFSET);
-    assert!(core::mem::offset_of!(RecoveryPoint, extension_arena) == EXTENSION_ARENA_OFFSET);
 };
 
 core::arch::global_asm!(
@@ -128,7 +125,7 @@ core::arch::global_asm!(
 
 // `recovery_call` for a bounded call. Once the registers are saved, the point also records
 // what an abort must put back (the outer budget point and deadline, the no-preemption
-// depth, heap route and extension arena), becomes the hart's budget point, and the
+// depth and heap route), becomes the hart's budget point, and the
 // deadline — the earlier of `deadline` and the outer call's — its budget deadline (in that
 // order: a deadline never names another call's point). A one-shot timer is programmed
 // only if no interrupt is due by then (`HartLocal::timer_armed_at`). On a normal return
@@ -166,8 +163,6 @@ core::arch::global_asm!(
     "    sd t0, {depth}(a0)",
     "    ld t0, {route}(tp)",
     "    sd t0, {heap_route}(a0)",
-    "    ld t0, {arena}(tp)",
-    "    sd t0, {extension_arena}(a0)",
     "    ld t0, {deadline}(tp)",
     "    sd t0, {outer_deadline}(a0)",
     // The effective deadline: the earlier of ours and a nonzero outer one.
@@ -222,13 +217,11 @@ core::arch::global_asm!(
     armed = const HART_TIMER_ARMED_AT_OFFSET,
     preempt = const HART_PREEMPT_DISABLED_OFFSET,
     route = const HART_HEAP_ROUTE_OFFSET,
-    arena = const HART_EXTENSION_ARENA_OFFSET,
     previous = const PREVIOUS_OFFSET,
     previous_budget_point = const PREVIOUS_BUDGET_POINT_OFFSET,
     outer_deadline = const OUTER_DEADLINE_OFFSET,
     depth = const PREEMPTION_DEPTH_OFFSET,
     heap_route = const HEAP_ROUTE_OFFSET,
-    extension_arena = const EXTENSION_ARENA_OFFSET,
     program_timer = sym arm_budget_timer,
     grace = const NESTED_EXIT_GRACE,
 );
@@ -388,9 +381,8 @@ pub fn run_bounded<F: FnOnce() -> R, R>(deadline: u64, f: F) -> Result<R, Abort>
 }
 
 /// The abort path of [`run_bounded`] (out of line): puts back what the landing did not —
-/// the outer budget point and deadline, and the no-preemption depth, heap route and
-/// extension arena the call began with, which the aborted code's destructors would have
-/// restored — and says why it ended. An enclosing call whose deadline passed meanwhile
+/// the outer budget point and deadline, and the no-preemption depth and heap route the
+/// call began with, which the aborted code's destructors would have restored — and says why it ended. An enclosing call whose deadline passed meanwhile
 /// gets a short grace period, so the code between the two levels (which reports the inner
 /// abort outwards) runs instead of being aborted asynchronously a second time.
 #[cold]
@@ -400,7 +392,6 @@ fn settle_abort(saved: &RecoveryPoint) -> Abort {
     local.budget_point.store(saved.previous_budget_point, Ordering::Relaxed);
     local.preempt_disabled.store(saved.preemption_depth, Ordering::Relaxed);
     crate::mm::private_heap::resume_routing(saved.heap_route);
-    local.current_extension_arena.store(saved.extension_arena, Ordering::Relaxed);
     if saved.outer_deadline != 0 {
         let restored = saved.outer_deadline.max(super::csr::time() as u64 + NESTED_EXIT_GRACE);
         local.budget_deadline.store(restored, Ordering::Relaxed);
