@@ -18,8 +18,8 @@
 //!    manifest's budget.
 //!
 //! Every call into the image (the describe calls and each handler) runs bounded, with
-//! preemption off and the extension's arena as this hart's current arena, so its
-//! allocations come from its own quota.
+//! preemption off; its allocations come from its own quota: the allocator's entries find
+//! the arena from the caller's address ([`with_arena_of_code`]).
 //!
 //! Every failure is a specific [`NativeError`] and releases everything taken so far.
 //! Known limits: the image's and the arena's frames stay reachable through the kernel's
@@ -87,10 +87,10 @@ pub(super) fn with_arena_of_code<R>(code: usize, f: impl FnOnce(&ExtensionArena)
     if address == 0 {
         return None;
     }
-    // SAFETY: a nonzero entry is `Arc::as_ptr` of the arena of the image loaded in that
-    // slot, which `NativeImage` keeps alive and clears here before dropping. `code` runs
-    // in that image (a return address into it), so the image is still loaded: no call into
-    // an extension is in progress when its image is dropped.
+    // A nonzero entry is `Arc::as_ptr` of the arena of the image loaded in that slot, which
+    // `NativeImage` keeps alive and clears here before dropping; no call into an extension
+    // is in progress when its image is dropped.
+    // SAFETY: `code` runs in that image (a return address into it): the arena is alive.
     let arena = unsafe { &*(address as *const ExtensionArena) };
     Some(f(arena))
 }

@@ -41,8 +41,10 @@ fn goal(description: String, numerator: String, denominator: String, max_ratio: 
     Goal { description, numerator, denominator, max_ratio }
 }
 
-/// The goals (dispatcher: SPIN's "an event costs about a procedure call"; issue 7: the
-/// three grafts), for a run whose variant build is `variant` (label without `+`).
+/// The goals (dispatcher: SPIN's "an event costs about a procedure call"; issue 16's
+/// extension fast path: the three grafts native within 5 % of built-in, Wasm within 6×
+/// with `+unaligned-scalar-mem` and 16× without — issue 7 asked 10 % and 12×), for a run
+/// whose variant build is `variant` (label without `+`).
 pub fn goals(variant: Option<&str>) -> Vec<Goal> {
     let mut goals = vec![
         goal("1-binding raise <= 2x an indirect call".into(), "dispatch/raise-1-binding".into(), "calls/indirect-call".into(), Some(2.0)),
@@ -53,14 +55,14 @@ pub fn goals(variant: Option<&str>) -> Vec<Goal> {
         let short = spec.group.trim_start_matches("graft-");
         let (group, operation) = (spec.group, spec.operation);
         let variant_group = format!("{group} [+{variant_label}]");
-        goals.push(goal(format!("{short}: native <= 1.10x built-in"), format!("{group}/{operation}-native"), format!("{group}/{operation}-builtin"), Some(1.10)));
+        goals.push(goal(format!("{short}: native <= 1.05x built-in"), format!("{group}/{operation}-native"), format!("{group}/{operation}-builtin"), Some(1.05)));
         goals.push(goal(
-            format!("{short}: Wasm (+{variant_label}) <= 12x built-in"),
+            format!("{short}: Wasm (+{variant_label}) <= 6x built-in"),
             format!("{variant_group}/{operation}-wasm"),
             format!("{variant_group}/{operation}-builtin"),
-            Some(12.0),
+            Some(6.0),
         ));
-        goals.push(goal(format!("{short}: Wasm (default build) vs built-in"), format!("{group}/{operation}-wasm"), format!("{group}/{operation}-builtin"), None));
+        goals.push(goal(format!("{short}: Wasm (default build) <= 16x built-in"), format!("{group}/{operation}-wasm"), format!("{group}/{operation}-builtin"), Some(16.0)));
     }
     // Issue 15 (SPIN SOSP '95 Table 4): a fault delivered to an in-kernel extension costs
     // at most twice the kernel's own demand-zero fault; in-kernel appel1 is 5x cheaper than
@@ -755,7 +757,7 @@ mod tests {
     fn goals_cover_every_graft() {
         let goals = goals(Some("unaligned-scalar-mem"));
         for group in ["hotlist", "md5", "logdisk"] {
-            assert!(goals.iter().any(|goal| goal.description == format!("{group}: native <= 1.10x built-in")));
+            assert!(goals.iter().any(|goal| goal.description == format!("{group}: native <= 1.05x built-in")));
             assert!(goals.iter().any(|goal| goal.numerator == format!("graft-{group} [+unaligned-scalar-mem]/{}-wasm", if group == "hotlist" { "reclaim" } else if group == "md5" { "md5" } else { "write" })));
         }
         assert!(goals.iter().any(|goal| goal.max_ratio == Some(0.05)));
@@ -764,16 +766,16 @@ mod tests {
     #[test]
     fn analysis_of_the_fixture() {
         let analysis = analyse(&fixture());
-        let native = analysis.goals.iter().find(|goal| goal.description == "hotlist: native <= 1.10x built-in").expect("goal");
+        let native = analysis.goals.iter().find(|goal| goal.description == "hotlist: native <= 1.05x built-in").expect("goal");
         assert!(!native.pass);
         assert!((native.ratio.expect("ratio") - 1452.0 / 1286.125).abs() < 1e-12);
-        let wasm = analysis.goals.iter().find(|goal| goal.description == "hotlist: Wasm (+unaligned-scalar-mem) <= 12x built-in").expect("goal");
-        assert!(wasm.pass);
-        let md5 = analysis.goals.iter().find(|goal| goal.description == "md5: native <= 1.10x built-in").expect("goal");
+        let wasm = analysis.goals.iter().find(|goal| goal.description == "hotlist: Wasm (+unaligned-scalar-mem) <= 6x built-in").expect("goal");
+        assert!(!wasm.pass && (wasm.ratio.expect("ratio") - 10926.364 / 1286.125).abs() < 1e-9);
+        let md5 = analysis.goals.iter().find(|goal| goal.description == "md5: native <= 1.05x built-in").expect("goal");
         assert!(md5.ratio.is_none() && !md5.pass, "a missing row never passes");
-        assert!(analysis.goal_lines.iter().any(|line| line == "FALL SHORT md5: native <= 1.10x built-in: not measured yet (graft-md5/md5-native / graft-md5/md5-builtin)"));
-        let default_wasm = analysis.reported.iter().find(|ratio| ratio.description == "hotlist: Wasm (default build) vs built-in").expect("reported");
-        assert!((default_wasm.ratio.expect("ratio") - 41564.126 / 1286.125).abs() < 1e-9);
+        assert!(analysis.goal_lines.iter().any(|line| line == "FALL SHORT md5: native <= 1.05x built-in: not measured yet (graft-md5/md5-native / graft-md5/md5-builtin)"));
+        let default_wasm = analysis.goals.iter().find(|goal| goal.description == "hotlist: Wasm (default build) <= 16x built-in").expect("goal");
+        assert!(!default_wasm.pass && (default_wasm.ratio.expect("ratio") - 41564.126 / 1286.125).abs() < 1e-9);
         // The user-level row's modelled cycles include its trap.
         let user = analysis.grafts[0].row("reclaim-user", "default").expect("user row");
         assert_eq!(user.modelled_cycles, CYCLE_MODEL.cycles(3000.0, HardwareCounts { traps: 1.0, satp_writes: 2.0, sfences: 2.0 }));
@@ -1021,7 +1023,7 @@ mod tests {
         assert!(line.contains("1,894,264") && line.contains(" 20"), "{line}");
         let line = text.lines().find(|line| line.trim_start().starts_with("reclaim-native ")).expect("native row");
         assert!(line.contains("1,452") && line.contains("4,096") && line.contains("1.13"), "{line}");
-        assert!(text.contains("FALL SHORT hotlist: native <= 1.10x built-in: 1.13× (goal ≤ 1.10×)"), "{text}");
+        assert!(text.contains("FALL SHORT hotlist: native <= 1.05x built-in: 1.13× (goal ≤ 1.05×)"), "{text}");
         let markdown = markdown(&set, &analysis, &BTreeMap::new());
         for needle in ["| load-faulty-native | default | 1,894,264 |", "| native (signed .kext) | `reclaim-native` | 1,452 | 1.13 |", "Repetitions per row: 20, 1,000, 4,096, 10,000", "(7,200 RPM, half a revolution)"] {
             assert!(markdown.contains(needle), "report.md lacks {needle:?}");
