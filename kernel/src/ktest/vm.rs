@@ -37,6 +37,7 @@ pub static TESTS: &[KernelTest] = &[
     KernelTest { name: "vm::pages_go_to_swap_and_come_back", run: pages_go_to_swap_and_come_back },
     KernelTest { name: "vm::memory_pressure_makes_a_process_page_itself", run: memory_pressure_makes_a_process_page_itself },
     KernelTest { name: "vm::memory_pressure_takes_an_idle_processs_pages", run: memory_pressure_takes_an_idle_processs_pages },
+    KernelTest { name: "vm::a_read_of_a_page_in_transit_waits_for_its_write", run: a_read_of_a_page_in_transit_waits_for_its_write },
     KernelTest { name: "vm::allocate_event_grants_refuses_and_is_checked", run: allocate_event_grants_refuses_and_is_checked },
     KernelTest { name: "vm::hot_list_steers_reclaim_in_every_technology", run: hot_list_steers_reclaim_in_every_technology },
     KernelTest { name: "vm::bad_reclaim_answers_are_refused", run: bad_reclaim_answers_are_refused },
@@ -715,6 +716,50 @@ fn memory_pressure_takes_an_idle_processs_pages() -> TestResult {
         ensure!(change.pressure_page_outs > 0, "two busy processes: nothing paged under pressure: {change:?}");
         ensure!(change.swap_used == 0 && change.frames_held == 0, "two busy processes: left over {change:?}");
         crate::println!("ktest: two busy processes: {} page-outs under pressure, {} of the other's pages, {} waits for a page in transit", change.pressure_page_outs, change.taken_from_others, change.transit_waits);
+        Ok(())
+    })
+}
+
+/// A page on its way to swap: while one strand pages out a page of an idle process (the
+/// disk write blocks it with the page in transit), another strand reads that page as a
+/// kernel copy does. The reader waits for the write (`transit_waits`), then faults the page
+/// back in from swap (`page_ins`) and reads what the process wrote; the process wakes and
+/// finds every word right; nothing is left over.
+fn a_read_of_a_page_in_transit_waits_for_its_write() -> TestResult {
+    with_unmodelled_disk(|| {
+        let before = stats();
+        let idle = spawn_idle_and_wait_until_filled()?;
+        let pid = idle.pid();
+        let page = crate::proc::testing::lowest_resident_page(pid).ok_or("the idle process has no resident page")?;
+        let written = crate::proc::testing::read_word(pid, page)?;
+        let read = Arc::new(spin::Mutex::new(None));
+        let reader = {
+            let read = read.clone();
+            crate::sched::spawn("test-transit-reader", crate::sched::Priority::NORMAL, move || {
+                *read.lock() = Some(crate::proc::testing::read_word(pid, page));
+            })
+            .map_err(text)?
+        };
+        // The reader runs while this strand waits for the disk, the page in transit.
+        let paged_out = crate::proc::testing::page_out_page(pid, page);
+        let mut waited = 0;
+        while read.lock().is_none() && waited < 2000 {
+            crate::sched::sleep_ticks(1);
+            waited += 1;
+        }
+        drop(reader);
+        let outcome = read.lock().take();
+        let _ = proc::kill(pid, Parent::Kernel);
+        let status = proc::wait(pid, Parent::Kernel, &|| false).map_err(|error| format!("wait for vmtest idle: {error:?}"))?;
+        crate::events::quiescent();
+        let change = delta(before, stats());
+        paged_out?;
+        let value = outcome.ok_or("the reader never finished")??;
+        ensure!(written != 0 && value == written, "the page read back from swap holds {value:#x}, {written:#x} was written");
+        ensure!(change.transit_waits > 0, "the reader did not wait for the page in transit: {change:?}");
+        ensure!(change.page_ins > 0 && change.swap_writes > 0, "no swap round trip: {change:?}");
+        ensure!(status == ExitStatus::Killed(KillCause::Request), "the idle process ended {status}");
+        ensure!(change.swap_used == 0 && change.frames_held == 0, "left over {change:?}");
         Ok(())
     })
 }

@@ -1324,3 +1324,40 @@ fn vm_flags(protection: spindle_service_vm::Protection) -> PteFlags {
     }
     flags
 }
+
+/// Kernel tests: the lowest resident page of live space `id` below the stack (its first
+/// `vm_map` page), if any.
+#[cfg(feature = "tests")]
+pub fn lowest_resident_page(id: u64) -> Option<u64> {
+    let translation = crate::arch::csr::without_interrupts(|| SPACES.lock().get(&id).map(|(_, translation)| translation.clone()))?;
+    let translation = translation.lock();
+    translation.pages.keys().copied().find(|&page| page < STACK_BOTTOM as u64)
+}
+
+/// Kernel tests: pages out resident `page` of live space `id` as memory pressure does
+/// ([`evict`]: the disk write blocks this strand with the page in transit).
+#[cfg(feature = "tests")]
+pub fn page_out_page(id: u64, page: u64) -> Result<(), alloc::string::String> {
+    let (root, translation) = crate::arch::csr::without_interrupts(|| SPACES.lock().get(&id).map(|(root, translation)| (*root, translation.clone())))
+        .ok_or_else(|| alloc::format!("no live space {id}"))?;
+    let guard = translation.lock();
+    let frame = guard.pages.get(&page).map(frame_of).ok_or_else(|| alloc::format!("page {page:#x} of space {id} is not resident"))?;
+    evict(root, id, &translation, guard, page, frame).map_err(|kill| alloc::format!("{kill:?}"))
+}
+
+/// Kernel tests: the word at `address` of live space `id`, read as a kernel copy reads it
+/// (faulting the page in from swap, waiting while it is in transit).
+#[cfg(feature = "tests")]
+pub fn read_word(id: u64, address: u64) -> Result<u64, alloc::string::String> {
+    let (root, translation) = crate::arch::csr::without_interrupts(|| SPACES.lock().get(&id).map(|(root, translation)| (*root, translation.clone())))
+        .ok_or_else(|| alloc::format!("no live space {id}"))?;
+    let mut value = 0u64;
+    with_page_in(root, id, &translation, address as usize, 8, PageAccess::Read, |physical| {
+        // SAFETY: `with_page_in` passes the physical address of the checked, resident,
+        // readable word (identity-mapped for the kernel), with interrupts off so the frame
+        // stays the page's for this read; 8-byte aligned as `address` is.
+        value = unsafe { core::ptr::read_volatile(physical as *const u64) };
+    })
+    .map_err(|error| alloc::format!("{error:?}"))?;
+    Ok(value)
+}

@@ -36,6 +36,12 @@ pub mod migrate;
 pub mod service;
 pub mod capabilities;
 
+/// What the kernel tests reach inside the translation of a live space (by process id).
+#[cfg(feature = "tests")]
+pub mod testing {
+    pub use super::address_space::{lowest_resident_page, page_out_page, read_word};
+}
+
 use alloc::collections::BTreeMap;
 use alloc::string::String;
 use alloc::sync::Arc;
