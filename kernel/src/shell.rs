@@ -319,6 +319,7 @@ fn mem(arguments: &[&str]) -> Result<(), CommandError> {
     let heap = crate::mm::heap::stats();
     crate::println!("frames: {} total, {} allocated, {} free ({} KiB each)", frames.total, frames.allocated,
         frames.total - frames.allocated, arch::PAGE_SIZE / 1024);
+    crate::println!("{}", frames_by_owner_line(frames.allocated as u64));
     crate::println!("heap:   {} KiB total, {} bytes requested, {} bytes allocated", heap.total_bytes / 1024,
         heap.requested_bytes, heap.allocated_bytes);
     let vm = crate::services::vm::stats();
@@ -331,6 +332,21 @@ fn mem(arguments: &[&str]) -> Result<(), CommandError> {
     crate::println!("paging: {} page-outs ({} written to swap, {} under pressure, {} of them another space's), {} page-ins ({} waited for a page in transit); {} mm.Reclaim raises over real frames, {} volunteers refused; {swap}; low-water mark {} free frames",
         vm.page_outs, vm.swap_writes, vm.pressure_page_outs, vm.taken_from_others, vm.page_ins, vm.transit_waits, vm.reclaim_raises, vm.reclaim_rejected, crate::services::vm::low_water());
     Ok(())
+}
+
+/// `mem`'s line of frames by owner, from the frame table: address spaces and extension
+/// arenas claim theirs; the rest of the allocated frames are the kernel's.
+fn frames_by_owner_line(allocated: u64) -> alloc::string::String {
+    use spindle_service_frames::Owner;
+    let owners = crate::services::vm::frames_by_owner();
+    let sum = |wanted: fn(&Owner) -> bool| owners.iter().filter(|(owner, _)| wanted(owner)).fold((0u64, 0usize), |(frames, owners), (_, held)| (frames + held, owners + 1));
+    let (spaces, space_count) = sum(|owner| matches!(owner, Owner::AddressSpace(_)));
+    let (arenas, arena_count) = sum(|owner| matches!(owner, Owner::ExtensionArena(_)));
+    let (cache, _) = sum(|owner| matches!(owner, Owner::BufferCache));
+    let kernel = allocated.saturating_sub(spaces + arenas + cache);
+    alloc::format!(
+        "by owner: {spaces} to {space_count} address space(s), {arenas} to {arena_count} extension arena(s), {cache} to the buffer cache, {kernel} to the kernel (page tables, stacks, images; the buffer cache's blocks are in the kernel heap)"
+    )
 }
 
 fn uptime(_: &[&str]) -> Result<(), CommandError> {

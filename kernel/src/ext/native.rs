@@ -40,6 +40,7 @@ use spindle_abi::extension::{GuardDecl, RecordBuffer, decode, encode};
 use spindle_abi::native::{BINDING_COUNT_SYMBOL, BINDING_INFO_SYMBOL, BindingInfo, INVOKE_SYMBOL, MAX_GUARDS};
 use spindle_dispatch::{BindingId, BindingSpec, DeclarativeGuard, Handler, HandlerDescription, HandlerFault, Mode};
 use spindle_loader::{ContainerError, ElfError, ElfObject, Kind, LoadError, Permissions, Policy};
+use spindle_service_frames::Owner;
 
 use super::arena::{self, ExtensionArena, MAX_ARENA_SIZE, QuotaTooLarge};
 use super::{ExtensionError, LoadedExtension, Technology};
@@ -184,7 +185,10 @@ impl Drop for NativeImage {
             });
             crate::arch::csr::flush_tlb();
         }
-        drop(self.arena_frames.take());
+        if let Some(frames) = self.arena_frames.take() {
+            crate::services::vm::forget_run(&frames);
+            drop(frames);
+        }
         drop(self.frames.take());
         crate::arch::csr::without_interrupts(|| SLOTS.lock()[self.slot] = false);
     }
@@ -531,6 +535,8 @@ fn map_arena(
     // (MAX_IMAGE_SIZE leaves room for the largest arena and both guard pages).
     debug_assert!(start + arena_size + GUARD_SIZE <= image.base() + EXTENSION_SLOT_SIZE);
     let frames = frame::allocate_zeroed(arena_size / PAGE_SIZE).ok_or(NativeError::NoArenaMemory { bytes: arena_size })?;
+    // The frame table names the arena's frames the extension's (by its slot).
+    crate::services::vm::claim_run(&frames, Owner::ExtensionArena(image.slot as u64));
     let physical = frames.address();
     image.arena_frames = Some(frames);
     let flags = PteFlags::GLOBAL | PteFlags::READ | PteFlags::WRITE;

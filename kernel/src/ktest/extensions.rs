@@ -509,21 +509,31 @@ fn extension_alloc_without_a_caller_is_refused() -> TestResult {
     Ok(())
 }
 
+/// Frames the frame table names as extension arenas'.
+fn arena_frames() -> u64 {
+    crate::services::vm::frames_by_owner().iter().filter(|(owner, _)| matches!(owner, spindle_service_frames::Owner::ExtensionArena(_))).map(|(_, held)| held).sum()
+}
+
 fn native_allocation_within_quota() -> TestResult {
     warm_up("faulty")?;
     let frames_before = crate::mm::frame::stats();
+    let arenas_before = arena_frames();
     let extension = ext::load("faulty", ext::Preference::Default).map_err(|error| alloc::format!("{error}"))?;
+    let arenas_loaded = arena_frames();
     let loaded = extension.memory_usage();
     let sum = crate::events::probe::raise(faulty::KEY_ALLOCATE, 1000);
     let after = extension.memory_usage();
     let state = extension.state.lock().clone();
     drop(extension);
     let unloaded = ext::unload("faulty");
+    let arenas_after = arena_frames();
     unloaded.map_err(|error| alloc::format!("{error}"))?;
     ensure!(sum == 500_500, "the sum of 1..=1000 came back as {sum} (state {state:?})");
     ensure!(state == ExtensionState::Running, "state {state:?}");
     let quota = faulty::MEMORY_QUOTA_BYTES as usize;
     ensure!(loaded.is_some_and(|usage| usage.used_bytes == 0 && usage.quota_bytes == quota), "usage after load {loaded:?}");
+    let pages = quota.div_ceil(crate::arch::PAGE_SIZE) as u64;
+    ensure!(arenas_loaded == arenas_before + pages && arenas_after == arenas_before, "frame table: {arenas_before} arena frames, {arenas_loaded} loaded ({pages} expected more), {arenas_after} unloaded");
     ensure!(after.is_some_and(|usage| usage.used_bytes == 0), "the vector was not freed: usage {after:?}");
     ensure!(crate::mm::frame::stats() == frames_before, "frames leaked: {:?} -> {:?}", frames_before, crate::mm::frame::stats());
     Ok(())

@@ -627,6 +627,32 @@ fn release_run(run: FrameRun) {
     drop(run);
 }
 
+/// Records every frame of `run` (taken from the frame allocator by a kernel service) as
+/// `owner`'s in the frame table: an extension's arena, the buffer cache. Frames the table
+/// does not cover, or already holds for someone, are skipped (the count of those is
+/// returned, 0 normally).
+pub fn claim_run(run: &FrameRun, owner: Owner) -> usize {
+    let first = frame_number(run);
+    with_frames(|frames| (first..first + run.count() as u64).filter(|&frame| frames.claim(frame, owner).is_err()).count())
+}
+
+/// Forgets every frame of `run` in the frame table (its owner gives it back; the caller
+/// frees it).
+pub fn forget_run(run: &FrameRun) {
+    let first = frame_number(run);
+    with_frames(|frames| {
+        for frame in first..first + run.count() as u64 {
+            let _ = frames.free(frame);
+        }
+    });
+}
+
+/// Frames each owner holds in the frame table (`mem`), in owner order; frames of the frame
+/// allocator that no owner claimed are the kernel's (page tables, stacks, images, …).
+pub fn frames_by_owner() -> Vec<(Owner, u64)> {
+    with_frames(|frames| frames.owners().collect())
+}
+
 /// Frames the frame table records for address space `space` (tests compare it with what
 /// the space holds).
 pub fn held_by(space: u64) -> u64 {
