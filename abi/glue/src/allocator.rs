@@ -30,13 +30,19 @@ unsafe impl core::alloc::GlobalAlloc for ExtensionAllocator {
     unsafe fn alloc(&self, layout: core::alloc::Layout) -> *mut u8 {
         // SAFETY: the import takes two plain integers (a `Layout`'s size and power-of-two
         // alignment) and validates them; it touches no memory of the caller.
-        unsafe { crate::imports::spindle_extension_alloc(layout.size(), layout.align()) }
+        let pointer = unsafe { crate::imports::spindle_extension_alloc(layout.size(), layout.align()) };
+        // Never a tail call: the kernel finds the calling extension's arena from the return
+        // address, which must lie in this image (a tail call could leave the kernel's there).
+        core::hint::black_box(pointer)
     }
 
     unsafe fn dealloc(&self, pointer: *mut u8, layout: core::alloc::Layout) {
         // SAFETY: by `GlobalAlloc::dealloc`'s contract `pointer` was returned by `alloc`
         // above with this `layout` and is not used again; the kernel checks that it lies in
         // the caller's arena and ignores it otherwise.
-        unsafe { crate::imports::spindle_extension_free(pointer, layout.size(), layout.align()) }
+        unsafe { crate::imports::spindle_extension_free(pointer, layout.size(), layout.align()) };
+        // Never a tail call (see `alloc`): nothing moves across the fence, so the call is
+        // not the function's last operation.
+        core::sync::atomic::compiler_fence(core::sync::atomic::Ordering::SeqCst);
     }
 }
