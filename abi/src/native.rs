@@ -91,7 +91,8 @@ pub struct BindingInfo {
     pub result_size: u64,
     /// The guards.
     pub guards: [RawGuard; MAX_GUARDS],
-    /// The binding's direct entry (native only; 0 elsewhere): the address of
+    /// The binding's direct entry (used for native extensions only; 0 from Wasm and C,
+    /// ignored for user-level ones): the address of
     /// [`direct_entry`](crate::extension::direct_entry) for the binding's record types,
     /// which the kernel calls with [`direct_context`](Self::direct_context) and pointers
     /// to the records themselves instead of marshalling them through

@@ -30,10 +30,13 @@ unsafe impl core::alloc::GlobalAlloc for ExtensionAllocator {
     unsafe fn alloc(&self, layout: core::alloc::Layout) -> *mut u8 {
         // SAFETY: the import takes two plain integers (a `Layout`'s size and power-of-two
         // alignment) and validates them; it touches no memory of the caller.
-        let pointer = unsafe { crate::imports::spindle_extension_alloc(layout.size(), layout.align()) };
+        let mut pointer = unsafe { crate::imports::spindle_extension_alloc(layout.size(), layout.align()) };
         // Never a tail call: the kernel finds the calling extension's arena from the return
         // address, which must lie in this image (a tail call could leave the kernel's there).
-        core::hint::black_box(pointer)
+        // The result passes through an empty `asm!`, so the call cannot be the last thing.
+        // SAFETY: the assembly is empty: it reads and writes nothing, `pointer` stays as is.
+        unsafe { core::arch::asm!("/* {0} */", inout(reg) pointer, options(nostack, preserves_flags)) };
+        pointer
     }
 
     unsafe fn dealloc(&self, pointer: *mut u8, layout: core::alloc::Layout) {
@@ -41,8 +44,9 @@ unsafe impl core::alloc::GlobalAlloc for ExtensionAllocator {
         // above with this `layout` and is not used again; the kernel checks that it lies in
         // the caller's arena and ignores it otherwise.
         unsafe { crate::imports::spindle_extension_free(pointer, layout.size(), layout.align()) };
-        // Never a tail call (see `alloc`): nothing moves across the fence, so the call is
-        // not the function's last operation.
-        core::sync::atomic::compiler_fence(core::sync::atomic::Ordering::SeqCst);
+        // Never a tail call (see `alloc`): an empty `asm!` (with side effects, so kept and
+        // not moved above the call) follows it.
+        // SAFETY: the assembly is empty: it reads and writes nothing.
+        unsafe { core::arch::asm!("", options(nomem, nostack, preserves_flags)) };
     }
 }

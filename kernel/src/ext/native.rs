@@ -150,7 +150,7 @@ pub struct NativeImage {
     frames: Option<FrameRun>,
     slot: usize,
     mapped: Vec<(usize, usize)>,
-    /// The extension's heap (the handlers hold it too, to make it current for a call).
+    /// The extension's heap (its address is in `SLOT_ARENAS` while the image is loaded).
     arena: Arc<ExtensionArena>,
     /// Frames behind the arena's pages (none for quota 0).
     arena_frames: Option<FrameRun>,
@@ -186,7 +186,7 @@ impl Drop for NativeImage {
             crate::arch::csr::flush_tlb();
         }
         if let Some(frames) = self.arena_frames.take() {
-            crate::services::vm::forget_run(&frames);
+            crate::services::vm::forget_run(&frames, Owner::ExtensionArena(self.slot as u64));
             drop(frames);
         }
         drop(self.frames.take());
@@ -536,7 +536,8 @@ fn map_arena(
     debug_assert!(start + arena_size + GUARD_SIZE <= image.base() + EXTENSION_SLOT_SIZE);
     let frames = frame::allocate_zeroed(arena_size / PAGE_SIZE).ok_or(NativeError::NoArenaMemory { bytes: arena_size })?;
     // The frame table names the arena's frames the extension's (by its slot).
-    crate::services::vm::claim_run(&frames, Owner::ExtensionArena(image.slot as u64));
+    let unclaimed = crate::services::vm::claim_run(&frames, Owner::ExtensionArena(image.slot as u64));
+    debug_assert_eq!(unclaimed, 0, "frames fresh from the allocator are recorded for someone");
     let physical = frames.address();
     image.arena_frames = Some(frames);
     let flags = PteFlags::GLOBAL | PteFlags::READ | PteFlags::WRITE;

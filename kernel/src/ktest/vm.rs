@@ -736,6 +736,13 @@ fn a_read_of_a_page_in_transit_waits_for_its_write() -> TestResult {
         let reader = {
             let read = read.clone();
             crate::sched::spawn("test-transit-reader", crate::sched::Priority::NORMAL, move || {
+                // Reads only once the page is in transit (if a tick lets this strand run
+                // before the page-out has begun, it yields back to it).
+                let mut yields = 0;
+                while !crate::proc::testing::in_transit(pid, page) && yields < 100_000 {
+                    crate::sched::yield_now();
+                    yields += 1;
+                }
                 *read.lock() = Some(crate::proc::testing::read_word(pid, page));
             })
             .map_err(text)?
@@ -749,12 +756,14 @@ fn a_read_of_a_page_in_transit_waits_for_its_write() -> TestResult {
         }
         drop(reader);
         let outcome = read.lock().take();
+        // A reader still at work would walk the space's tables: leave the process alone.
+        let outcome = outcome.ok_or("the reader never finished")?;
         let _ = proc::kill(pid, Parent::Kernel);
         let status = proc::wait(pid, Parent::Kernel, &|| false).map_err(|error| format!("wait for vmtest idle: {error:?}"))?;
         crate::events::quiescent();
         let change = delta(before, stats());
         paged_out?;
-        let value = outcome.ok_or("the reader never finished")??;
+        let value = outcome?;
         ensure!(written != 0 && value == written, "the page read back from swap holds {value:#x}, {written:#x} was written");
         ensure!(change.transit_waits > 0, "the reader did not wait for the page in transit: {change:?}");
         ensure!(change.page_ins > 0 && change.swap_writes > 0, "no swap round trip: {change:?}");

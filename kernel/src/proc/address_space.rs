@@ -517,6 +517,10 @@ impl AddressSpace {
                 .is_err()
             {
                 outcome = Err(FaultKill::OutOfMemory);
+            } else if !crate::services::vm::was_dirty((physical / PAGE_SIZE) as u64) {
+                // A new leaf has its dirty bit set: the page keeps the bit it had before it
+                // was protected to none (kept in the frame table), not a fresh one.
+                let _ = self.root.update_leaf(page as usize, PteFlags::empty(), PteFlags::DIRTY);
             }
         }
         crate::arch::csr::flush_tlb();
@@ -1214,14 +1218,15 @@ fn evict(root: PageTableRoot, id: u64, translation: &spin::Mutex<Translation>, m
         // taken away by protecting the page to none leaves its bit there); no leaf at all:
         // assume so.
         let leaf = root.translate(page as usize).map(|(_, flags)| flags);
-        let dirty = leaf.is_none_or(|flags| flags.contains(PteFlags::DIRTY)) || crate::services::vm::was_dirty(frame);
+        let written = leaf.is_some_and(|flags| flags.contains(PteFlags::DIRTY)) || crate::services::vm::was_dirty(frame);
+        let dirty = written || leaf.is_none();
         if leaf.is_some() {
             let _ = root.unmap_range(page as usize, PAGE_SIZE);
         }
         crate::arch::csr::flush_tlb();
-        guard.pages.remove(&page).map(|run| (run, dirty))
+        guard.pages.remove(&page).map(|run| (run, dirty, written))
     });
-    let Some((run, dirty)) = taken else { return Err(FaultKill::NothingToPageOut) };
+    let Some((run, dirty, written)) = taken else { return Err(FaultKill::NothingToPageOut) };
     if !dirty {
         // Clean: its slot (if it came from swap) still holds it; else it is still zero.
         if let Some(slot) = guard.copies.remove(&page) {
@@ -1241,7 +1246,10 @@ fn evict(root: PageTableRoot, id: u64, translation: &spin::Mutex<Translation>, m
         }
     };
     guard.in_transit.insert(page, slot);
-    guard.written_before_page_out.insert(page);
+    if written {
+        // Appel & Li's `dirty` (a page written out cautiously without its leaf is not).
+        guard.written_before_page_out.insert(page);
+    }
     drop(guard);
     let written = crate::services::vm::swap_write(slot, &run);
     let mut guard = translation.lock();
@@ -1351,6 +1359,9 @@ pub fn page_out_page(id: u64, page: u64) -> Result<(), alloc::string::String> {
 pub fn read_word(id: u64, address: u64) -> Result<u64, alloc::string::String> {
     let (root, translation) = crate::arch::csr::without_interrupts(|| SPACES.lock().get(&id).map(|(root, translation)| (*root, translation.clone())))
         .ok_or_else(|| alloc::format!("no live space {id}"))?;
+    if translation.lock().dead {
+        return Err(alloc::format!("space {id} is gone"));
+    }
     let mut value = 0u64;
     with_page_in(root, id, &translation, address as usize, 8, PageAccess::Read, |physical| {
         // SAFETY: `with_page_in` passes the physical address of the checked, resident,
@@ -1360,4 +1371,11 @@ pub fn read_word(id: u64, address: u64) -> Result<u64, alloc::string::String> {
     })
     .map_err(|error| alloc::format!("{error:?}"))?;
     Ok(value)
+}
+
+/// Kernel tests: whether `page` of live space `id` is on its way to swap.
+#[cfg(feature = "tests")]
+pub fn in_transit(id: u64, page: u64) -> bool {
+    let translation = crate::arch::csr::without_interrupts(|| SPACES.lock().get(&id).map(|(_, translation)| translation.clone()));
+    translation.is_some_and(|translation| translation.lock().in_transit.contains_key(&page))
 }

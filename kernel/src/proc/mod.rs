@@ -39,7 +39,7 @@ pub mod capabilities;
 /// What the kernel tests reach inside the translation of a live space (by process id).
 #[cfg(feature = "tests")]
 pub mod testing {
-    pub use super::address_space::{lowest_resident_page, page_out_page, read_word};
+    pub use super::address_space::{in_transit, lowest_resident_page, page_out_page, read_word};
 }
 
 use alloc::collections::BTreeMap;

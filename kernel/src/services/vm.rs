@@ -636,13 +636,15 @@ pub fn claim_run(run: &FrameRun, owner: Owner) -> usize {
     with_frames(|frames| (first..first + run.count() as u64).filter(|&frame| frames.claim(frame, owner).is_err()).count())
 }
 
-/// Forgets every frame of `run` in the frame table (its owner gives it back; the caller
-/// frees it).
-pub fn forget_run(run: &FrameRun) {
+/// Forgets the frames of `run` that the frame table holds for `owner` (who gives them back;
+/// the caller frees them). A frame recorded for someone else is left alone.
+pub fn forget_run(run: &FrameRun, owner: Owner) {
     let first = frame_number(run);
     with_frames(|frames| {
         for frame in first..first + run.count() as u64 {
-            let _ = frames.free(frame);
+            if frames.info(frame).is_ok_and(|info| info.owner == owner) {
+                let _ = frames.free(frame);
+            }
         }
     });
 }

@@ -32,7 +32,7 @@ pub enum Owner {
     Kernel,
     /// A user address space (a process), by id.
     AddressSpace(u64),
-    /// An extension's arena, by extension id.
+    /// An extension's arena, by an id the kernel chooses (its native slot).
     ExtensionArena(u64),
     /// The buffer cache.
     BufferCache,

@@ -370,9 +370,10 @@ pub fn run_bounded<F: FnOnce() -> R, R>(deadline: u64, f: F) -> Result<R, Abort>
     // both return paths the Rust ABI's register contract holds.
     let aborted = unsafe { bounded_call(point.as_mut_ptr(), deadline, call_bounded_closure::<F, R>, (&raw mut state).cast::<u8>()) };
     if aborted == 0 {
-        // SAFETY: `bounded_call` returned normally, so `call_bounded_closure` ran to its
-        // end and wrote the result. (After an abort the closure's captures are leaked,
-        // as the module documentation says: it may or may not have been taken.)
+        // After an abort the closure's captures are leaked, as the module documentation
+        // says (it may or may not have been taken), and so is a result written just before
+        // a deadline aborted the call on its way out.
+        // SAFETY: returned normally: `call_bounded_closure` ran to its end, result written.
         return Ok(unsafe { state.result.assume_init() });
     }
     // SAFETY: `bounded_call` wrote every field of the point before calling the closure,
