@@ -187,7 +187,6 @@ impl Drop for NativeImage {
         }
         if let Some(frames) = self.arena_frames.take() {
             crate::services::vm::forget_run(&frames, Owner::ExtensionArena(self.slot as u64));
-            drop(frames);
         }
         drop(self.frames.take());
         crate::arch::csr::without_interrupts(|| SLOTS.lock()[self.slot] = false);

@@ -402,10 +402,7 @@ impl AddressSpace {
             let range = region.start as u64..region.end() as u64;
             free_slots(&mut translation.swapped, range.clone());
             free_slots(&mut translation.copies, range.clone());
-            let written: Vec<u64> = translation.written_before_page_out.range(range.clone()).copied().collect();
-            for page in written {
-                translation.written_before_page_out.remove(&page);
-            }
+            translation.written_before_page_out.retain(|page| !range.contains(page));
             // Pages being written to swap: cancelled (their writers free the slots).
             translation.in_transit.retain(|page, _| !range.contains(page));
             let _ = translation.regions.remove(id);
