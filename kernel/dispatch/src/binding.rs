@@ -164,40 +164,11 @@ where
     #[inline(never)]
     fn raise_bounded(&self, binding: &BindingCore<A, R>, table: &EventTable<A, R>, account: bool, args: &A) -> R {
         binding.counters.fast_invocations.fetch_add(1, Ordering::Relaxed);
-        let outcome = self.invoke_bounded(binding, table, account, args);
+        let outcome = table.run_bounded_with(binding, account, || self.0.invoke(args));
         table.finish_single_bounded(binding, outcome, args)
     }
 }
 
-impl<H: ?Sized> SharedHandler<H> {
-    /// Runs the handler under the platform's bounded executor with the binding's budget,
-    /// adding the instructions it took to the binding's counter if `account`.
-    #[inline(always)]
-    fn invoke_bounded<A: EventRecord, R: EventRecord>(&self, binding: &BindingCore<A, R>, table: &EventTable<A, R>, account: bool, args: &A) -> Result<R, HandlerFault>
-    where
-        H: Handler<A, R>,
-    {
-        let Some(executor) = table.bounded_executor() else {
-            return Err(HandlerFault::Unavailable);
-        };
-        let mut result = None;
-        let mut body = || {
-            result = Some(self.0.invoke(args)?);
-            Ok(())
-        };
-        let outcome = if account {
-            let mut spent = 0;
-            let outcome = executor.run_bounded_counted(binding.budget, binding.prepared_budget, table.instruction_counter(), &mut spent, &mut body);
-            binding.counters.instructions.fetch_add(spent, Ordering::Relaxed);
-            outcome
-        } else {
-            executor.run_bounded(binding.budget, binding.prepared_budget, &mut body)
-        };
-        // An executor that claims success without running the body is a platform bug: a
-        // fault rather than an invented result.
-        outcome.and_then(|()| result.ok_or(HandlerFault::Unavailable))
-    }
-}
 
 /// The guard a binding is indexed by: `low <= args.field <= high`.
 #[derive(Clone, Copy, Debug)]

@@ -31,7 +31,7 @@ use crate::guard::{
 };
 use crate::handler::{BindingId, BindingSpec, HandlerFault, Mode};
 use crate::introspect::{EventSnapshot, Fault};
-use crate::platform::{BoundedExecutor, Platform};
+use crate::platform::Platform;
 use crate::primary::{InstallRequest, PrimaryModule};
 use crate::rcu::{Garbage, Harts, Rcu};
 
@@ -484,42 +484,37 @@ impl<A: EventRecord, R: EventRecord> EventTable<A, R> {
         }
     }
 
-    /// The platform's bounded executor (installation refuses bounded bindings without
-    /// one).
-    #[inline]
-    pub(crate) fn bounded_executor(&self) -> Option<&'static dyn BoundedExecutor> {
-        self.platform.bounded_executor
-    }
-
-    /// The platform's instruction counter.
-    #[inline]
-    pub(crate) fn instruction_counter(&self) -> fn() -> u64 {
-        self.platform.instruction_counter
-    }
-
-    /// Runs a handler under the platform's bounded executor, adding the instructions it
-    /// took to the binding's counter if `account`.
+    /// Runs a handler under the platform's bounded executor (the general path's way).
     fn run_bounded(&self, binding: &BindingCore<A, R>, args: &A, account: bool) -> Result<R, HandlerFault> {
+        self.run_bounded_with(binding, account, || binding.handler.invoke(args))
+    }
+
+    /// Runs `invoke` (the binding's handler) under the platform's bounded executor with the
+    /// binding's budget, adding the instructions it took to the binding's counter if
+    /// `account`. Inlined, so the single-bounded path (`ErasedHandler::raise_bounded`)
+    /// calls its concrete handler directly.
+    #[inline(always)]
+    pub(crate) fn run_bounded_with(&self, binding: &BindingCore<A, R>, account: bool, mut invoke: impl FnMut() -> Result<R, HandlerFault>) -> Result<R, HandlerFault> {
         // Installation refuses bounded bindings when there is no executor.
-        let Some(executor) = &self.platform.bounded_executor else {
+        let Some(executor) = self.platform.bounded_executor else {
             return Err(HandlerFault::Unavailable);
         };
         let mut result = None;
         let mut body = || {
-            result = Some(binding.handler.invoke(args)?);
+            result = Some(invoke()?);
             Ok(())
         };
-        if account {
+        let outcome = if account {
             let mut spent = 0;
             let outcome = executor.run_bounded_counted(binding.budget, binding.prepared_budget, self.platform.instruction_counter, &mut spent, &mut body);
             binding.counters.instructions.fetch_add(spent, Ordering::Relaxed);
-            outcome?;
+            outcome
         } else {
-            executor.run_bounded(binding.budget, binding.prepared_budget, &mut body)?;
-        }
-        // An executor that claims success without running the body is a platform bug;
-        // treat it as a fault rather than inventing a result.
-        result.ok_or(HandlerFault::Unavailable)
+            executor.run_bounded(binding.budget, binding.prepared_budget, &mut body)
+        };
+        // An executor that claims success without running the body is a platform bug: a
+        // fault rather than an invented result.
+        outcome.and_then(|()| result.ok_or(HandlerFault::Unavailable))
     }
 
     /// Asks the primary module to validate a result, if it validates results.

@@ -1330,11 +1330,17 @@ fn vm_flags(protection: spindle_service_vm::Protection) -> PteFlags {
     flags
 }
 
+/// Kernel tests: live space `id`'s root table and translation, as [`SPACES`] holds them.
+#[cfg(feature = "tests")]
+fn live_space(id: u64) -> Option<LiveSpace> {
+    crate::arch::csr::without_interrupts(|| SPACES.lock().get(&id).map(|(root, translation)| (*root, translation.clone())))
+}
+
 /// Kernel tests: the lowest resident page of live space `id` below the stack (its first
 /// `vm_map` page), if any.
 #[cfg(feature = "tests")]
 pub fn lowest_resident_page(id: u64) -> Option<u64> {
-    let translation = crate::arch::csr::without_interrupts(|| SPACES.lock().get(&id).map(|(_, translation)| translation.clone()))?;
+    let (_, translation) = live_space(id)?;
     let translation = translation.lock();
     translation.pages.keys().copied().find(|&page| page < STACK_BOTTOM as u64)
 }
@@ -1343,8 +1349,7 @@ pub fn lowest_resident_page(id: u64) -> Option<u64> {
 /// ([`evict`]: the disk write blocks this strand with the page in transit).
 #[cfg(feature = "tests")]
 pub fn page_out_page(id: u64, page: u64) -> Result<(), alloc::string::String> {
-    let (root, translation) = crate::arch::csr::without_interrupts(|| SPACES.lock().get(&id).map(|(root, translation)| (*root, translation.clone())))
-        .ok_or_else(|| alloc::format!("no live space {id}"))?;
+    let (root, translation) = live_space(id).ok_or_else(|| alloc::format!("no live space {id}"))?;
     let guard = translation.lock();
     let frame = guard.pages.get(&page).map(frame_of).ok_or_else(|| alloc::format!("page {page:#x} of space {id} is not resident"))?;
     evict(root, id, &translation, guard, page, frame).map_err(|kill| alloc::format!("{kill:?}"))
@@ -1354,8 +1359,7 @@ pub fn page_out_page(id: u64, page: u64) -> Result<(), alloc::string::String> {
 /// (faulting the page in from swap, waiting while it is in transit).
 #[cfg(feature = "tests")]
 pub fn read_word(id: u64, address: u64) -> Result<u64, alloc::string::String> {
-    let (root, translation) = crate::arch::csr::without_interrupts(|| SPACES.lock().get(&id).map(|(root, translation)| (*root, translation.clone())))
-        .ok_or_else(|| alloc::format!("no live space {id}"))?;
+    let (root, translation) = live_space(id).ok_or_else(|| alloc::format!("no live space {id}"))?;
     if translation.lock().dead {
         return Err(alloc::format!("space {id} is gone"));
     }
@@ -1373,6 +1377,5 @@ pub fn read_word(id: u64, address: u64) -> Result<u64, alloc::string::String> {
 /// Kernel tests: whether `page` of live space `id` is on its way to swap.
 #[cfg(feature = "tests")]
 pub fn in_transit(id: u64, page: u64) -> bool {
-    let translation = crate::arch::csr::without_interrupts(|| SPACES.lock().get(&id).map(|(_, translation)| translation.clone()));
-    translation.is_some_and(|translation| translation.lock().in_transit.contains_key(&page))
+    live_space(id).is_some_and(|(_, translation)| translation.lock().in_transit.contains_key(&page))
 }
