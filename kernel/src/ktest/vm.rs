@@ -41,6 +41,7 @@ pub static TESTS: &[KernelTest] = &[
     KernelTest { name: "vm::allocate_event_grants_refuses_and_is_checked", run: allocate_event_grants_refuses_and_is_checked },
     KernelTest { name: "vm::hot_list_steers_reclaim_in_every_technology", run: hot_list_steers_reclaim_in_every_technology },
     KernelTest { name: "vm::bad_reclaim_answers_are_refused", run: bad_reclaim_answers_are_refused },
+    KernelTest { name: "vm::scan_barrier_in_every_technology", run: scan_barrier_in_every_technology },
     KernelTest { name: "vm::swap_and_frames_come_back_after_exit_and_kill", run: swap_and_frames_come_back_after_exit_and_kill },
 ];
 
@@ -129,18 +130,20 @@ fn unload_named(name: &str) -> TestResult {
     let server = ext::user::serving_pid(name);
     ext::unload(name).map_err(text)?;
     if let Some(pid) = server {
-        ensure!(proc::wait_until_reaped(pid, 200), "pager_fill's serving process {pid} did not end after the unload");
+        ensure!(proc::wait_until_reaped(pid, 200), "{name}'s serving process {pid} did not end after the unload");
     }
     crate::events::quiescent();
     crate::events::reclaim();
     Ok(())
 }
 
-/// Runs `test`, then unloads `pager_fill` and forgets its assignment whatever happened.
+/// Runs `test`, then unloads `pager_fill` and `scan_barrier` and forgets their assignments
+/// whatever happened.
 fn clean(test: impl FnOnce() -> TestResult) -> TestResult {
     let outcome = test();
     crate::services::vm::assign("pager_fill", None);
-    let unloaded = unload_pager();
+    crate::services::vm::assign("scan_barrier", None);
+    let unloaded = unload_pager().and_then(|()| unload_named("scan_barrier"));
     outcome?;
     unloaded
 }
@@ -432,6 +435,25 @@ fn in_kernel_handler_protects_through_kernel_functions() -> TestResult {
     ensure!(change.protects == 4 && change.raised == 4 && change.rejected == 1, "counters {change:?}");
     let dirty: [u64; 3] = core::array::from_fn(|index| DIRTY[index].load(Ordering::Relaxed));
     ensure!(dirty == [4, 4, 4], "vm_dirty in the 4 raises: faulting page dirty, unaligned and outside refused: {dirty:?}");
+    Ok(())
+}
+
+/// The `scan_barrier` extension (Appel1's handler) in every technology, through `vmtest
+/// chain 4 TECHNOLOGY`: each store traps once, the handler unprotects its page and protects
+/// the next through `spindle_vm_protect` (at user level, a kernel function called from the
+/// server), and the change past the region's end is refused and counted.
+fn scan_barrier_in_every_technology() -> TestResult {
+    for preference in TECHNOLOGIES {
+        clean(|| {
+            let before = stats();
+            let command_line = format!("vmtest chain 4 {}", technology_number(preference));
+            let (process, status) = run_with(&command_line, loader()?)?;
+            let change = delta(before, stats());
+            ensure!(status == ExitStatus::Exited(0), "{}: {command_line:?} ended {status} (fault {:?})", preference.label(), process.fault_cause());
+            ensure!(change.protects == 4 && change.raised == 4 && change.rejected == 1, "{}: counters {change:?}", preference.label());
+            Ok(())
+        })?;
+    }
     Ok(())
 }
 

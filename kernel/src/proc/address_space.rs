@@ -486,29 +486,31 @@ impl AddressSpace {
     /// frame are left alone (a touch faults them in with the new protection). Then one TLB
     /// flush.
     fn apply_protection(&self, translation: &mut Translation, change: &ProtChange) -> Result<(), FaultKill> {
-        let permissions = PteFlags::READ | PteFlags::WRITE | PteFlags::EXECUTE;
+        let none = change.protection == spindle_service_vm::Protection::NONE;
+        let wanted = vm_flags(change.protection);
         let mut outcome = Ok(());
         for index in 0..change.count {
             let page = change.start + index * PAGE_SIZE as u64;
-            let Some(physical) = translation.pages.get(&page).map(FrameRun::address) else { continue };
-            let present = self.root.translate(page as usize).is_some();
-            if change.protection == spindle_service_vm::Protection::NONE {
-                if present {
+            // A page with a leaf: one walk (every leaf of a `vm_map` region has its frame in
+            // `translation.pages`, see `map_vm_page`).
+            if none {
+                if let Some((physical, flags)) = self.root.translate(page as usize) {
                     // The leaf's dirty bit goes with it: keep it in the frame table, so
                     // paging out does not take a written page for a clean one.
-                    if self.root.translate(page as usize).is_some_and(|(_, flags)| flags.contains(PteFlags::DIRTY)) {
+                    if flags.contains(PteFlags::DIRTY) {
                         crate::services::vm::note_dirty((physical / PAGE_SIZE) as u64);
                     }
                     let _ = self.root.unmap_range(page as usize, PAGE_SIZE);
                 }
-            } else if present {
-                // Clearing every permission first would leave no leaf: set the new ones,
-                // then clear the others.
-                let wanted = vm_flags(change.protection);
-                let _ = self.root.update_leaf(page as usize, wanted, PteFlags::empty());
-                let unwanted = PteFlags::from_bits(permissions.bits() & !wanted.bits());
-                let _ = self.root.update_leaf(page as usize, PteFlags::empty(), unwanted);
-            } else if self
+                continue;
+            }
+            if self.root.set_leaf_permissions(page as usize, wanted).is_some() {
+                continue;
+            }
+            // No leaf: a page protected to none before gets its leaf back; a page without
+            // a frame (never touched, or on swap) is left alone.
+            let Some(physical) = translation.pages.get(&page).map(FrameRun::address) else { continue };
+            if self
                 .root
                 .map_range(page as usize, physical, PAGE_SIZE, vm_flags(change.protection), &mut TableFrames(&mut translation.tables))
                 .is_err()

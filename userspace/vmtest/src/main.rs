@@ -19,11 +19,12 @@
 //!   unprotects the page and the store runs again (PAGES protection faults). Then `protN`
 //!   and `unprotN` (no faults), and `prot1` to no access and back (the page keeps its
 //!   contents). Exits 0 if all is as expected.
-//! - `chain PAGES`: maps PAGES pages, touches them, traps the region for handlers
-//!   assigned to nobody (`vm_trap`, no name), protects the first page read-only and stores
-//!   to every page in order: with a handler that unprotects the faulting page and protects
-//!   the next (`spindle_vm_protect`, in-kernel Appel & Li), every store traps once. Exits 0
-//!   if every page holds what was stored.
+//! - `chain PAGES [TECHNOLOGY]`: maps PAGES pages, touches them, traps the region for
+//!   handlers assigned to nobody (`vm_trap`, no name) — or, with TECHNOLOGY, to the
+//!   `scan_barrier` extension, which it loads in that technology — protects the first page
+//!   read-only and stores to every page in order: with a handler that unprotects the
+//!   faulting page and protects the next (`spindle_vm_protect`, Appel & Li from a handler),
+//!   every store traps once. Exits 0 if every page holds what was stored.
 //! - `errors`: every documented error of `vm_map`, `vm_manage`, `vm_trap`, `prot1`,
 //!   `prot_n`, `unprot_n`, `dirty` and of `protect`/`unmap` on a `vm_map` region, and kernel
 //!   copies from and to a managed region's missing page (refused); exits with the number of
@@ -32,11 +33,13 @@
 //!   `prot100`, `unprot100`, and `fault`: a demand-zero fault), as `bench row vm NAME
 //!   ITERATIONS MILLI-INSTRUCTIONS` lines for `cargo xtask bench` (`rdinstret` in U-mode,
 //!   which counts the kernel's instructions too; the cost of the two reads subtracted).
-//! - `bench-trap TECHNOLOGY LABEL`: with `pager_fill` loaded as TECHNOLOGY handling the
+//! - `bench-trap TECHNOLOGY LABEL`: with `pager_fill` loaded as TECHNOLOGY handling one
 //!   region's protection faults: `trap-LABEL` (a store to a read-only page, delivered to the
-//!   handler, which unprotects the page; the store runs again), `appel1-LABEL` (that, then
-//!   `prot1` of another page) and `appel2-LABEL` (`protN` of 100 pages, then a trapped store
-//!   to each, per page).
+//!   handler, which unprotects the page; the store runs again) and `appel2-LABEL` (`protN`
+//!   of 100 pages, then a trapped store to each, per page); with `scan_barrier` loaded as
+//!   TECHNOLOGY for a second region: `appel1-LABEL` (a store to a read-only page, whose
+//!   handler unprotects it and protects another page — the page after it — as SPIN's Table
+//!   4 defines Appel1; the program unprotects that page again outside the measurement).
 //!
 //! - `swap PAGES LIMIT PASSES`: paging to disk. Limits itself to LIMIT frames
 //!   (`vm_limit`), maps PAGES read-write pages and a few read-only ones, and PASSES times
@@ -92,8 +95,12 @@ fn main(arguments: &Arguments) -> i32 {
             _ => usage(),
         },
         Some("errors") => errors(),
-        Some("chain") => match number(1) {
-            Some(pages) if pages > 0 => chain(pages),
+        Some("chain") => match (number(1), arguments.get(2)) {
+            (Some(pages), None) if pages > 0 => chain(pages, None),
+            (Some(pages), Some(_)) if pages > 0 => match number(2).and_then(arch::Technology::from_number) {
+                Some(technology) => chain(pages, Some(technology)),
+                None => usage(),
+            },
             _ => usage(),
         },
         Some("bench") => bench(),
@@ -130,7 +137,7 @@ fn main(arguments: &Arguments) -> i32 {
 }
 
 fn usage() -> i32 {
-    println!("vmtest: usage: vmtest zero PAGES TOUCH | bad | readonly | managed PAGES PAGER TECHNOLOGY [keep] | barrier PAGES TECHNOLOGY | errors | chain PAGES | bench | bench-trap TECHNOLOGY LABEL | swap PAGES LIMIT PASSES | idle PAGES TICKS | swapkill | checkpoint PAGES TECHNOLOGY | hotscan HOT SCAN ROUNDS LIMIT hot|plain | child WORD");
+    println!("vmtest: usage: vmtest zero PAGES TOUCH | bad | readonly | managed PAGES PAGER TECHNOLOGY [keep] | barrier PAGES TECHNOLOGY | errors | chain PAGES [TECHNOLOGY] | bench | bench-trap TECHNOLOGY LABEL | swap PAGES LIMIT PASSES | idle PAGES TICKS | swapkill | checkpoint PAGES TECHNOLOGY | hotscan HOT SCAN ROUNDS LIMIT hot|plain | child WORD");
     2
 }
 
@@ -446,13 +453,18 @@ fn managed(pages: usize, pager: &str, technology: usize, keep: bool) -> i32 {
     0
 }
 
-fn chain(pages: usize) -> i32 {
+fn chain(pages: usize, scan_barrier: Option<arch::Technology>) -> i32 {
     let Ok(base) = arch::vm_map(pages * arch::PAGE_SIZE, arch::VM_READ | arch::VM_WRITE) else { return 2 };
     let page = |index: usize| base + index * arch::PAGE_SIZE;
     for index in 0..pages {
         raw::store(page(index), 0);
     }
-    if arch::vm_trap(base, None).is_err() || raw::protect(base, 1, Some(arch::VM_READ)).is_err() {
+    let handler = scan_barrier.map(|_| "scan_barrier");
+    if arch::vm_trap(base, handler).is_err() || scan_barrier.is_some_and(|technology| arch::ext_load("scan_barrier", technology).is_err()) {
+        println!("vmtest: trapping the region to its handler failed");
+        return 2;
+    }
+    if raw::protect(base, 1, Some(arch::VM_READ)).is_err() {
         return 2;
     }
     for index in 0..pages {
@@ -460,6 +472,9 @@ fn chain(pages: usize) -> i32 {
     }
     if (0..pages).any(|index| raw::load(page(index)) != index as u64 + 1) {
         return 3;
+    }
+    if scan_barrier.is_some() {
+        let _ = arch::ext_unload("scan_barrier");
     }
     println!("vmtest: chain over {pages} pages stored");
     0
@@ -593,17 +608,29 @@ fn bench_trap(technology: usize, label: &str) -> i32 {
         println!("vmtest: trapping the region to pager_fill failed");
         return 2;
     }
+    // Appel1's region: three pages, trapped to the scan barrier.
+    let Ok(scan) = arch::vm_map(3 * arch::PAGE_SIZE, arch::VM_READ | arch::VM_WRITE) else { return 2 };
+    let scan_page = |index: usize| scan + index * arch::PAGE_SIZE;
+    for index in 0..3 {
+        raw::store(scan_page(index), 0);
+    }
+    if arch::vm_trap(scan, Some("scan_barrier")).is_err() || arch::ext_load("scan_barrier", technology).is_err() {
+        println!("vmtest: trapping the region to scan_barrier failed");
+        return 2;
+    }
     let iterations = 1000;
-    let (mut trap, mut appel1) = (0, 0);
+    let (mut trap, mut appel1, mut right) = (0, 0, 0);
     for round in 0..iterations {
         let _ = raw::protect(page(0), 1, Some(arch::VM_READ));
         trap += instructions(|| raw::store(page(0), round));
-        let _ = raw::protect(page(1), 1, Some(arch::VM_READ));
-        appel1 += instructions(|| {
-            raw::store(page(1), round);
-            let _ = raw::protect(page(2), 1, Some(arch::VM_READ));
-        });
-        let _ = raw::protect(page(2), 1, None);
+        let _ = raw::protect(scan_page(1), 1, Some(arch::VM_READ));
+        appel1 += instructions(|| raw::store(scan_page(1), round));
+        // The handler protected the page after it; unprotected again, outside the count.
+        right += u64::from(raw::protect(scan_page(2), 1, None).is_ok() && raw::load(scan_page(1)) == round);
+    }
+    if right != iterations {
+        println!("vmtest: the scan barrier's stores came back wrong in {} of {iterations} rounds", iterations - right);
+        return 1;
     }
     let rounds = 10;
     let mut appel2 = 0;
@@ -616,6 +643,7 @@ fn bench_trap(technology: usize, label: &str) -> i32 {
         });
     }
     let _ = arch::ext_unload("pager_fill");
+    let _ = arch::ext_unload("scan_barrier");
     row(&alloc_name("trap", label), iterations, trap);
     row(&alloc_name("appel1", label), iterations, appel1);
     row(&alloc_name("appel2", label), rounds * 100, appel2);

@@ -22,6 +22,8 @@
 //! - [`primitives`]: `dirty`, `prot1`, `protN`, `unprotN`, `trap` with their argument
 //!   checks, as operations on the region table that return the [`ProtChange`] the kernel
 //!   applies to the page table.
+//! - [`runs`]: [`ProtectionRuns`], the pages whose protection differs from their region's,
+//!   as runs (one per `protN` range) in a sorted list.
 //! - [`swap`]: [`SwapArea`], a bitmap of 4 KiB slots on the disk.
 //!
 //! A fault in a region a handler manages:
@@ -62,6 +64,7 @@ extern crate alloc;
 pub mod fault;
 pub mod primitives;
 pub mod region;
+pub mod runs;
 pub mod swap;
 
 #[cfg(test)]
@@ -73,4 +76,5 @@ pub use fault::{
 };
 pub use primitives::{MAX_PROT_PAGES, PrimitiveError, ProtChange};
 pub use region::{MAX_REGIONS, PAGE_SIZE, Protection, Region, RegionError, RegionId, RegionKind, RegionTable, Trap, USER_END, USER_START, is_user_address};
+pub use runs::{ProtectionRuns, Run};
 pub use swap::{MAX_SLOTS, SECTORS_PER_SLOT, SLOT_BYTES, Slot, SwapArea, SwapError};

@@ -90,10 +90,18 @@ impl RegionTable {
         if !page.is_multiple_of(PAGE_SIZE) {
             return Err(PrimitiveError::Misaligned(page));
         }
+        self.check_page_region(page).map(|region| region.id)
+    }
+
+    /// [`RegionTable::check_page`], answering the region itself.
+    fn check_page_region(&self, page: u64) -> Result<&crate::region::Region, PrimitiveError> {
+        if !page.is_multiple_of(PAGE_SIZE) {
+            return Err(PrimitiveError::Misaligned(page));
+        }
         if !is_user_address(page) {
             return Err(PrimitiveError::NotUserAddress(page));
         }
-        self.containing(page).map(|region| region.id).ok_or(PrimitiveError::NoRegion(page))
+        self.containing(page).ok_or(PrimitiveError::NoRegion(page))
     }
 
     /// Checks a protection change of `count` pages from `start` to `protection` without
@@ -103,11 +111,15 @@ impl RegionTable {
     /// [`PrimitiveError::NotUserAddress`], [`PrimitiveError::NoRegion`],
     /// [`PrimitiveError::CrossesRegion`], [`PrimitiveError::AboveRegion`].
     pub fn check_protect(&self, start: u64, count: u64, protection: Protection) -> Result<ProtChange, PrimitiveError> {
+        self.check_protect_in(start, count, protection).map(|(change, _)| change)
+    }
+
+    /// [`RegionTable::check_protect`], also answering the region's own protection.
+    fn check_protect_in(&self, start: u64, count: u64, protection: Protection) -> Result<(ProtChange, Protection), PrimitiveError> {
         if count == 0 || count > MAX_PROT_PAGES {
             return Err(PrimitiveError::BadCount(count));
         }
-        let id = self.check_page(start)?;
-        let region = self.region(id).ok_or(PrimitiveError::NoSuchRegion(id))?;
+        let region = self.check_page_region(start)?;
         let end = count.checked_mul(PAGE_SIZE).and_then(|bytes| start.checked_add(bytes));
         if end.is_none_or(|end| end > region.end()) {
             return Err(PrimitiveError::CrossesRegion { start, count });
@@ -115,7 +127,14 @@ impl RegionTable {
         if !protection.within(region.protection) {
             return Err(PrimitiveError::AboveRegion(protection));
         }
-        Ok(ProtChange { region: id, start, count, protection })
+        Ok((ProtChange { region: region.id, start, count, protection }, region.protection))
+    }
+
+    /// Records a change [`RegionTable::check_protect_in`] passed (with its region's
+    /// protection): one run, however many pages.
+    fn record(&mut self, change: &ProtChange, ceiling: Protection) {
+        // Cannot overflow: the check found the range ending inside the region.
+        self.page_protection.set(change.start, change.start + change.count * PAGE_SIZE, change.protection, ceiling);
     }
 
     /// Records a change (from [`RegionTable::check_protect`]); the change is checked again,
@@ -124,20 +143,11 @@ impl RegionTable {
     /// Errors: as [`RegionTable::check_protect`]; [`PrimitiveError::NoSuchRegion`] if the
     /// pages are no longer in `change.region`.
     pub fn apply(&mut self, change: &ProtChange) -> Result<(), PrimitiveError> {
-        let checked = self.check_protect(change.start, change.count, change.protection)?;
+        let (checked, ceiling) = self.check_protect_in(change.start, change.count, change.protection)?;
         if checked.region != change.region {
             return Err(PrimitiveError::NoSuchRegion(change.region));
         }
-        let ceiling = self.region(checked.region).ok_or(PrimitiveError::NoSuchRegion(checked.region))?.protection;
-        // Cannot overflow: `check_protect` checked that the range ends inside the region.
-        for index in 0..checked.count {
-            let page = checked.start + index * PAGE_SIZE;
-            if checked.protection == ceiling {
-                self.page_protection.remove(&page);
-            } else {
-                self.page_protection.insert(page, checked.protection);
-            }
-        }
+        self.record(&checked, ceiling);
         Ok(())
     }
 
@@ -162,8 +172,8 @@ impl RegionTable {
     ///
     /// Errors: as [`RegionTable::check_protect`].
     pub fn prot_n(&mut self, start: u64, count: u64, protection: Protection) -> Result<ProtChange, PrimitiveError> {
-        let change = self.check_protect(start, count, protection)?;
-        self.apply(&change)?;
+        let (change, ceiling) = self.check_protect_in(start, count, protection)?;
+        self.record(&change, ceiling);
         Ok(change)
     }
 
@@ -171,8 +181,7 @@ impl RegionTable {
     ///
     /// Errors: as [`RegionTable::check_protect`].
     pub fn unprot_n(&mut self, start: u64, count: u64) -> Result<ProtChange, PrimitiveError> {
-        let id = self.check_page(start)?;
-        let ceiling = self.region(id).ok_or(PrimitiveError::NoSuchRegion(id))?.protection;
+        let ceiling = self.check_page_region(start)?.protection;
         self.prot_n(start, count, ceiling)
     }
 

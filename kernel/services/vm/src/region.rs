@@ -8,6 +8,8 @@
 //! one was set, else the region's ([`RegionTable::protection_of`]).
 
 use alloc::collections::BTreeMap;
+
+use crate::runs::ProtectionRuns;
 use core::fmt;
 
 use spindle_service_frames::Owner;
@@ -189,14 +191,14 @@ pub struct RegionTable {
     space: u64,
     by_start: BTreeMap<u64, Region>,
     next_id: RegionId,
-    /// Pages whose protection differs from their region's, by page address.
-    pub(crate) page_protection: BTreeMap<u64, Protection>,
+    /// Pages whose protection differs from their region's.
+    pub(crate) page_protection: ProtectionRuns,
 }
 
 impl RegionTable {
     /// No regions, for address space `space`.
     pub fn new(space: u64) -> RegionTable {
-        RegionTable { space, by_start: BTreeMap::new(), next_id: 1, page_protection: BTreeMap::new() }
+        RegionTable { space, by_start: BTreeMap::new(), next_id: 1, page_protection: ProtectionRuns::new() }
     }
 
     /// The address space's id.
@@ -255,10 +257,7 @@ impl RegionTable {
     pub fn remove(&mut self, id: RegionId) -> Result<Region, RegionError> {
         let start = self.region(id).ok_or(RegionError::NoSuchRegion(id))?.start;
         let region = self.by_start.remove(&start).ok_or(RegionError::NoSuchRegion(id))?;
-        let pages: alloc::vec::Vec<u64> = self.page_protection.range(region.start..region.end()).map(|(&page, _)| page).collect();
-        for page in pages {
-            self.page_protection.remove(&page);
-        }
+        self.page_protection.clear(region.start, region.end());
         Ok(region)
     }
 
@@ -280,11 +279,11 @@ impl RegionTable {
     pub fn protection_of(&self, address: u64) -> Option<Protection> {
         let region = self.containing(address)?;
         let page = address - address % PAGE_SIZE;
-        Some(self.page_protection.get(&page).copied().unwrap_or(region.protection))
+        Some(self.page_protection.get(page).unwrap_or(region.protection))
     }
 
     /// Pages whose protection differs from their region's.
     pub fn protected_pages(&self) -> usize {
-        self.page_protection.len()
+        self.page_protection.pages() as usize
     }
 }

@@ -311,6 +311,21 @@ impl PageTableRoot {
         Some(PteFlags(entry & 0xff))
     }
 
+    /// Gives the leaf mapping `virtual_address` exactly the permissions of `permissions`
+    /// among read, write and execute (its other bits kept) in one walk; returns the leaf's
+    /// physical address and its flags before. `None`, changing nothing, if no leaf maps it
+    /// or `permissions` is neither readable nor executable. The caller flushes the TLB.
+    pub fn set_leaf_permissions(self, virtual_address: usize, permissions: PteFlags) -> Option<(usize, PteFlags)> {
+        let rwx = PteFlags::READ.0 | PteFlags::WRITE.0 | PteFlags::EXECUTE.0;
+        if permissions.0 & (PteFlags::READ.0 | PteFlags::EXECUTE.0) == 0 {
+            return None;
+        }
+        let (table, index, _) = self.leaf(virtual_address)?;
+        let entry = read_entry(table, index);
+        write_entry(table, index, (entry & !rwx) | (permissions.0 & rwx));
+        Some((entry_address(entry), PteFlags(entry & 0xff)))
+    }
+
     /// Translates a virtual address: the physical address and leaf flags, if mapped.
     pub fn translate(self, virtual_address: usize) -> Option<(usize, PteFlags)> {
         if virtual_address >= LOWER_HALF_END {
