@@ -486,6 +486,14 @@ impl AddressSpace {
     /// frame are left alone (a touch faults them in with the new protection). Then one TLB
     /// flush.
     fn apply_protection(&self, translation: &mut Translation, change: &ProtChange) -> Result<(), FaultKill> {
+        let outcome = self.rewrite_leaves(translation, change);
+        crate::arch::csr::flush_tlb();
+        outcome
+    }
+
+    /// [`Self::apply_protection`] without the TLB flush: the caller flushes before the
+    /// space runs again.
+    fn rewrite_leaves(&self, translation: &mut Translation, change: &ProtChange) -> Result<(), FaultKill> {
         let none = change.protection == spindle_service_vm::Protection::NONE;
         let wanted = vm_flags(change.protection);
         let mut outcome = Ok(());
@@ -522,7 +530,6 @@ impl AddressSpace {
                 let _ = self.root.update_leaf(page as usize, PteFlags::empty(), PteFlags::DIRTY);
             }
         }
-        crate::arch::csr::flush_tlb();
         outcome
     }
 
@@ -648,6 +655,10 @@ impl AddressSpace {
         }
         let decision = crate::services::vm::decide(&translation.regions, &fault, self.root);
         let protects = decision.protects;
+        // Whether leaves were rewritten by a protection change (flushed once, at the end,
+        // also when a rewrite failed).
+        let mut rewritten = false;
+        let mut outcome = Ok(());
         match decision.outcome {
             Outcome::Retry => {
                 // The leaf allows the access: a stale TLB entry, or an accessed or dirty bit
@@ -674,23 +685,34 @@ impl AddressSpace {
             }
             Outcome::Protect(change) => {
                 translation.regions.apply(&change).map_err(|_| FaultKill::Vm(KillCause::ProtectionViolation))?;
-                self.apply_protection(&mut translation, &change)?;
+                rewritten = true;
+                outcome = self.rewrite_leaves(&mut translation, &change);
             }
         }
         // Then the handlers' queued protection changes (in-kernel Appel & Li), each
         // checked as `prot_n`/`unprot_n`; a refused one is counted and skipped. (If one
         // takes the faulting page's access away again, the access faults again.)
+        // One TLB flush for the answer's change and the queued ones.
         for queued in protects {
+            if outcome.is_err() {
+                break;
+            }
             let change = match queued.protection {
                 Some(protection) => translation.regions.prot_n(queued.page, queued.count, protection),
                 None => translation.regions.unprot_n(queued.page, queued.count),
             };
             match change {
-                Ok(change) => self.apply_protection(&mut translation, &change)?,
+                Ok(change) => {
+                    rewritten = true;
+                    outcome = self.rewrite_leaves(&mut translation, &change);
+                }
                 Err(_) => crate::services::vm::refused(),
             }
         }
-        Ok(())
+        if rewritten {
+            crate::arch::csr::flush_tlb();
+        }
+        outcome
     }
 
     /// Copies user memory at `address` into `buffer` after [`Self::check`]ing it for reading.

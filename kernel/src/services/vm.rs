@@ -95,7 +95,34 @@ pub const MAX_QUEUED_PROTECTIONS: usize = 8;
 
 /// The state of each address space whose `vm.PageNotPresent` or `vm.ProtectionFault`
 /// raise is in progress.
-static RAISES: spin::Mutex<BTreeMap<u64, RaiseState>> = spin::Mutex::new(BTreeMap::new());
+static RAISES: spin::Mutex<Raises> = spin::Mutex::new(Raises(Vec::new()));
+
+/// The raises in progress, by address space: a short list (one entry per process stopped
+/// in a fault) that keeps its storage, so a fault allocates nothing here.
+struct Raises(Vec<(u64, RaiseState)>);
+
+impl Raises {
+    fn get(&self, space: &u64) -> Option<&RaiseState> {
+        self.0.iter().find(|(id, _)| id == space).map(|(_, state)| state)
+    }
+
+    fn get_mut(&mut self, space: &u64) -> Option<&mut RaiseState> {
+        self.0.iter_mut().find(|(id, _)| id == space).map(|(_, state)| state)
+    }
+
+    /// Starts `space`'s raise (a space has at most one: its only thread is in the fault).
+    fn insert(&mut self, space: u64, state: RaiseState) {
+        match self.get_mut(&space) {
+            Some(existing) => *existing = state,
+            None => self.0.push((space, state)),
+        }
+    }
+
+    fn remove(&mut self, space: &u64) -> Option<RaiseState> {
+        let index = self.0.iter().position(|(id, _)| id == space)?;
+        Some(self.0.swap_remove(index).1)
+    }
+}
 /// Owners whose bindings are imposed `space == S` and `region == R`.
 static ASSIGNMENTS: spin::Mutex<BTreeMap<String, (u64, u64)>> = spin::Mutex::new(BTreeMap::new());
 
@@ -470,20 +497,21 @@ pub fn refused() {
 /// default. Counts everything.
 pub fn decide(table: &RegionTable, fault: &Fault, root: crate::arch::sv39::PageTableRoot) -> Decision {
     count(&COUNTERS.faults);
-    let default = Decision { outcome: spindle_service_vm::default_outcome(table, fault), frame: None, rejected: None, protects: Vec::new() };
+    // Computed only where it is the outcome (a raise's resolution has its own).
+    let default = || Decision { outcome: spindle_service_vm::default_outcome(table, fault), frame: None, rejected: None, protects: Vec::new() };
     if fault.class == FaultClass::BadAddress {
         if let Some(events) = bound(&BAD_ADDRESS) {
             count(&COUNTERS.raised);
             crate::events::raise(events, &record(fault));
         }
-        return finish(default);
+        return finish(default());
     }
     let events = match fault.class {
         FaultClass::PageNotPresent => &PAGE_NOT_PRESENT,
         FaultClass::ProtectionFault => &PROTECTION_FAULT,
-        FaultClass::BadAddress | FaultClass::Spurious => return finish(default),
+        FaultClass::BadAddress | FaultClass::Spurious => return finish(default()),
     };
-    let Some(events) = bound(events).filter(|_| fault.raises_event()) else { return finish(default) };
+    let Some(events) = bound(events).filter(|_| fault.raises_event()) else { return finish(default()) };
     let space = fault.space;
     let state = RaiseState { root: Some(root), ..RaiseState::default() };
     without_interrupts(|| RAISES.lock().insert(space, state));
@@ -516,7 +544,7 @@ pub fn decide(table: &RegionTable, fault: &Fault, root: crate::arch::sv39::PageT
                 // A frame of the space that is not this raise's grant (check_answer cannot
                 // tell them apart): refused like any frame not granted.
                 count(&COUNTERS.rejected);
-                decision = Decision { rejected: Some(AnswerRejection::NotGranted), protects: decision.protects, ..default };
+                decision = Decision { rejected: Some(AnswerRejection::NotGranted), protects: decision.protects, ..default() };
             }
         }
     }

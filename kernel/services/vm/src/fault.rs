@@ -198,7 +198,7 @@ pub fn classify(table: &RegionTable, address: u64, access: AccessKind, pte: Pte)
         trap: region.and_then(|region| region.trap),
         present: pte.present,
     };
-    let Some(protection) = region.and_then(|_| table.protection_of(address)) else { return fault };
+    let Some(protection) = region.map(|region| table.page_protection.get(page).unwrap_or(region.protection)) else { return fault };
     fault.class = if !access.permitted_by(protection) {
         FaultClass::ProtectionFault
     } else if !pte.present {
@@ -437,13 +437,13 @@ pub struct Resolution {
 /// passes [`check_answer`], else the default. Without a trap on the region any answer
 /// is ignored.
 pub fn resolve(table: &RegionTable, frames: &FrameTable, fault: &Fault, answer: Option<Answer>) -> Resolution {
-    let default = Resolution { outcome: default_outcome(table, fault), rejected: None };
-    let (Some(trap), Some(answer)) = (fault.trap, answer) else { return default };
+    let default = || Resolution { outcome: default_outcome(table, fault), rejected: None };
+    let (Some(trap), Some(answer)) = (fault.trap, answer) else { return default() };
     if fault.class == FaultClass::Spurious {
-        return default;
+        return default();
     }
     match check_answer(table, frames, fault, trap.owner, answer) {
         Ok(outcome) => Resolution { outcome, rejected: None },
-        Err(rejection) => Resolution { rejected: Some(rejection), ..default },
+        Err(rejection) => Resolution { rejected: Some(rejection), ..default() },
     }
 }

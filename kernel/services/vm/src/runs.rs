@@ -102,7 +102,24 @@ impl ProtectionRuns {
         let removed: u64 = self.runs[low..high].iter().map(Run::pages).sum();
         let added: u64 = [left, middle, right].iter().flatten().map(Run::pages).sum();
         self.pages = self.pages - removed + added;
-        self.runs.splice(low..high, [left, middle, right].into_iter().flatten());
+        self.replace(low, high, [left, middle, right]);
+    }
+
+    /// Replaces `runs[low..high]` with the pieces that are `Some`, in order: overwritten in
+    /// place where they fit, so a change that keeps the number of runs moves nothing.
+    fn replace<const N: usize>(&mut self, low: usize, high: usize, pieces: [Option<Run>; N]) {
+        let mut index = low;
+        for piece in pieces.into_iter().flatten() {
+            if index < high {
+                self.runs[index] = piece;
+            } else {
+                self.runs.insert(index, piece);
+            }
+            index += 1;
+        }
+        if index < high {
+            self.runs.drain(index..high);
+        }
     }
 
     /// Forgets the protections of pages `[start, end)` (a region going away).
@@ -122,7 +139,7 @@ impl ProtectionRuns {
         let removed: u64 = self.runs[first..last].iter().map(Run::pages).sum();
         let added: u64 = [left, right].iter().flatten().map(Run::pages).sum();
         self.pages = self.pages - removed + added;
-        self.runs.splice(first..last, [left, right].into_iter().flatten());
+        self.replace(first, last, [left, right]);
     }
 }
 
