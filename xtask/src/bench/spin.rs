@@ -74,7 +74,7 @@ pub const TABLE_4: [SpinRow; 8] = [
     },
     SpinRow {
         operation: "Appel1",
-        meaning: "trap, then protect another page (a GC read barrier)",
+        meaning: "protection fault; the handler unprotects the page and protects another",
         row: "appel1",
         per_technology: true,
         paper: [Some(382), Some(819), Some(39)],
