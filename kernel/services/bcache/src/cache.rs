@@ -2,8 +2,11 @@
 //!
 //! # Design
 //!
-//! [`Cache`] owns `capacity` buffers of [`BLOCK_SIZE`] bytes, allocated once by
-//! [`Cache::new`]. It does no I/O: each call says what the caller must do, and the caller
+//! [`Cache`] owns up to `capacity` buffers of [`BLOCK_SIZE`] bytes ([`Buffer`]s: on the heap
+//! from [`Cache::new`], or whatever its owner supplies to [`Cache::with_buffers`] — the kernel
+//! gives each a physical frame of its own). Under memory pressure the owner may take clean
+//! buffers back ([`Cache::give_back`]) and return them later ([`Cache::take_back`]); a slot
+//! without a buffer is *retired* and holds no block. It does no I/O: each call says what the caller must do, and the caller
 //! reports back when the device has done it. A buffer ([`Slot`]) is in one of four states:
 //!
 //! - free;
@@ -26,6 +29,10 @@
 //!
 //! Invalidated blocks ([`Cache::invalidate_file`]) leave the map at once; a buffer still
 //! pinned or in flight is freed when the pin is released or the I/O completes.
+//!
+//! Giving buffers back takes free buffers first, then clean, unpinned, valid blocks in the
+//! exported victim order ([`Cache::next_victims`]: the LRU ends of the queues) — never a
+//! dirty, pinned or in-flight one, and it raises no `cache.Evict` (no block is coming in).
 
 use alloc::boxed::Box;
 use alloc::collections::BTreeMap;
@@ -116,6 +123,8 @@ pub enum ConfigError {
         /// The percentage asked for.
         percent: u8,
     },
+    /// No buffer could be had for any slot ([`Cache::with_buffers`]).
+    NoBuffers,
 }
 
 impl fmt::Display for ConfigError {
@@ -123,11 +132,44 @@ impl fmt::Display for ConfigError {
         match self {
             ConfigError::Capacity { capacity } => write!(formatter, "buffer cache capacity {capacity} is not between 1 and {MAX_CAPACITY}"),
             ConfigError::DirtyLimit { percent } => write!(formatter, "dirty limit {percent} % is above 100 %"),
+            ConfigError::NoBuffers => formatter.write_str("no memory for any of the buffer cache's buffers"),
         }
     }
 }
 
 impl core::error::Error for ConfigError {}
+
+/// Where a buffer's bytes live: a [`BLOCK_SIZE`]-byte array on the heap (host tests,
+/// [`Cache::new`]), or memory its owner manages (the kernel: a frame of its own, recorded as
+/// the buffer cache's).
+pub trait BlockBuffer: Send {
+    /// The bytes.
+    fn bytes(&self) -> &[u8; BLOCK_SIZE];
+    /// The bytes, to change them.
+    fn bytes_mut(&mut self) -> &mut [u8; BLOCK_SIZE];
+}
+
+impl BlockBuffer for [u8; BLOCK_SIZE] {
+    fn bytes(&self) -> &[u8; BLOCK_SIZE] {
+        self
+    }
+    fn bytes_mut(&mut self) -> &mut [u8; BLOCK_SIZE] {
+        self
+    }
+}
+
+/// One buffer of the cache.
+pub type Buffer = Box<dyn BlockBuffer>;
+
+/// A zeroed buffer on the heap (built there, not on the stack).
+pub fn heap_buffer() -> Buffer {
+    let bytes: Box<[u8]> = vec![0u8; BLOCK_SIZE].into_boxed_slice();
+    match Box::<[u8; BLOCK_SIZE]>::try_from(bytes) {
+        Ok(array) => array,
+        // Cannot happen: the slice has BLOCK_SIZE bytes.
+        Err(_) => Box::new([0u8; BLOCK_SIZE]),
+    }
+}
 
 /// Why a cache call failed (nothing changed).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -309,6 +351,11 @@ pub struct Counters {
     pub read_errors: u64,
     /// Dirty blocks of freed data discarded.
     pub discarded: u64,
+    /// Buffers given back to the owner under memory pressure ([`Cache::give_back`]); the
+    /// clean blocks they held left the cache.
+    pub given_back: u64,
+    /// Buffers the owner returned ([`Cache::take_back`]).
+    pub taken_back: u64,
     /// Refused answers per event, in the order of [`Event::ALL`].
     pub rejections: [u64; 4],
 }
@@ -384,7 +431,10 @@ enum Reserved {
 /// The buffer cache core (see the module documentation).
 pub struct Cache {
     config: Config,
-    buffers: Box<[[u8; BLOCK_SIZE]]>,
+    /// One per slot; `None`: the slot is retired (its buffer was given back).
+    buffers: Vec<Option<Buffer>>,
+    /// The retired slots.
+    retired: Vec<u32>,
     meta: Vec<Meta>,
     index: BTreeMap<u64, u32>,
     /// LRU end of each queue (evicted first).
@@ -401,10 +451,18 @@ pub struct Cache {
 }
 
 impl Cache {
-    /// A cache of `config.capacity` empty buffers (allocated here, once).
+    /// A cache of `config.capacity` empty buffers on the heap (allocated here, once).
     ///
     /// Errors: [`ConfigError`].
     pub fn new(config: Config) -> Result<Cache, ConfigError> {
+        Cache::with_buffers(config, || Some(heap_buffer()))
+    }
+
+    /// A cache of up to `config.capacity` buffers, each from `supply`: the slots `supply`
+    /// has no buffer for start retired ([`Cache::take_back`] fills them later).
+    ///
+    /// Errors: [`ConfigError`]; [`ConfigError::NoBuffers`] if `supply` gave none.
+    pub fn with_buffers(config: Config, mut supply: impl FnMut() -> Option<Buffer>) -> Result<Cache, ConfigError> {
         if config.capacity == 0 || config.capacity > MAX_CAPACITY {
             return Err(ConfigError::Capacity { capacity: config.capacity });
         }
@@ -412,14 +470,21 @@ impl Cache {
             return Err(ConfigError::DirtyLimit { percent: config.dirty_limit_percent });
         }
         let capacity = config.capacity;
+        let buffers: Vec<Option<Buffer>> = (0..capacity).map(|_| supply()).collect();
+        if buffers.iter().all(Option::is_none) {
+            return Err(ConfigError::NoBuffers);
+        }
+        let free = (0..capacity as u32).rev().filter(|&slot| buffers[slot as usize].is_some()).collect();
+        let retired = (0..capacity as u32).rev().filter(|&slot| buffers[slot as usize].is_none()).collect();
         Ok(Cache {
             config,
-            buffers: vec![[0u8; BLOCK_SIZE]; capacity].into_boxed_slice(),
+            buffers,
+            retired,
             meta: vec![Meta::FREE; capacity],
             index: BTreeMap::new(),
             heads: [NIL; LEVELS],
             tails: [NIL; LEVELS],
-            free: (0..capacity as u32).rev().collect(),
+            free,
             files: BTreeMap::new(),
             streams: [Stream { file: 0, last: 0, run: 0, ahead: 0, used: 0, live: false }; STREAMS],
             clock: 0,
@@ -434,19 +499,82 @@ impl Cache {
         &self.config
     }
 
-    /// Buffers.
+    /// Slots: the most buffers the cache holds.
     pub fn capacity(&self) -> usize {
-        self.buffers.len()
+        self.meta.len()
+    }
+
+    /// Buffers the cache holds now: [`Cache::capacity`] less the retired slots.
+    pub fn buffer_count(&self) -> usize {
+        self.capacity() - self.retired.len()
+    }
+
+    /// Slots whose buffer was given back ([`Cache::give_back`]) and not yet returned.
+    pub fn retired_count(&self) -> usize {
+        self.retired.len()
     }
 
     /// Most blocks a `cache.ReadAhead` answer may ask for.
     pub fn prefetch_cap(&self) -> u32 {
-        self.config.prefetch_cap.min((self.capacity() / 2).max(1) as u32)
+        self.config.prefetch_cap.min((self.buffer_count() / 2).max(1) as u32)
     }
 
-    /// The dirty count above which the cache is under pressure.
+    /// The dirty count above which the cache is under pressure (a share of the buffers it
+    /// holds now).
     pub fn dirty_limit(&self) -> usize {
-        self.capacity() * usize::from(self.config.dirty_limit_percent) / 100
+        self.buffer_count() * usize::from(self.config.dirty_limit_percent) / 100
+    }
+
+    /// Gives up to `wanted` buffers back to the owner while more than `floor` remain: free
+    /// buffers first, then the clean, unpinned, valid blocks nearest eviction (which leave
+    /// the cache; counted in [`Counters::given_back`]). Never a dirty, pinned or in-flight
+    /// block. Their slots are retired until [`Cache::take_back`].
+    pub fn give_back(&mut self, wanted: usize, floor: usize) -> Vec<Buffer> {
+        let mut out = Vec::new();
+        while out.len() < wanted && self.buffer_count() > floor {
+            let slot = match self.free.pop() {
+                Some(slot) => slot,
+                None => {
+                    let mut candidates = [BlockInfo::default(); EVICT_CANDIDATES];
+                    let count = self.next_victims(&mut candidates);
+                    let clean = candidates[..count].iter().find(|info| !info.dirty).and_then(|info| self.index.get(&info.block).copied());
+                    let Some(slot) = clean else { break };
+                    self.remove(slot);
+                    self.meta[slot as usize] = Meta::FREE;
+                    slot
+                }
+            };
+            match self.buffers[slot as usize].take() {
+                Some(buffer) => {
+                    out.push(buffer);
+                    self.retired.push(slot);
+                    self.counters.given_back += 1;
+                }
+                // Cannot happen (free and resident slots hold buffers); keep the slot usable.
+                None => self.retired.push(slot),
+            }
+        }
+        out
+    }
+
+    /// Returns a buffer to a retired slot, which becomes free; `Err` gives it back if no
+    /// slot is retired. Its contents do not matter (a read or a whole-block write fills it).
+    pub fn take_back(&mut self, buffer: Buffer) -> Result<(), Buffer> {
+        let Some(slot) = self.retired.pop() else { return Err(buffer) };
+        self.buffers[slot as usize] = Some(buffer);
+        self.free.push(slot);
+        self.counters.taken_back += 1;
+        Ok(())
+    }
+
+    /// The buffer of a slot that holds one.
+    fn buffer(&self, slot: Slot) -> Result<&[u8; BLOCK_SIZE], CacheError> {
+        self.buffers[slot.index()].as_deref().map(BlockBuffer::bytes).ok_or(CacheError::WrongState { slot })
+    }
+
+    /// The buffer of a slot that holds one, to change it.
+    fn buffer_mut(&mut self, slot: Slot) -> Result<&mut [u8; BLOCK_SIZE], CacheError> {
+        self.buffers[slot.index()].as_deref_mut().map(BlockBuffer::bytes_mut).ok_or(CacheError::WrongState { slot })
     }
 
     /// Dirty buffers.
@@ -513,7 +641,7 @@ impl Cache {
     pub fn data(&self, slot: Slot) -> Result<&[u8; BLOCK_SIZE], CacheError> {
         let index = self.slot(slot)?;
         match self.meta[index].state {
-            State::Valid | State::Writing => Ok(&self.buffers[index]),
+            State::Valid | State::Writing => self.buffer(slot),
             State::Free | State::Reading => Err(CacheError::WrongState { slot }),
         }
     }
@@ -526,7 +654,7 @@ impl Cache {
         if self.meta[index].state != State::Reading {
             return Err(CacheError::WrongState { slot });
         }
-        Ok(&mut self.buffers[index])
+        self.buffer_mut(slot)
     }
 
     /// Looks `block` up for a read by `owner` (see [`Lookup`]). A hit asks `cache.Enqueue`;
@@ -596,7 +724,7 @@ impl Cache {
                 Reserved::Skipped => return Err(CacheError::NoBuffer),
             },
         };
-        self.buffers[slot as usize][offset..end].copy_from_slice(bytes);
+        self.buffer_mut(Slot(slot))?[offset..end].copy_from_slice(bytes);
         self.set_dirty(slot, true);
         Ok(WriteOutcome::Written { slot: Slot(slot), pressure: self.under_pressure() })
     }
@@ -1172,9 +1300,18 @@ impl Cache {
         }
         assert_eq!(dirty, self.dirty);
         let doomed = self.meta.iter().filter(|meta| meta.doomed).count();
-        assert_eq!(self.free.len() + self.index.len() + doomed, self.capacity());
+        assert_eq!(self.free.len() + self.index.len() + doomed + self.retired.len(), self.capacity());
         for &slot in &self.free {
             assert_eq!(self.meta[slot as usize].state, State::Free);
+            assert!(self.buffers[slot as usize].is_some(), "free slot {slot} has no buffer");
+        }
+        for &slot in &self.retired {
+            assert_eq!(self.meta[slot as usize].state, State::Free);
+            assert!(self.buffers[slot as usize].is_none(), "retired slot {slot} has a buffer");
+            assert!(!self.free.contains(&slot));
+        }
+        for (&block, &slot) in &self.index {
+            assert!(self.buffers[slot as usize].is_some(), "block {block} in slot {slot} without a buffer");
         }
     }
 }

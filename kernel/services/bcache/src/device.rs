@@ -92,7 +92,22 @@ impl<D: BlockDevice, P: Policy> CachedDevice<D, P> {
     ///
     /// Errors: [`ConfigError`].
     pub fn new(device: D, config: Config, policy: P) -> Result<Self, ConfigError> {
-        Ok(CachedDevice { device, cache: Cache::new(config)?, policy })
+        Ok(CachedDevice::with_cache(device, Cache::new(config)?, policy))
+    }
+
+    /// `device` behind `cache` (one built with [`Cache::with_buffers`]), decisions by `policy`.
+    pub fn with_cache(device: D, cache: Cache, policy: P) -> Self {
+        CachedDevice { device, cache, policy }
+    }
+
+    /// [`Cache::give_back`]: up to `wanted` clean or free buffers, keeping `floor`.
+    pub fn give_back(&mut self, wanted: usize, floor: usize) -> alloc::vec::Vec<crate::Buffer> {
+        self.cache.give_back(wanted, floor)
+    }
+
+    /// [`Cache::take_back`]: a buffer for a retired slot (`Err`: none is retired).
+    pub fn take_back(&mut self, buffer: crate::Buffer) -> Result<(), crate::Buffer> {
+        self.cache.take_back(buffer)
     }
 
     /// The cache (exported state, counters).

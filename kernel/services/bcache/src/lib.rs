@@ -9,7 +9,9 @@
 //! `cache.ReadAhead` (Seltzer et al.'s enqueue, evict, synchronize and preallocate) by
 //! implementing [`Policy`]. The parts:
 //!
-//! - [`cache`]: [`Cache`], `capacity` buffers of [`BLOCK_SIZE`] bytes allocated once. It
+//! - [`cache`]: [`Cache`], up to `capacity` buffers of [`BLOCK_SIZE`] bytes ([`Buffer`]s the
+//!   owner supplies, or the heap's; the owner may take clean ones back under memory
+//!   pressure, [`Cache::give_back`], and return them, [`Cache::take_back`]). It
 //!   does no I/O: [`Cache::get`] answers hit, in flight (wait and retry), "read block B into
 //!   buffer S", or "first write back dirty victim V"; the caller reports completions
 //!   ([`Cache::complete_read`], [`Cache::complete_write`]). Writes, counted pins,
@@ -43,7 +45,8 @@
 //! ```
 //!
 //! Known limitations: blocks are found through a `BTreeMap` and per-file counts are kept in
-//! another (both allocate as blocks and files come and go; the buffers themselves do not);
+//! another (both allocate as blocks and files come and go; the buffers themselves only when
+//! the owner gives them or takes them back);
 //! the read-ahead detector follows [`cache::STREAMS`] files at once; a partial write to a
 //! block not in the cache counts a miss (the read) and then a hit (the write).
 
@@ -60,7 +63,7 @@ pub mod policy;
 mod tests;
 
 pub use cache::{
-    Cache, CacheError, Config, ConfigError, Counters, FileCounts, Invalidated, Lookup, MAX_CAPACITY, Owner, PrefetchOutcome, Run, Slot,
+    BlockBuffer, Buffer, Cache, CacheError, Config, ConfigError, Counters, heap_buffer, FileCounts, Invalidated, Lookup, MAX_CAPACITY, Owner, PrefetchOutcome, Run, Slot,
     WriteOutcome, WritebackBatch,
 };
 pub use device::{BlockDevice, CachedDevice, CachedError};

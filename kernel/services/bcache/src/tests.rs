@@ -1189,3 +1189,95 @@ fn runs_reach_the_device_as_one_request_each() {
     assert_eq!(cached.device().requests, 3);
     assert!(cached.device().blocks[20..30].iter().all(|block| block.iter().all(|&byte| byte == 0xee)));
 }
+
+// --- giving buffers back under memory pressure ----------------------------------------------
+
+#[test]
+fn give_back_takes_free_then_clean_never_dirty_pinned_or_in_flight() {
+    let mut c = cache(8);
+    let mut p = DefaultPolicy;
+    for block in 0..4 {
+        load(&mut c, block, Owner::of(1, block), &mut p, block as u8);
+    }
+    c.put(10, Owner::of(2, 0), &one(10), &mut p).unwrap();
+    let pinned = c.pin(1).unwrap();
+    let Lookup::Read(reading) = c.get(20, Owner::of(3, 0), &mut p).unwrap() else { panic!() };
+    // 8 slots: 4 clean (one pinned), 1 dirty, 1 reading, 2 free.
+    let given = c.give_back(3, 0);
+    assert_eq!(given.len(), 3);
+    assert_eq!((c.buffer_count(), c.retired_count()), (5, 3));
+    assert!(!c.is_resident(0), "the clean block nearest eviction went with the third buffer");
+    assert!(c.is_resident(1) && c.is_resident(2), "the pinned block and the next clean one stay");
+    c.check();
+    // Everything that may go, down to nothing: blocks 2 and 3; never 1 (pinned), 10
+    // (dirty) or 20 (reading).
+    let more = c.give_back(100, 0);
+    assert_eq!(more.len(), 2);
+    assert!(c.is_resident(1) && c.is_resident(10) && c.is_resident(20));
+    assert_eq!(c.dirty_blocks(), [10]);
+    assert_eq!(c.counters().given_back, 5);
+    c.check();
+    // The floor keeps buffers.
+    c.complete_read(reading, Ok::<(), ()>(())).unwrap();
+    c.unpin(pinned).unwrap();
+    assert_eq!(c.give_back(100, 2).len(), 1, "3 held, floor 2: one more goes");
+    assert_eq!(c.buffer_count(), 2);
+    c.check();
+    // The buffers come back to retired slots, then no further.
+    let mut all: Vec<Buffer> = given.into_iter().chain(more).collect();
+    all.push(heap_buffer());
+    let mut returned = 0;
+    for buffer in all {
+        if c.take_back(buffer).is_ok() {
+            returned += 1;
+        }
+    }
+    assert_eq!(returned, 6);
+    assert_eq!((c.buffer_count(), c.retired_count()), (8, 0));
+    assert!(c.take_back(heap_buffer()).is_err(), "no retired slot left");
+    assert_eq!(c.counters().taken_back, 6);
+    c.check();
+}
+
+#[test]
+fn a_shrunken_cache_still_reads_and_writes_what_the_device_holds() {
+    let mut cached = CachedDevice::new(MemDisk::new(64), Config::new(16), DefaultPolicy).unwrap();
+    for block in 0..16 {
+        cached.write(block, Owner::of(1, block), 0, &one(block as u8 + 1)).unwrap();
+    }
+    cached.sync().unwrap();
+    let given = cached.give_back(14, 2);
+    assert_eq!(given.len(), 14);
+    assert_eq!(cached.cache().buffer_count(), 2);
+    assert_eq!(cached.cache().dirty_limit(), 1, "the dirty limit follows the buffers held");
+    // Every block reads back right through two buffers, and writes still reach the device.
+    for block in 0..16 {
+        let mut buf = [0u8; 8];
+        cached.read(block, Owner::of(1, block), 100, &mut buf).unwrap();
+        assert_eq!(buf, [block as u8 + 1; 8], "block {block}");
+        cached.write(block, Owner::of(1, block), 0, &one(block as u8 + 50)).unwrap();
+    }
+    cached.sync().unwrap();
+    for block in 0..16 {
+        assert_eq!(cached.device().blocks[block as usize], one(block as u8 + 50));
+    }
+    for buffer in given {
+        assert!(cached.take_back(buffer).is_ok());
+    }
+    assert_eq!(cached.cache().buffer_count(), 16);
+    cached.cache().check();
+}
+
+#[test]
+fn a_cache_starts_with_the_buffers_it_could_have() {
+    let mut supplied = 0;
+    let c = Cache::with_buffers(Config::new(8), || {
+        supplied += 1;
+        (supplied % 2 == 0).then(heap_buffer)
+    })
+    .unwrap();
+    assert_eq!((c.capacity(), c.buffer_count(), c.retired_count()), (8, 4, 4));
+    c.check();
+    assert_eq!(Cache::with_buffers(Config::new(8), || None).err(), Some(ConfigError::NoBuffers));
+    assert!(ConfigError::NoBuffers.to_string().contains("no memory"));
+}
