@@ -42,6 +42,7 @@ pub static TESTS: &[KernelTest] = &[
     KernelTest { name: "vm::hot_list_steers_reclaim_in_every_technology", run: hot_list_steers_reclaim_in_every_technology },
     KernelTest { name: "vm::bad_reclaim_answers_are_refused", run: bad_reclaim_answers_are_refused },
     KernelTest { name: "vm::scan_barrier_in_every_technology", run: scan_barrier_in_every_technology },
+    KernelTest { name: "vm::memory_pressure_takes_the_caches_clean_buffers_first", run: memory_pressure_takes_the_caches_clean_buffers_first },
     KernelTest { name: "vm::swap_and_frames_come_back_after_exit_and_kill", run: swap_and_frames_come_back_after_exit_and_kill },
 ];
 
@@ -477,6 +478,75 @@ fn frames_come_back_after_create_touch_exit() -> TestResult {
     Ok(())
 }
 
+/// Runs `test` with the buffer cache down to its floor, then gives the cache its buffers
+/// back: memory pressure takes the cache's clean buffers before any page, and these tests
+/// are about processes' pages.
+fn with_cache_at_its_floor(test: impl FnOnce() -> TestResult) -> TestResult {
+    crate::services::fs::settle_read_ahead();
+    crate::services::fs::give_back_buffers(usize::MAX);
+    let outcome = test();
+    crate::services::fs::refill_buffers(usize::MAX);
+    outcome
+}
+
+/// Frames the frame table records for the buffer cache.
+fn cache_frames() -> u64 {
+    crate::services::vm::frames_by_owner().into_iter().find(|(owner, _)| *owner == spindle_service_frames::Owner::BufferCache).map_or(0, |(_, count)| count)
+}
+
+/// Memory pressure takes the buffer cache's clean buffers before any process's page: with
+/// the low-water mark just below the free frames, `vmtest swap 48 0 1` runs with no page
+/// paged out under pressure while the cache gives back buffers (their frames leave the
+/// frame table's buffer-cache count with them); a file read through the smaller cache
+/// reads right; then the cache takes its buffers back, and the frame allocator's count is
+/// exactly where it was.
+fn memory_pressure_takes_the_caches_clean_buffers_first() -> TestResult {
+    use crate::services::fs;
+    with_unmodelled_disk(|| {
+        match fs::mkdir("/ktest") {
+            Ok(()) | Err(fs::FsCallError::Fs(spindle_service_fs::FsError::Exists)) => {}
+            Err(error) => return Err(format!("mkdir /ktest: {error}")),
+        }
+        let data: alloc::vec::Vec<u8> = (0..256 * 1024).map(|index: usize| (index.wrapping_mul(2_654_435_761) >> 13) as u8).collect();
+        fs::write_file("/ktest/pressure", &data).map_err(text)?;
+        fs::sync().map_err(text)?;
+        fs::settle_read_ahead();
+        fs::refill_buffers(usize::MAX);
+        let full = fs::status().map_err(text)?;
+        ensure!(full.cache_buffers == full.cache_blocks, "the cache holds {} of {} buffers before the test", full.cache_buffers, full.cache_blocks);
+        ensure!(cache_frames() == full.cache_buffers as u64, "the frame table records {} frames of the cache, which holds {}", cache_frames(), full.cache_buffers);
+        let allocated = crate::mm::frame::stats().allocated;
+        let default = crate::services::vm::low_water();
+        let before = stats();
+        crate::services::vm::set_low_water(crate::services::vm::free_frames().saturating_sub(20));
+        let outcome = run("vmtest swap 48 0 1");
+        let change = delta(before, stats());
+        let during = fs::status().map_err(text);
+        let frames_during = cache_frames();
+        crate::services::vm::set_low_water(default);
+        let (process, status) = outcome?;
+        let during = during?;
+        ensure!(status == ExitStatus::Exited(0), "vmtest swap ended {status} ({:?})", process.fault_cause());
+        // Given back under the pressure, and taken back by file-system calls once the
+        // program's frames were free again (`fs::status` is one).
+        let given = during.cache.given_back - full.cache.given_back;
+        let taken = during.cache.taken_back - full.cache.taken_back;
+        ensure!(change.pressure_page_outs == 0 && change.page_outs == 0, "pages went out while the cache had clean buffers: {change:?}");
+        ensure!(given >= 16 && during.buffers_given_back - full.buffers_given_back == given, "the cache gave back {given} buffers (counted {})", during.buffers_given_back - full.buffers_given_back);
+        ensure!((full.cache_buffers - during.cache_buffers) as u64 == given - taken, "the cache holds {} buffers after giving back {given} and taking back {taken}", during.cache_buffers);
+        ensure!(frames_during == during.cache_buffers as u64, "the frame table records {frames_during} frames of the cache, which holds {}", during.cache_buffers);
+        ensure!(fs::read_file("/ktest/pressure").map_err(text)? == data, "the file reads back wrong through the smaller cache");
+        fs::settle_read_ahead();
+        let returned = fs::refill_buffers(usize::MAX);
+        let after = fs::status().map_err(text)?;
+        ensure!(after.cache_buffers == after.cache_blocks && cache_frames() == after.cache_buffers as u64, "the cache holds {} of {} buffers after the refill", after.cache_buffers, after.cache_blocks);
+        ensure!(crate::mm::frame::stats().allocated == allocated, "frames allocated {allocated} before, {} after", crate::mm::frame::stats().allocated);
+        fs::unlink("/ktest/pressure").map_err(text)?;
+        crate::println!("ktest: memory pressure: the cache gave back {given} buffers, no page went out; {taken} came back at once, {returned} on the refill");
+        Ok(())
+    })
+}
+
 /// Runs `test` with the disk model `none` (the real virtio disk, no modelled seek and
 /// rotation time: paging tests make hundreds of transfers, which the HP 97560 model would
 /// stretch past the watchdog), then puts the default model back.
@@ -676,7 +746,7 @@ fn spawn_idle_and_wait_until_filled() -> Result<Arc<Process>, String> {
 /// and pages them out for B. B ends with every word right, A wakes, gets its pages back
 /// from swap and finds every word right; no slot or frame is left.
 fn memory_pressure_takes_an_idle_processs_pages() -> TestResult {
-    with_unmodelled_disk(|| {
+    with_unmodelled_disk(|| with_cache_at_its_floor(|| {
         let default = crate::services::vm::low_water();
         let free = || {
             let frames = crate::mm::frame::stats();
@@ -739,7 +809,7 @@ fn memory_pressure_takes_an_idle_processs_pages() -> TestResult {
         ensure!(change.swap_used == 0 && change.frames_held == 0, "two busy processes: left over {change:?}");
         crate::println!("ktest: two busy processes: {} page-outs under pressure, {} of the other's pages, {} waits for a page in transit", change.pressure_page_outs, change.taken_from_others, change.transit_waits);
         Ok(())
-    })
+    }))
 }
 
 /// A page on its way to swap: while one strand pages out a page of an idle process (the
@@ -800,7 +870,7 @@ fn a_read_of_a_page_in_transit_waits_for_its_write() -> TestResult {
 /// completion with every word right, leaving no slot or frame behind. With the mark back at
 /// its default nothing pages.
 fn memory_pressure_makes_a_process_page_itself() -> TestResult {
-    with_unmodelled_disk(|| {
+    with_unmodelled_disk(|| with_cache_at_its_floor(|| {
         let default = crate::services::vm::low_water();
         let free = || {
             let frames = crate::mm::frame::stats();
@@ -821,5 +891,5 @@ fn memory_pressure_makes_a_process_page_itself() -> TestResult {
         let change = delta(before, stats());
         ensure!(status == ExitStatus::Exited(0) && change.page_outs == 0 && change.pressure_page_outs == 0, "no pressure: {status}, counters {change:?}");
         Ok(())
-    })
+    }))
 }

@@ -73,6 +73,22 @@ impl FrameRun {
         true
     }
 
+    /// The bytes of the run's first frame.
+    pub fn first_page(&self) -> &[u8; PAGE_SIZE] {
+        // SAFETY: a run has at least one frame (`allocate_zeroed` refuses 0), page-aligned,
+        // identity-mapped read-write for the kernel and owned by `self`; the reference
+        // borrows `self`, so the frame is not freed (or written through `write`) while it
+        // lives.
+        unsafe { &*(self.start as *const [u8; PAGE_SIZE]) }
+    }
+
+    /// The bytes of the run's first frame, to change them.
+    pub fn first_page_mut(&mut self) -> &mut [u8; PAGE_SIZE] {
+        // SAFETY: as in `first_page`; the reference borrows `self` mutably, so it is the
+        // only way to the frame while it lives.
+        unsafe { &mut *(self.start as *mut [u8; PAGE_SIZE]) }
+    }
+
     /// Gives up ownership without freeing (for frames that live forever, e.g. kernel
     /// page tables); returns the address.
     pub fn leak(self) -> usize {

@@ -1120,19 +1120,29 @@ fn announce_frame(root: PageTableRoot, slot: u64, page: u64) {
     }
 }
 
+/// Buffers the cache gives back at a time under memory pressure (a batch, so the file
+/// system's lock is taken once per batch, not per page).
+const CACHE_GIVE_BACK_BATCH: usize = 16;
+
 /// While space `id` holds as many frames as its memory limit allows (or more), pages one
 /// of its pages out, so the next frame it takes fits; and under global memory pressure
-/// (free frames below the low-water mark) one more page goes — the one the global clock
-/// chooses, of this space or any other ([`reclaim_globally`]). Errors: over its limit,
+/// (free frames below the low-water mark) the buffer cache gives back up to
+/// [`CACHE_GIVE_BACK_BATCH`] clean buffers, or else one more page goes — the one the
+/// global clock chooses, of this space or any other ([`reclaim_globally`]). Errors: over its limit,
 /// nothing may go ([`FaultKill::NothingToPageOut`]) or swap failed ([`FaultKill::Swap`]).
 fn make_room(root: PageTableRoot, id: u64, translation: &spin::Mutex<Translation>) -> Result<(), FaultKill> {
     while crate::services::vm::at_limit(id) {
         page_out(root, id, translation)?;
     }
-    // Under global pressure a page that cannot go (all pinned or wired, a swap failure)
-    // leaves the allocation to proceed; so does a strand that may not block (an upcall or
-    // a service call faulting a page of its server in).
+    // Under global pressure the buffer cache's clean buffers go first (dropping one costs
+    // no write; the cache keeps a floor). Then a page of some process is paged out; one
+    // that cannot go (all pinned or wired, a swap failure) leaves the allocation to
+    // proceed, and so does a strand that may not block (an upcall or a service call
+    // faulting a page of its server in).
     if crate::services::vm::under_pressure() && crate::sched::can_block() {
+        if crate::services::fs::give_back_buffers(CACHE_GIVE_BACK_BATCH) > 0 {
+            return Ok(());
+        }
         let _ = reclaim_globally(id);
     }
     Ok(())

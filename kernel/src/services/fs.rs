@@ -52,7 +52,7 @@ use core::fmt;
 use core::sync::atomic::{AtomicU64, Ordering};
 
 use spindle_capability::{KernelObject, ObjectKind};
-use spindle_service_bcache::{BlockDevice, CachedDevice, CachedError, Config, Counters, Owner, default_reads_ahead};
+use spindle_service_bcache::{BlockBuffer, BlockDevice, Buffer, Cache, CachedDevice, CachedError, Config, Counters, Owner, default_reads_ahead};
 use spindle_service_fs::{BLOCK_BYTES, BlockStore, DirEntry, FileSystem, FormatOptions, FsError, FsStats, IoError, Kind, Stat, Usage};
 
 use super::cache_events::{self, EventPolicy};
@@ -63,6 +63,13 @@ use crate::sched::SleepLock;
 const SECTORS_PER_BLOCK: u64 = (BLOCK_BYTES / disk::SECTOR_SIZE) as u64;
 /// Buffers in the cache unless `fs format`/mount is told otherwise (4 MiB).
 pub const DEFAULT_CACHE_BLOCKS: usize = 1024;
+/// Buffers the cache keeps when memory is under pressure ([`give_back_buffers`]).
+pub const CACHE_FLOOR_BLOCKS: usize = 64;
+/// Most buffers a file-system call returns to the cache ([`refill`]).
+const REFILL_BATCH: usize = 32;
+/// Free frames above the low-water mark before the cache takes buffers back: room for a
+/// few refills, so that giving back and taking back do not alternate at the mark.
+const REFILL_MARGIN_FRAMES: u64 = 4 * REFILL_BATCH as u64;
 /// Largest file [`read_file`] returns (a program or an extension artifact).
 pub const MAX_WHOLE_FILE: u64 = 8 * 1024 * 1024;
 /// Most blocks one write-back request carries (64 KiB): a sorted run of dirty blocks goes
@@ -336,7 +343,91 @@ fn region() -> Result<Disk, String> {
 }
 
 fn cached(disk: Disk, cache_blocks: usize) -> Result<Cached, String> {
-    CachedDevice::new(disk, Config::new(cache_blocks), EventPolicy::whole_cache()).map_err(|error| alloc::format!("cache: {error}"))
+    let cache = Cache::with_buffers(Config::new(cache_blocks), CacheFrame::buffer).map_err(|error| alloc::format!("cache: {error}"))?;
+    Ok(CachedDevice::with_cache(disk, cache, EventPolicy::whole_cache()))
+}
+
+/// A buffer of the cache: a frame of its own, recorded in the frame table as the buffer
+/// cache's while the cache holds it (`mem` counts them), freed when the cache gives it
+/// back or goes.
+struct CacheFrame(crate::mm::frame::FrameRun);
+
+impl CacheFrame {
+    /// A new buffer, `None` when no frame is free.
+    fn buffer() -> Option<Buffer> {
+        let run = crate::mm::frame::allocate_zeroed(1)?;
+        // A frame the table does not cover is still a good buffer, only not counted.
+        let _ = super::vm::claim_run(&run, spindle_service_frames::Owner::BufferCache);
+        Some(Box::new(CacheFrame(run)))
+    }
+}
+
+impl BlockBuffer for CacheFrame {
+    fn bytes(&self) -> &[u8; BLOCK_BYTES] {
+        self.0.first_page()
+    }
+    fn bytes_mut(&mut self) -> &mut [u8; BLOCK_BYTES] {
+        self.0.first_page_mut()
+    }
+}
+
+impl Drop for CacheFrame {
+    fn drop(&mut self) {
+        // The run frees the frame itself when it is dropped next.
+        super::vm::forget_run(&self.0, spindle_service_frames::Owner::BufferCache);
+    }
+}
+
+/// Under memory pressure (the translation service, before it pages a process out): gives
+/// up to `wanted` of the cache's free or clean buffers back — their frames return to the
+/// frame allocator — keeping [`CACHE_FLOOR_BLOCKS`]. Only if no strand is inside the file
+/// system now (a fault may come from a kernel copy inside a file-system call): never
+/// blocks. Returns how many went.
+pub fn give_back_buffers(wanted: usize) -> usize {
+    let Some(mut state) = FS.try_lock() else { return 0 };
+    let State::Mounted(fs) = &mut *state else { return 0 };
+    let given = fs.store_mut().0.give_back(wanted, CACHE_FLOOR_BLOCKS);
+    let count = given.len();
+    drop(given);
+    if count > 0 {
+        BUFFERS_GIVEN.fetch_add(count as u64, Ordering::Relaxed);
+    }
+    count
+}
+
+/// Buffers given back under memory pressure since boot.
+static BUFFERS_GIVEN: AtomicU64 = AtomicU64::new(0);
+
+/// Returns up to `most` buffers to the slots the cache gave back, as far as frames are free
+/// above the low-water mark (a file-system call returns a few each time on its own, see
+/// [`refill`]); waits for the file system's lock. Returns how many came back.
+pub fn refill_buffers(most: usize) -> usize {
+    let mut state = FS.lock();
+    let State::Mounted(fs) = &mut *state else { return 0 };
+    let before = fs.store_mut().0.cache().retired_count();
+    for _ in 0..most.div_ceil(REFILL_BATCH) {
+        let retired = fs.store_mut().0.cache().retired_count();
+        refill(fs);
+        if fs.store_mut().0.cache().retired_count() == retired {
+            break;
+        }
+    }
+    before - fs.store_mut().0.cache().retired_count()
+}
+
+/// Returns up to [`REFILL_BATCH`] buffers to slots the cache gave back, while the free
+/// frames stay [`REFILL_MARGIN_FRAMES`] above the low-water mark.
+fn refill(fs: &mut FileSystem<CacheStore>) {
+    let cached = &mut fs.store_mut().0;
+    for _ in 0..REFILL_BATCH {
+        if cached.cache().retired_count() == 0 || super::vm::free_frames() < super::vm::low_water() + REFILL_MARGIN_FRAMES {
+            return;
+        }
+        let Some(buffer) = CacheFrame::buffer() else { return };
+        if cached.take_back(buffer).is_err() {
+            return;
+        }
+    }
 }
 
 /// One line about a mounted file system: size, place, free blocks and inodes.
@@ -376,7 +467,10 @@ fn with_fs<T>(body: impl FnOnce(&mut FileSystem<CacheStore>) -> Result<T, FsCall
         *state = mount_now(DEFAULT_CACHE_BLOCKS);
     }
     match &mut *state {
-        State::Mounted(fs) => body(fs),
+        State::Mounted(fs) => {
+            refill(fs);
+            body(fs)
+        }
         State::Refused(why) => Err(FsCallError::NotMounted(why.clone())),
         State::Unmounted => Err(FsCallError::NotMounted(String::from("not mounted"))),
     }
@@ -445,8 +539,12 @@ pub struct FsStatus {
     pub stats: FsStats,
     /// The cache's counters.
     pub cache: Counters,
-    /// Buffers in the cache.
+    /// Buffers the cache may hold (its slots).
     pub cache_blocks: usize,
+    /// Buffers it holds now (fewer after memory pressure took some back).
+    pub cache_buffers: usize,
+    /// Buffers given back under memory pressure since boot.
+    pub buffers_given_back: u64,
     /// Dirty buffers now.
     pub dirty: usize,
     /// Block reads and writes sent to the disk since boot.
@@ -464,6 +562,8 @@ pub fn status() -> Result<FsStatus, FsCallError> {
             stats,
             cache: cache.counters(),
             cache_blocks: cache.capacity(),
+            cache_buffers: cache.buffer_count(),
+            buffers_given_back: BUFFERS_GIVEN.load(Ordering::Relaxed),
             dirty: cache.dirty_count(),
             disk_reads: DISK_READS.load(Ordering::Relaxed),
             disk_writes: DISK_WRITES.load(Ordering::Relaxed),

@@ -728,9 +728,13 @@ pub fn low_water() -> u64 {
 /// low-water mark. Then each frame a space takes for a page is paid for by paging a page
 /// out first — the one the global clock chooses, of any space ([`choose_global_victim`]).
 pub fn under_pressure() -> bool {
+    free_frames() < low_water()
+}
+
+/// Free frames of the frame allocator now.
+pub fn free_frames() -> u64 {
     let frames = frame::stats();
-    let free = frames.total.saturating_sub(frames.allocated) as u64;
-    free < low_water()
+    frames.total.saturating_sub(frames.allocated) as u64
 }
 
 /// Counts a page-out made because memory was under pressure; `other` if the page was

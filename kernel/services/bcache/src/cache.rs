@@ -142,7 +142,7 @@ impl core::error::Error for ConfigError {}
 /// Where a buffer's bytes live: a [`BLOCK_SIZE`]-byte array on the heap (host tests,
 /// [`Cache::new`]), or memory its owner manages (the kernel: a frame of its own, recorded as
 /// the buffer cache's).
-pub trait BlockBuffer: Send {
+pub trait BlockBuffer: Send + Sync {
     /// The bytes.
     fn bytes(&self) -> &[u8; BLOCK_SIZE];
     /// The bytes, to change them.
