@@ -75,10 +75,9 @@ impl FrameRun {
 
     /// The bytes of the run's first frame.
     pub fn first_page(&self) -> &[u8; PAGE_SIZE] {
-        // SAFETY: a run has at least one frame (`allocate_zeroed` refuses 0), page-aligned,
-        // identity-mapped read-write for the kernel and owned by `self`; the reference
-        // borrows `self`, so the frame is not freed (or written through `write`) while it
-        // lives.
+        // A run has at least one frame (`allocate_zeroed` refuses 0).
+        // SAFETY: that frame is page-aligned, identity-mapped read-write and owned by
+        // `self`, which the reference borrows: it is not freed or written meanwhile.
         unsafe { &*(self.start as *const [u8; PAGE_SIZE]) }
     }
 
