@@ -1619,6 +1619,16 @@ impl TranslationAnswer {
     pub const WRITE: u32 = 2;
     /// Protection bit: executable.
     pub const EXECUTE: u32 = 4;
+
+    /// PROTECT: `count` pages from `page` get `protection`.
+    pub const fn protect(page: u64, count: u64, protection: u32) -> TranslationAnswer {
+        TranslationAnswer { action: Self::PROTECT, protection, page, frame: 0, count }
+    }
+
+    /// PROTECT one page read-write (a write barrier's answer: the access runs again).
+    pub const fn unprotect_page(page: u64) -> TranslationAnswer {
+        Self::protect(page, 1, Self::READ | Self::WRITE)
+    }
 }
 
 declare_records! {

@@ -59,13 +59,7 @@ fn page_not_present(record: &TranslationRecord) -> TranslationAnswer {
 
 /// `vm.ProtectionFault`: unprotect the faulting page (read-write).
 fn protection_fault(record: &TranslationRecord) -> TranslationAnswer {
-    TranslationAnswer {
-        action: TranslationAnswer::PROTECT,
-        protection: TranslationAnswer::READ | TranslationAnswer::WRITE,
-        page: record.page(),
-        frame: 0,
-        count: 1,
-    }
+    TranslationAnswer::unprotect_page(record.page())
 }
 
 /// `vm.BadAddress`: an announcement; nothing to do.

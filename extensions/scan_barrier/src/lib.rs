@@ -44,13 +44,7 @@ pub fn answer(record: &TranslationRecord) -> TranslationAnswer {
     if record.access != TranslationRecord::READ && record.access != TranslationRecord::WRITE {
         return TranslationAnswer::default();
     }
-    TranslationAnswer {
-        action: TranslationAnswer::PROTECT,
-        protection: TranslationAnswer::READ | TranslationAnswer::WRITE,
-        page: record.page(),
-        frame: 0,
-        count: 1,
-    }
+    TranslationAnswer::unprotect_page(record.page())
 }
 
 /// `vm.ProtectionFault`: protect the next page read-only, unprotect this one.

@@ -44,13 +44,7 @@ pub fn answer(record: &TranslationRecord, saved: bool) -> TranslationAnswer {
     if !saved {
         return TranslationAnswer::default();
     }
-    TranslationAnswer {
-        action: TranslationAnswer::PROTECT,
-        protection: TranslationAnswer::READ | TranslationAnswer::WRITE,
-        page: record.page(),
-        frame: 0,
-        count: 1,
-    }
+    TranslationAnswer::unprotect_page(record.page())
 }
 
 /// `vm.ProtectionFault`: save the page to the snapshot half, then unprotect it.
