@@ -334,8 +334,8 @@ fn mem(arguments: &[&str]) -> Result<(), CommandError> {
     Ok(())
 }
 
-/// `mem`'s line of frames by owner, from the frame table: address spaces and extension
-/// arenas claim theirs; the rest of the allocated frames are the kernel's.
+/// `mem`'s line of frames by owner, from the frame table (which records every allocated
+/// frame's owner), and whether its count agrees with the allocator's `allocated`.
 fn frames_by_owner_line(allocated: u64) -> alloc::string::String {
     use spindle_service_frames::Owner;
     let owners = crate::services::vm::frames_by_owner();
@@ -343,9 +343,13 @@ fn frames_by_owner_line(allocated: u64) -> alloc::string::String {
     let (spaces, space_count) = sum(|owner| matches!(owner, Owner::AddressSpace(_)));
     let (arenas, arena_count) = sum(|owner| matches!(owner, Owner::ExtensionArena(_)));
     let (cache, _) = sum(|owner| matches!(owner, Owner::BufferCache));
-    let kernel = allocated.saturating_sub(spaces + arenas + cache);
+    let (kernel, _) = sum(|owner| matches!(owner, Owner::Kernel));
+    let agreement = match crate::mm::frame::audit() {
+        Ok(()) => alloc::string::String::from("every allocated frame has an owner"),
+        Err(why) => alloc::format!("MISMATCH: {why}"),
+    };
     alloc::format!(
-        "by owner: {spaces} to {space_count} address space(s), {arenas} to {arena_count} extension arena(s), {cache} to the buffer cache, {kernel} to the kernel (page tables, stacks, images; the buffer cache's blocks are in the kernel heap)"
+        "by owner: {spaces} to {space_count} address space(s), {arenas} to {arena_count} extension arena(s), {cache} to the buffer cache, {kernel} to the kernel (page tables, stacks, images, device rings, private heaps) of {allocated} allocated; {agreement}"
     )
 }
 

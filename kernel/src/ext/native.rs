@@ -185,9 +185,8 @@ impl Drop for NativeImage {
             });
             crate::arch::csr::flush_tlb();
         }
-        if let Some(frames) = self.arena_frames.take() {
-            crate::services::vm::forget_run(&frames, Owner::ExtensionArena(self.slot as u64));
-        }
+        // The arena's frames leave the frame table as they are freed.
+        drop(self.arena_frames.take());
         drop(self.frames.take());
         crate::arch::csr::without_interrupts(|| SLOTS.lock()[self.slot] = false);
     }
@@ -533,10 +532,9 @@ fn map_arena(
     // The slot ends with a guard page too, so the next slot's image never abuts the arena
     // (MAX_IMAGE_SIZE leaves room for the largest arena and both guard pages).
     debug_assert!(start + arena_size + GUARD_SIZE <= image.base() + EXTENSION_SLOT_SIZE);
-    let frames = frame::allocate_zeroed(arena_size / PAGE_SIZE).ok_or(NativeError::NoArenaMemory { bytes: arena_size })?;
     // The frame table names the arena's frames the extension's (by its slot).
-    let unclaimed = crate::services::vm::claim_run(&frames, Owner::ExtensionArena(image.slot as u64));
-    debug_assert_eq!(unclaimed, 0, "frames fresh from the allocator are recorded for someone");
+    let frames = frame::allocate_zeroed_for(arena_size / PAGE_SIZE, Owner::ExtensionArena(image.slot as u64))
+        .ok_or(NativeError::NoArenaMemory { bytes: arena_size })?;
     let physical = frames.address();
     image.arena_frames = Some(frames);
     let flags = PteFlags::GLOBAL | PteFlags::READ | PteFlags::WRITE;

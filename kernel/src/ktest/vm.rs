@@ -541,6 +541,7 @@ fn memory_pressure_takes_the_caches_clean_buffers_first() -> TestResult {
         let after = fs::status().map_err(text)?;
         ensure!(after.cache_buffers == after.cache_blocks && cache_frames() == after.cache_buffers as u64, "the cache holds {} of {} buffers after the refill", after.cache_buffers, after.cache_blocks);
         ensure!(crate::mm::frame::stats().allocated == allocated, "frames allocated {allocated} before, {} after", crate::mm::frame::stats().allocated);
+        crate::mm::frame::audit()?;
         fs::unlink("/ktest/pressure").map_err(text)?;
         crate::println!("ktest: memory pressure: the cache gave back {given} buffers, no page went out; {taken} came back at once, {returned} on the refill");
         Ok(())

@@ -1,11 +1,20 @@
-//! The physical frame allocator: a buddy allocator over 4 KiB frames, with counters.
+//! The physical frame allocator: a buddy allocator over 4 KiB frames, with counters, and
+//! the frame table (`spindle_service_frames::FrameTable`) that names every allocated
+//! frame's owner.
 //!
-//! Its free lists are kept in the kernel heap, also when frames are taken or given back
-//! inside a private heap's routing (see [`super::private_heap`]).
+//! Every run the allocator hands out is recorded in the table for its owner at once — the
+//! kernel's unless the caller names another ([`allocate_zeroed_for`]: an address space, an
+//! extension's arena, the buffer cache) — and forgotten when the run is dropped. So the
+//! frames the table holds for someone are exactly the allocated frames
+//! ([`audit`], checked by `mem` and the tests).
+//!
+//! Its free lists, and the table, are kept in the kernel heap, also when frames are taken
+//! or given back inside a private heap's routing (see [`super::private_heap`]).
 
 use core::sync::atomic::{AtomicUsize, Ordering};
 
 use buddy_system_allocator::FrameAllocator;
+use spindle_service_frames::{FrameTable, Owner};
 
 use crate::arch::PAGE_SIZE;
 use crate::arch::sv39::FrameSource;
@@ -16,6 +25,38 @@ const FRAME_ORDER: usize = 32;
 static FRAMES: spin::Mutex<FrameAllocator<FRAME_ORDER>> = spin::Mutex::new(FrameAllocator::new());
 static TOTAL_FRAMES: AtomicUsize = AtomicUsize::new(0);
 static ALLOCATED_FRAMES: AtomicUsize = AtomicUsize::new(0);
+/// Who owns each frame (built over the boot RAM on first use).
+static TABLE: spin::Mutex<Option<FrameTable>> = spin::Mutex::new(None);
+
+/// Runs `body` on the frame table (interrupts off, its allocations on the kernel heap),
+/// building it on first use over the RAM found at boot.
+pub fn with_table<T>(body: impl FnOnce(&mut FrameTable) -> T) -> T {
+    super::private_heap::on_kernel_heap(|| {
+        crate::arch::csr::without_interrupts(|| {
+            let mut table = TABLE.lock();
+            let table = table.get_or_insert_with(|| {
+                let (low, high) = super::boot_free_ranges()
+                    .map(|ranges| ranges.iter().fold((usize::MAX, 0), |(low, high), (start, end)| (low.min(start), high.max(end))))
+                    .unwrap_or((PAGE_SIZE, 2 * PAGE_SIZE));
+                let base = (low / PAGE_SIZE).max(1) as u64;
+                let length = (high.saturating_sub(low) / PAGE_SIZE).max(1) as u64;
+                // Boot RAM is at most a few GiB: within MAX_FRAMES, and the base is not 0.
+                FrameTable::new(base, length).expect("RAM fits a frame table")
+            });
+            body(table)
+        })
+    })
+}
+
+/// Checks the frame accounting: the frames the table records for an owner are exactly
+/// the allocated ones (no frame allocated without an owner, none owned after its free),
+/// and the table is consistent in itself (`FrameTable::audit`). For `mem` and the tests.
+pub fn audit() -> Result<(), alloc::string::String> {
+    let (owned, allocated, consistent) =
+        with_table(|table| (table.len() - table.free_frames(), ALLOCATED_FRAMES.load(Ordering::Relaxed) as u64, table.audit()));
+    consistent.map_err(|error| alloc::format!("frame table: {error}"))?;
+    if owned == allocated { Ok(()) } else { Err(alloc::format!("the frame table records {owned} owned frames, the allocator {allocated} allocated")) }
+}
 
 /// Adds the page-aligned range `[start, end)` to the allocator (boot only).
 pub fn add_range(start: usize, end: usize) {
@@ -99,20 +140,50 @@ impl FrameRun {
 
 impl Drop for FrameRun {
     fn drop(&mut self) {
+        // Forgotten by the table first (unpinned: a pager's page is pinned while mapped).
+        let first = (self.start / PAGE_SIZE) as u64;
+        with_table(|table| {
+            for frame in first..first + self.count as u64 {
+                let _ = table.unpin(frame);
+                let _ = table.free(frame);
+            }
+        });
         // The allocator's free lists allocate: on the kernel heap, whoever frees the run.
         super::private_heap::on_kernel_heap(|| crate::arch::csr::without_interrupts(|| FRAMES.lock().dealloc(self.start / PAGE_SIZE, self.count)));
         ALLOCATED_FRAMES.fetch_sub(self.count, Ordering::Relaxed);
     }
 }
 
-/// Allocates `count` contiguous zeroed frames, or `None` when memory is exhausted.
+/// Allocates `count` contiguous zeroed frames for the kernel, or `None` when memory is
+/// exhausted.
 pub fn allocate_zeroed(count: usize) -> Option<FrameRun> {
+    allocate_zeroed_for(count, Owner::Kernel)
+}
+
+/// Allocates `count` contiguous zeroed frames recorded in the frame table as `owner`'s, or
+/// `None` when memory is exhausted or the table refuses them for `owner` (over its memory
+/// limit).
+pub fn allocate_zeroed_for(count: usize, owner: Owner) -> Option<FrameRun> {
     if count == 0 {
         return None;
     }
     let first = super::private_heap::on_kernel_heap(|| crate::arch::csr::without_interrupts(|| FRAMES.lock().alloc(count)))?;
     ALLOCATED_FRAMES.fetch_add(count, Ordering::Relaxed);
     let run = FrameRun { start: first * PAGE_SIZE, count };
+    let frames = first as u64..(first + count) as u64;
+    // All or nothing: a refused frame leaves the run unrecorded, and its drop frees it.
+    let recorded = with_table(|table| {
+        let claimed = frames.clone().take_while(|&frame| table.claim(frame, owner).is_ok()).count();
+        if claimed < count {
+            for frame in frames.clone().take(claimed) {
+                let _ = table.free(frame);
+            }
+        }
+        claimed == count
+    });
+    if !recorded {
+        return None;
+    }
     // SAFETY: the frames were just taken from the allocator, so nothing else refers to
     // them; RAM is identity-mapped read-write for the kernel.
     unsafe { core::ptr::write_bytes(run.start as *mut u8, 0, run.size()) };

@@ -355,9 +355,7 @@ struct CacheFrame(crate::mm::frame::FrameRun);
 impl CacheFrame {
     /// A new buffer, `None` when no frame is free.
     fn buffer() -> Option<Buffer> {
-        let run = crate::mm::frame::allocate_zeroed(1)?;
-        // A frame the table does not cover is still a good buffer, only not counted.
-        let _ = super::vm::claim_run(&run, spindle_service_frames::Owner::BufferCache);
+        let run = crate::mm::frame::allocate_zeroed_for(1, spindle_service_frames::Owner::BufferCache)?;
         Some(Box::new(CacheFrame(run)))
     }
 }
@@ -368,13 +366,6 @@ impl BlockBuffer for CacheFrame {
     }
     fn bytes_mut(&mut self) -> &mut [u8; BLOCK_BYTES] {
         self.0.first_page_mut()
-    }
-}
-
-impl Drop for CacheFrame {
-    fn drop(&mut self) {
-        // The run frees the frame itself when it is dropped next.
-        super::vm::forget_run(&self.0, spindle_service_frames::Owner::BufferCache);
     }
 }
 

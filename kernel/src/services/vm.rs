@@ -48,7 +48,6 @@ static BAD_ADDRESS: spin::Once<Arc<EventTable<TranslationRecord, ()>>> = spin::O
 static ALLOCATE: spin::Once<Arc<EventTable<FrameRequest, FrameAnswer>>> = spin::Once::new();
 
 /// The frame table over all of RAM the frame allocator hands out, built on first use.
-static FRAMES: spin::Mutex<Option<FrameTable>> = spin::Mutex::new(None);
 /// What the handlers of an address space's raise in progress asked for through the `vm`
 /// domain: a granted frame (`spindle_vm_grant`) and protection changes to apply after the
 /// answer (`spindle_vm_protect`).
@@ -538,7 +537,7 @@ pub fn decide(table: &RegionTable, fault: &Fault, root: crate::arch::sv39::PageT
         }
         (outcome, grant) => {
             if let Some(run) = grant {
-                release_run(run);
+                drop(run);
             }
             if matches!(outcome, Outcome::Map { .. }) {
                 // A frame of the space that is not this raise's grant (check_answer cannot
@@ -567,22 +566,10 @@ fn frame_number(run: &FrameRun) -> u64 {
     (run.address() / PAGE_SIZE) as u64
 }
 
-/// Runs `body` on the frame table, building it on first use over the RAM the frame
-/// allocator manages.
+/// Runs `body` on the frame table (the frame allocator's, which records every allocated
+/// frame's owner).
 fn with_frames<T>(body: impl FnOnce(&mut FrameTable) -> T) -> T {
-    without_interrupts(|| {
-        let mut frames = FRAMES.lock();
-        let table = frames.get_or_insert_with(|| {
-            let (low, high) = crate::mm::boot_free_ranges()
-                .map(|ranges| ranges.iter().fold((usize::MAX, 0), |(low, high), (start, end)| (low.min(start), high.max(end))))
-                .unwrap_or((PAGE_SIZE, 2 * PAGE_SIZE));
-            let base = (low / PAGE_SIZE).max(1) as u64;
-            let length = (high.saturating_sub(low) / PAGE_SIZE).max(1) as u64;
-            // Boot RAM is at most a few GiB: within MAX_FRAMES, and the base is not 0.
-            FrameTable::new(base, length).expect("RAM fits a frame table")
-        });
-        body(table)
-    })
+    frame::with_table(body)
 }
 
 /// A zeroed frame for a page of address space `space`, recorded in the frame table as the
@@ -609,9 +596,9 @@ pub enum PageSource {
 /// allowed it; counted by `source`.
 pub fn allocate_page(space: u64, page: u64, source: PageSource) -> Result<FrameRun, NoFrame> {
     may_allocate(space)?;
-    let run = frame::allocate_zeroed(1).ok_or(NoFrame::OutOfMemory)?;
+    let run = frame::allocate_zeroed_for(1, Owner::AddressSpace(space)).ok_or(NoFrame::OutOfMemory)?;
     let number = frame_number(&run);
-    let recorded = with_frames(|frames| frames.claim(number, Owner::AddressSpace(space)).and_then(|()| frames.map(number, space, page)));
+    let recorded = with_frames(|frames| frames.map(number, space, page));
     if recorded.is_err() {
         // Outside the table (cannot happen for frames of the boot RAM); refuse rather
         // than hold an unrecorded frame.
@@ -638,47 +625,15 @@ pub fn was_dirty(frame: u64) -> bool {
     with_frames(|frames| frames.info(frame).is_ok_and(|info| info.dirty))
 }
 
-/// Gives back a frame [`allocate`] or a grant returned: forgets it in the frame table
-/// (unpinning it first: a pager's page is pinned while mapped), then frees it.
+/// Gives back a frame [`allocate`] or a grant returned (the run's drop forgets it in the
+/// frame table, pinned or not, and frees it).
 pub fn release(run: FrameRun) {
-    let number = frame_number(&run);
-    let _ = with_frames(|frames| frames.unpin(number));
     COUNTERS.frames_held.fetch_sub(1, Ordering::Relaxed);
-    release_run(run);
-}
-
-/// Forgets a frame in the frame table and frees it (grants are not counted as held until
-/// mapped).
-fn release_run(run: FrameRun) {
-    let number = frame_number(&run);
-    let _ = with_frames(|frames| frames.free(number));
     drop(run);
 }
 
-/// Records every frame of `run` (taken from the frame allocator by a kernel service) as
-/// `owner`'s in the frame table: an extension's arena, the buffer cache. Frames the table
-/// does not cover, or already holds for someone, are skipped (the count of those is
-/// returned, 0 normally).
-pub fn claim_run(run: &FrameRun, owner: Owner) -> usize {
-    let first = frame_number(run);
-    with_frames(|frames| (first..first + run.count() as u64).filter(|&frame| frames.claim(frame, owner).is_err()).count())
-}
-
-/// Forgets the frames of `run` that the frame table holds for `owner` (who gives them back;
-/// the caller frees them). A frame recorded for someone else is left alone.
-pub fn forget_run(run: &FrameRun, owner: Owner) {
-    let first = frame_number(run);
-    with_frames(|frames| {
-        for frame in first..first + run.count() as u64 {
-            if frames.info(frame).is_ok_and(|info| info.owner == owner) {
-                let _ = frames.free(frame);
-            }
-        }
-    });
-}
-
-/// Frames each owner holds in the frame table (`mem`), in owner order; frames of the frame
-/// allocator that no owner claimed are the kernel's (page tables, stacks, images, …).
+/// Frames each owner holds in the frame table (`mem`), in owner order: every allocated
+/// frame is someone's (the kernel's: page tables, stacks, images, device rings, …).
 pub fn frames_by_owner() -> Vec<(Owner, u64)> {
     with_frames(|frames| frames.owners().collect())
 }
@@ -1034,11 +989,8 @@ impl spindle_abi::host::domains::Vm for crate::ext::glue::KernelFunctions {
             if let Some(run) = slot {
                 return frame_number(run);
             }
-            let Some(run) = frame::allocate_zeroed(1) else { return 0 };
+            let Some(run) = frame::allocate_zeroed_for(1, Owner::AddressSpace(space)) else { return 0 };
             let number = frame_number(&run);
-            if with_frames(|frames| frames.claim(number, Owner::AddressSpace(space))).is_err() {
-                return 0;
-            }
             *slot = Some(run);
             number
         })
