@@ -42,6 +42,7 @@ pub static TESTS: &[KernelTest] = &[
     KernelTest { name: "vm::hot_list_steers_reclaim_in_every_technology", run: hot_list_steers_reclaim_in_every_technology },
     KernelTest { name: "vm::bad_reclaim_answers_are_refused", run: bad_reclaim_answers_are_refused },
     KernelTest { name: "vm::scan_barrier_in_every_technology", run: scan_barrier_in_every_technology },
+    KernelTest { name: "vm::image_pages_are_filled_on_first_touch", run: image_pages_are_filled_on_first_touch },
     KernelTest { name: "vm::memory_pressure_takes_the_caches_clean_buffers_first", run: memory_pressure_takes_the_caches_clean_buffers_first },
     KernelTest { name: "vm::swap_and_frames_come_back_after_exit_and_kill", run: swap_and_frames_come_back_after_exit_and_kill },
 ];
@@ -103,6 +104,7 @@ fn delta(before: Stats, after: Stats) -> Stats {
         allocate_raises: after.allocate_raises - before.allocate_raises,
         allocate_refused: after.allocate_refused - before.allocate_refused,
         allocate_rejected: after.allocate_rejected - before.allocate_rejected,
+        image_pages: after.image_pages - before.image_pages,
     }
 }
 
@@ -437,6 +439,35 @@ fn in_kernel_handler_protects_through_kernel_functions() -> TestResult {
     let dirty: [u64; 3] = core::array::from_fn(|index| DIRTY[index].load(Ordering::Relaxed));
     ensure!(dirty == [4, 4, 4], "vm_dirty in the 4 raises: faulting page dirty, unaligned and outside refused: {dirty:?}");
     Ok(())
+}
+
+/// Pages of the image of bundle program `name`.
+fn image_pages_of(name: &str) -> Result<u64, String> {
+    let bytes = crate::ext::bundle::payload(&format!("bin/{name}")).ok_or_else(|| format!("no program {name} in the bundle"))?;
+    let executable = spindle_process::Executable::parse(bytes).map_err(|error| format!("{name}: {error}"))?;
+    Ok(executable.segments().iter().map(|segment| (segment.pages().len() / crate::arch::PAGE_SIZE) as u64).sum())
+}
+
+/// A program's image is filled page by page on first touch: `vmtest zero 16 5` (which
+/// runs one of its many modes) gets a frame for fewer image pages than its image has, and
+/// at least one; the same program run from its ELF file of the file system (the bytes
+/// kept for its untouched pages) does the same; every frame comes back at exit.
+fn image_pages_are_filled_on_first_touch() -> TestResult {
+    let total = image_pages_of("vmtest")?;
+    // A cache short of buffers (after a pressure test) would take frames back meanwhile.
+    crate::services::fs::refill_buffers(usize::MAX);
+    for command_line in ["vmtest zero 16 5", "/bin/vmtest zero 16 5"] {
+        let allocated = crate::mm::frame::stats().allocated;
+        let before = stats();
+        let (process, status) = run(command_line)?;
+        let change = delta(before, stats());
+        ensure!(status == ExitStatus::Exited(0), "{command_line:?} ended {status} ({:?})", process.fault_cause());
+        ensure!(change.image_pages >= 1 && change.image_pages < total, "{command_line:?}: {} image pages filled of {total}", change.image_pages);
+        crate::sched::sleep_ticks(1);
+        ensure!(crate::mm::frame::stats().allocated == allocated, "{command_line:?}: frames allocated {allocated} before, {} after", crate::mm::frame::stats().allocated);
+        crate::println!("ktest: {command_line}: {} of {total} image pages filled", change.image_pages);
+    }
+    crate::mm::frame::audit()
 }
 
 /// The `scan_barrier` extension (Appel1's handler) in every technology, through `vmtest

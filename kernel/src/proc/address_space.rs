@@ -102,6 +102,61 @@ struct Translation {
     /// The space is gone ([`AddressSpace`]'s drop): its page tables may be freed, so a
     /// strand holding this translation from [`SPACES`] must not touch them.
     dead: bool,
+    /// The program's image: its bytes and load segments, which fill an image page on its
+    /// first touch ([`fill_image_page`]).
+    image: Option<ImageBacking>,
+    /// The frame of each image page filled so far, by page address (the kernel's frames:
+    /// not on the space's reclaim queue, not under its memory limit).
+    image_pages: BTreeMap<u64, FrameRun>,
+}
+
+/// Where a program's bytes live while it runs: the boot bundle, or a file read whole (kept
+/// here, shared, for the pages not touched yet).
+#[derive(Clone)]
+pub enum ImageBytes {
+    /// A program of the boot bundle.
+    Bundle(&'static [u8]),
+    /// An ELF file of the file system.
+    File(Arc<[u8]>),
+}
+
+impl ImageBytes {
+    /// The bytes.
+    pub fn bytes(&self) -> &[u8] {
+        match self {
+            ImageBytes::Bundle(bytes) => bytes,
+            ImageBytes::File(bytes) => bytes,
+        }
+    }
+}
+
+/// A program's image as its address space keeps it: the bytes and the load segments
+/// (checked by the executable's parser: inside the file, W^X, no two on one page).
+struct ImageBacking {
+    bytes: ImageBytes,
+    segments: Vec<spindle_process::LoadSegment>,
+}
+
+impl ImageBacking {
+    /// The segment whose pages hold `page`.
+    fn segment_of(&self, page: usize) -> Option<&spindle_process::LoadSegment> {
+        self.segments.iter().find(|segment| segment.pages().contains(&page))
+    }
+
+    /// Writes page `page` of `segment` into `frame`: the file's bytes where the segment has
+    /// them, zero elsewhere (the frame is zeroed already).
+    fn fill(&self, segment: &spindle_process::LoadSegment, page: usize, frame: &mut [u8; PAGE_SIZE]) {
+        let file_end = segment.address + segment.file_size;
+        let (start, end) = (page.max(segment.address), (page + PAGE_SIZE).min(file_end));
+        if start >= end {
+            return;
+        }
+        let from = segment.file_offset + (start - segment.address);
+        // The parser checked `file_offset + file_size` lies inside the file.
+        if let Some(bytes) = self.bytes.bytes().get(from..from + (end - start)) {
+            frame[start - page..end - page].copy_from_slice(bytes);
+        }
+    }
 }
 
 /// Every live address space's page table and translation, by id: memory pressure pages
@@ -180,6 +235,8 @@ impl AddressSpace {
             hot: BTreeMap::new(),
             in_transit: BTreeMap::new(),
             dead: false,
+            image: None,
+            image_pages: BTreeMap::new(),
         };
         let translation = Arc::new(spin::Mutex::new(translation));
         crate::arch::csr::without_interrupts(|| SPACES.lock().insert(id, (root, translation.clone())));
@@ -204,7 +261,11 @@ impl AddressSpace {
     /// Frames held, page tables included.
     pub fn frame_count(&self) -> usize {
         let translation = self.translation.lock();
-        self.table_frames.len() + self.region_frames.values().map(FrameRun::count).sum::<usize>() + translation.pages.len() + translation.tables.len()
+        self.table_frames.len()
+            + self.region_frames.values().map(FrameRun::count).sum::<usize>()
+            + translation.pages.len()
+            + translation.image_pages.len()
+            + translation.tables.len()
     }
 
     /// Pages of `vm_map` regions that have a frame.
@@ -278,43 +339,17 @@ impl AddressSpace {
         Ok(())
     }
 
-    /// Maps `region` to fresh zeroed frames with `permissions` (plus the U bit) and
-    /// records it; returns the frames.
-    fn map_region(&mut self, region: Region, permissions: SegmentPermissions) -> Result<&FrameRun, SpaceError> {
-        let frames = frame::allocate_zeroed(region.length / PAGE_SIZE).ok_or(SpaceError::OutOfMemory)?;
-        if let Err(error) = self.map_pages(region.start, frames.address(), region.length, Self::user_flags(permissions)) {
-            return Err(match error {
-                MapError::OutOfFrames => SpaceError::OutOfMemory,
-                other => SpaceError::Map(other),
-            });
-        }
-        if self.regions.insert(region).is_err() {
-            let _ = self.root.unmap_range(region.start, region.length);
-            crate::arch::csr::flush_tlb();
-            return Err(SpaceError::Overlap);
-        }
-        // Conservative: the privileged spec lets a hart cache invalid entries too.
-        crate::arch::csr::flush_tlb();
-        Ok(self.region_frames.entry(region.start).or_insert(frames))
-    }
-
-    /// Loads a validated executable: one region per `PT_LOAD` segment, file bytes copied,
-    /// the rest zero, mapped with the segment's permissions (W^X checked by the parser).
-    pub fn load(&mut self, executable: &Executable<'_>) -> Result<(), SpaceError> {
+    /// Loads a validated executable parsed from `bytes`: one region per `PT_LOAD`
+    /// segment, with the segment's permissions (W^X checked by the parser), and no frame
+    /// yet: each page is filled from `bytes` (the rest zero) when it is first touched — by
+    /// the program, a kernel copy or a migrating call ([`fill_image_page`]).
+    pub fn load(&mut self, executable: &Executable<'_>, bytes: ImageBytes) -> Result<(), SpaceError> {
         for segment in executable.segments() {
             let pages = segment.pages();
             let region = Region { start: pages.start, length: pages.len(), kind: RegionKind::Image };
-            let frames = self.map_region(region, segment.permissions)?;
-            let bytes = executable.file_bytes(segment);
-            let destination = frames.address() + segment.offset_in_first_page();
-            // `bytes` fits: file_size <= memory_size and the region covers the segment's
-            // pages from its first page's start.
-            // SAFETY: the frames were just allocated for this region (nothing else refers
-            // to them) and are identity-mapped read-write for the kernel.
-            unsafe { core::ptr::copy_nonoverlapping(bytes.as_ptr(), destination as *mut u8, bytes.len()) };
+            self.regions.insert(region).map_err(|_| SpaceError::Overlap)?;
         }
-        // The new code must be visible to instruction fetch.
-        crate::arch::csr::fence_instructions();
+        self.translation.lock().image = Some(ImageBacking { bytes, segments: executable.segments().to_vec() });
         Ok(())
     }
 
@@ -632,6 +667,11 @@ impl AddressSpace {
         let id = self.id;
         let in_legacy_region = self.regions.containing(address).is_some();
         let pte = self.pte(address);
+        if !pte.present
+            && let Some(filled) = fill_image_page(self.root, self.id, &self.translation, address, access)
+        {
+            return filled;
+        }
         if !pte.present {
             // A page on swap comes back without an event (it is the process's, only moved).
             let page = address as u64 - address as u64 % PAGE_SIZE as u64;
@@ -976,6 +1016,11 @@ fn fault_in(root: PageTableRoot, id: u64, translation: &spin::Mutex<Translation>
         if root.translate(page).is_some() {
             continue;
         }
+        // A page of the image: filled from the program (on failure it stays absent and the
+        // check refuses it).
+        if fill_image_page(root, id, translation, page, kind).is_some() {
+            continue;
+        }
         // Back from swap, or room for a demand-zero frame; on failure the page stays
         // absent and the check refuses it.
         match page_in(root, id, translation, page as u64, kind) {
@@ -998,6 +1043,57 @@ fn fault_in(root: PageTableRoot, id: u64, translation: &spin::Mutex<Translation>
             let _ = map_vm_page(root, &mut translation, page, run, protection, kind == AccessKind::Write);
         }
     }
+}
+
+/// If `address` lies in the program's image and its page has no leaf: fills the page from
+/// the program's bytes into a fresh frame and maps it with its segment's permissions
+/// (`Some(Ok)`), or refuses an `access` the segment does not allow (the process is killed
+/// for the protection violation, as when the page was mapped) or a frame that cannot be had
+/// (`Some(Err)`). `None` for an address outside the image, or a page already filled.
+fn fill_image_page(root: PageTableRoot, id: u64, translation: &spin::Mutex<Translation>, address: usize, access: AccessKind) -> Option<Result<(), FaultKill>> {
+    let page = address - address % PAGE_SIZE;
+    let permissions = {
+        let translation = translation.lock();
+        let segment = translation.image.as_ref()?.segment_of(page)?;
+        if translation.image_pages.contains_key(&(page as u64)) {
+            return None;
+        }
+        segment.permissions
+    };
+    let allowed = match access {
+        AccessKind::Read => permissions.read,
+        AccessKind::Write => permissions.write,
+        AccessKind::Execute => permissions.execute,
+    };
+    if !allowed {
+        return Some(Err(FaultKill::Vm(KillCause::ProtectionViolation)));
+    }
+    // Under memory pressure, room first (the cache's clean buffers, or another page).
+    if let Err(kill) = make_room(root, id, translation) {
+        return Some(Err(kill));
+    }
+    let Some(mut run) = frame::allocate_zeroed(1) else { return Some(Err(FaultKill::OutOfMemory)) };
+    let mut translation = translation.lock();
+    let translation = &mut *translation;
+    if translation.dead || translation.image_pages.contains_key(&(page as u64)) {
+        // Gone meanwhile, or filled by another strand: nothing to do (the frame goes back).
+        return Some(Ok(()));
+    }
+    let image = translation.image.as_ref()?;
+    let segment = *image.segment_of(page)?;
+    image.fill(&segment, page, run.first_page_mut());
+    let flags = AddressSpace::user_flags(segment.permissions);
+    if root.map_range(page, run.address(), PAGE_SIZE, flags, &mut TableFrames(&mut translation.tables)).is_err() {
+        return Some(Err(FaultKill::OutOfMemory));
+    }
+    translation.image_pages.insert(page as u64, run);
+    crate::services::vm::counted_image_page();
+    // New code must be visible to instruction fetch; the leaf to the page walker.
+    if segment.permissions.execute {
+        crate::arch::csr::fence_instructions();
+    }
+    crate::arch::csr::flush_tlb();
+    Some(Ok(()))
 }
 
 /// Maps `run` at `page` of the table at `root` with `protection` (plus the U bit) and
@@ -1345,8 +1441,10 @@ impl Drop for AddressSpace {
         free_slots(&mut translation.copies, 0..u64::MAX);
         translation.written_before_page_out.clear();
         // A view may outlive the space (kept by a withdrawn registration): its page tables
-        // go now, with the space.
+        // and image pages go now, with the space.
         drop(core::mem::take(&mut translation.tables));
+        drop(core::mem::take(&mut translation.image_pages));
+        translation.image = None;
         drop(translation);
         crate::services::vm::forget_space(self.id);
         // The other frames (regions, then tables) are freed by their own drops.

@@ -53,7 +53,7 @@ use spindle_abi::syscall::{Error, ExitStatus, KillCause, MAX_COMMAND_LINE};
 use spindle_process::layout::STACK_TOP;
 use spindle_process::{Executable, ExecutableError};
 
-pub use address_space::{AddressSpace, FaultKill, SpaceError, SpaceView, copy_user_page};
+pub use address_space::{AddressSpace, FaultKill, ImageBytes, SpaceError, SpaceView, copy_user_page};
 pub use capabilities::{Grants, ProcessCapabilities};
 
 use crate::arch::csr;
@@ -239,25 +239,25 @@ pub fn spawn(command_line: &str, parent: Parent, grants: Grants) -> Result<Arc<P
         return Err(SpawnError::Refused(Error::BadLength));
     }
     let name = command_line.split_ascii_whitespace().next().ok_or(SpawnError::Refused(Error::BadArgument))?;
-    let from_file;
-    let bytes: &[u8] = if name.starts_with('/') {
-        // An ELF file of the file system (`run /bin/NAME`).
-        from_file = crate::services::fs::read_file(name).map_err(|error| match error.code() {
+    let image = if name.starts_with('/') {
+        // An ELF file of the file system (`run /bin/NAME`), kept while the program runs:
+        // its pages are filled from it on first touch.
+        let bytes = crate::services::fs::read_file(name).map_err(|error| match error.code() {
             Error::NotFound | Error::NotADirectory | Error::IsADirectory => SpawnError::Refused(Error::NoSuchProgram),
             code => SpawnError::Refused(code),
         })?;
-        &from_file
+        ImageBytes::File(Arc::from(bytes))
     } else {
-        crate::ext::bundle::payload(&alloc::format!("{PROGRAM_PREFIX}{name}")).ok_or(SpawnError::Refused(Error::NoSuchProgram))?
+        ImageBytes::Bundle(crate::ext::bundle::payload(&alloc::format!("{PROGRAM_PREFIX}{name}")).ok_or(SpawnError::Refused(Error::NoSuchProgram))?)
     };
-    let executable = Executable::parse(bytes).map_err(SpawnError::BadProgram)?;
+    let executable = Executable::parse(image.bytes()).map_err(SpawnError::BadProgram)?;
     if with_table(|table| table.len()) >= MAX_PROCESSES {
         return Err(SpawnError::Refused(Error::TooMany));
     }
     let capabilities = ProcessCapabilities::new(grants).map_err(SpawnError::Refused)?;
     let pid = NEXT_PID.fetch_add(1, Ordering::Relaxed);
     let mut space = AddressSpace::new(pid).map_err(SpawnError::Space)?;
-    space.load(&executable).map_err(SpawnError::Space)?;
+    space.load(&executable, image.clone()).map_err(SpawnError::Space)?;
     space.map_stack().map_err(SpawnError::Space)?;
     let process = Arc::new(Process {
         pid,

@@ -179,6 +179,8 @@ pub struct Stats {
     pub allocate_refused: u64,
     /// Handler answers the check refused (a grant above the limit or the free frames).
     pub allocate_rejected: u64,
+    /// Pages of programs' images filled from the program's bytes on their first touch.
+    pub image_pages: u64,
 }
 
 struct Counters {
@@ -204,6 +206,7 @@ struct Counters {
     allocate_raises: AtomicU64,
     allocate_refused: AtomicU64,
     allocate_rejected: AtomicU64,
+    image_pages: AtomicU64,
 }
 
 static COUNTERS: Counters = Counters {
@@ -229,6 +232,7 @@ static COUNTERS: Counters = Counters {
     allocate_raises: AtomicU64::new(0),
     allocate_refused: AtomicU64::new(0),
     allocate_rejected: AtomicU64::new(0),
+    image_pages: AtomicU64::new(0),
 };
 
 /// The counters now.
@@ -257,6 +261,7 @@ pub fn stats() -> Stats {
         allocate_raises: load(&COUNTERS.allocate_raises),
         allocate_refused: load(&COUNTERS.allocate_refused),
         allocate_rejected: load(&COUNTERS.allocate_rejected),
+        image_pages: load(&COUNTERS.image_pages),
         swap_used: without_interrupts(|| SWAP.lock().as_ref().and_then(|area| area.as_ref().ok()).map_or(0, SwapArea::used)),
     }
 }
@@ -612,6 +617,11 @@ pub fn allocate_page(space: u64, page: u64, source: PageSource) -> Result<FrameR
     }
     COUNTERS.frames_held.fetch_add(1, Ordering::Relaxed);
     Ok(run)
+}
+
+/// Counts a page of a program's image filled on its first touch.
+pub fn counted_image_page() {
+    count(&COUNTERS.image_pages);
 }
 
 /// Records in the frame table that `frame` was written (its leaf, which had the bit, is
