@@ -454,7 +454,9 @@ fn image_pages_of(name: &str) -> Result<u64, String> {
 /// kept for its untouched pages) does the same; every frame comes back at exit.
 fn image_pages_are_filled_on_first_touch() -> TestResult {
     let total = image_pages_of("vmtest")?;
-    // A cache short of buffers (after a pressure test) would take frames back meanwhile.
+    // The file system mounted (its cache takes frames) and its cache full (one short of
+    // buffers after a pressure test would take frames back meanwhile) before counting.
+    crate::services::fs::status().map_err(text)?;
     crate::services::fs::refill_buffers(usize::MAX);
     for command_line in ["vmtest zero 16 5", "/bin/vmtest zero 16 5"] {
         let allocated = crate::mm::frame::stats().allocated;
