@@ -323,8 +323,8 @@ fn mem(arguments: &[&str]) -> Result<(), CommandError> {
     crate::println!("heap:   {} KiB total, {} bytes requested, {} bytes allocated", heap.total_bytes / 1024,
         heap.requested_bytes, heap.allocated_bytes);
     let vm = crate::services::vm::stats();
-    crate::println!("vm:     {} frames held by vm_map regions; {} faults: {} demand-zero, {} from pagers, {} protection changes, {} retried, {} killed; {} events raised, {} answers refused; {} image pages filled on first touch",
-        vm.frames_held, vm.faults, vm.demand_zero, vm.pager_maps, vm.protects, vm.retries, vm.kills, vm.raised, vm.rejected, vm.image_pages);
+    crate::println!("vm:     {} frames held by vm_map regions; {} faults: {} demand-zero, {} from pagers, {} protection changes, {} retried, {} killed; {} events raised, {} answers refused; {} image pages filled on first touch, {} dropped under pressure",
+        vm.frames_held, vm.faults, vm.demand_zero, vm.pager_maps, vm.protects, vm.retries, vm.kills, vm.raised, vm.rejected, vm.image_pages, vm.image_drops);
     let swap = match crate::services::vm::swap_usage() {
         Ok((slots, used)) => alloc::format!("{used} of {slots} swap slots in use"),
         Err(why) => alloc::format!("{why}"),

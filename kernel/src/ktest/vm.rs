@@ -105,6 +105,7 @@ fn delta(before: Stats, after: Stats) -> Stats {
         allocate_refused: after.allocate_refused - before.allocate_refused,
         allocate_rejected: after.allocate_rejected - before.allocate_rejected,
         image_pages: after.image_pages - before.image_pages,
+        image_drops: after.image_drops - before.image_drops,
     }
 }
 
@@ -777,8 +778,9 @@ fn spawn_idle_and_wait_until_filled() -> Result<Arc<Process>, String> {
 /// Global pressure across processes: process A (`vmtest idle 64 …`) fills 64 pages and
 /// sleeps; with the low-water mark just below the free frames, process B (`vmtest swap 48
 /// 0 1`, no limit of its own) takes frames, and the global clock finds A's pages unused
-/// and pages them out for B. B ends with every word right, A wakes, gets its pages back
-/// from swap and finds every word right; no slot or frame is left.
+/// and pages them out for B — after dropping A's read-only image pages (code, constants),
+/// which need no write. B ends with every word right, A wakes, gets its code back from its
+/// image and its pages back from swap and finds every word right; no slot or frame is left.
 fn memory_pressure_takes_an_idle_processs_pages() -> TestResult {
     with_unmodelled_disk(|| with_cache_at_its_floor(|| {
         let default = crate::services::vm::low_water();
@@ -799,10 +801,13 @@ fn memory_pressure_takes_an_idle_processs_pages() -> TestResult {
         ensure!(status == ExitStatus::Exited(0), "vmtest swap ended {status} ({:?})", process.fault_cause());
         ensure!(idle_status == ExitStatus::Exited(0), "vmtest idle ended {idle_status} ({:?}) after {} of its pages were taken", idle.fault_cause(), during.taken_from_others);
         ensure!(during.taken_from_others > 0 && idle_on_swap < 64, "no page of the idle process was taken: {during:?}, it holds {idle_on_swap}");
+        // Its code pages went first (dropped, not written), and came back when it ran.
+        ensure!(during.image_drops > 0, "no image page of the idle process was dropped: {during:?}");
         ensure!(change.page_ins >= during.taken_from_others.min(64 - idle_on_swap), "the idle process's pages did not come back from swap: {change:?}");
         ensure!(change.swap_used == 0 && change.frames_held == 0, "left over {change:?}");
         crate::println!(
-            "ktest: global pressure: {} page-outs under pressure, {} of them the idle process's (it held {idle_on_swap} of 64 at the end), {} page-ins",
+            "ktest: global pressure: {} image pages dropped, {} page-outs under pressure, {} of them the idle process's (it held {idle_on_swap} of 64 at the end), {} page-ins",
+            during.image_drops,
             during.pressure_page_outs,
             during.taken_from_others,
             change.page_ins

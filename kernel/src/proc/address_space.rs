@@ -1220,6 +1220,64 @@ fn announce_frame(root: PageTableRoot, slot: u64, page: u64) {
 /// system's lock is taken once per batch, not per page).
 const CACHE_GIVE_BACK_BATCH: usize = 16;
 
+/// Image pages dropped at a time under memory pressure ([`drop_image_pages`]).
+const IMAGE_DROP_BATCH: usize = 8;
+
+/// Under memory pressure, after the buffer cache and before any page goes to swap: drops up
+/// to `wanted` image pages of read-only segments (code and constants: never written, so
+/// the program's bytes still hold them) of live spaces other than `requester` and the
+/// wired ones. A page whose leaf was accessed since the last look keeps its frame this time
+/// (its accessed bit is cleared: a second chance). A dropped page is filled again on its
+/// next touch ([`fill_image_page`]). Returns how many went.
+fn drop_image_pages(requester: u64, wanted: usize) -> usize {
+    let spaces: Vec<(PageTableRoot, Arc<spin::Mutex<Translation>>)> = crate::arch::csr::without_interrupts(|| {
+        SPACES
+            .lock()
+            .iter()
+            .filter(|(id, _)| **id != requester && !crate::services::vm::is_wired(**id))
+            .map(|(_, (root, translation))| (*root, translation.clone()))
+            .collect()
+    });
+    let mut dropped = 0;
+    for (root, translation) in spaces {
+        if dropped >= wanted {
+            break;
+        }
+        // Interrupts off, the translation locked (never waited for): neither the program
+        // nor a kernel copy touches a page between the look at its leaf and its unmap.
+        crate::arch::csr::without_interrupts(|| {
+            let Some(mut guard) = translation.try_lock().filter(|translation| !translation.dead) else { return };
+            let translation = &mut *guard;
+            let Some(image) = translation.image.as_ref() else { return };
+            let read_only: Vec<u64> = translation
+                .image_pages
+                .keys()
+                .copied()
+                .filter(|&page| image.segment_of(page as usize).is_some_and(|segment| !segment.permissions.write))
+                .collect();
+            for page in read_only {
+                if dropped >= wanted {
+                    break;
+                }
+                match root.translate(page as usize) {
+                    Some((_, flags)) if flags.contains(PteFlags::ACCESSED) => {
+                        let _ = root.update_leaf(page as usize, PteFlags::empty(), PteFlags::ACCESSED);
+                    }
+                    Some(_) => {
+                        let _ = root.unmap_range(page as usize, PAGE_SIZE);
+                        drop(translation.image_pages.remove(&page));
+                        crate::services::vm::counted_image_drop();
+                        dropped += 1;
+                    }
+                    None => {}
+                }
+            }
+        });
+    }
+    crate::arch::csr::flush_tlb();
+    dropped
+}
+
 /// While space `id` holds as many frames as its memory limit allows (or more), pages one
 /// of its pages out, so the next frame it takes fits; and under global memory pressure
 /// (free frames below the low-water mark) the buffer cache gives back up to
@@ -1236,7 +1294,7 @@ fn make_room(root: PageTableRoot, id: u64, translation: &spin::Mutex<Translation
     // proceed, and so does a strand that may not block (an upcall or a service call
     // faulting a page of its server in).
     if crate::services::vm::under_pressure() && crate::sched::can_block() {
-        if crate::services::fs::give_back_buffers(CACHE_GIVE_BACK_BATCH) > 0 {
+        if crate::services::fs::give_back_buffers(CACHE_GIVE_BACK_BATCH) > 0 || drop_image_pages(id, IMAGE_DROP_BATCH) > 0 {
             return Ok(());
         }
         let _ = reclaim_globally(id);

@@ -179,8 +179,11 @@ pub struct Stats {
     pub allocate_refused: u64,
     /// Handler answers the check refused (a grant above the limit or the free frames).
     pub allocate_rejected: u64,
-    /// Pages of programs' images filled from the program's bytes on their first touch.
+    /// Pages of programs' images filled from the program's bytes on their first touch
+    /// (again after a drop).
     pub image_pages: u64,
+    /// Read-only image pages dropped under memory pressure (filled again when touched).
+    pub image_drops: u64,
 }
 
 struct Counters {
@@ -207,6 +210,7 @@ struct Counters {
     allocate_refused: AtomicU64,
     allocate_rejected: AtomicU64,
     image_pages: AtomicU64,
+    image_drops: AtomicU64,
 }
 
 static COUNTERS: Counters = Counters {
@@ -233,6 +237,7 @@ static COUNTERS: Counters = Counters {
     allocate_refused: AtomicU64::new(0),
     allocate_rejected: AtomicU64::new(0),
     image_pages: AtomicU64::new(0),
+    image_drops: AtomicU64::new(0),
 };
 
 /// The counters now.
@@ -262,6 +267,7 @@ pub fn stats() -> Stats {
         allocate_refused: load(&COUNTERS.allocate_refused),
         allocate_rejected: load(&COUNTERS.allocate_rejected),
         image_pages: load(&COUNTERS.image_pages),
+        image_drops: load(&COUNTERS.image_drops),
         swap_used: without_interrupts(|| SWAP.lock().as_ref().and_then(|area| area.as_ref().ok()).map_or(0, SwapArea::used)),
     }
 }
@@ -622,6 +628,11 @@ pub fn allocate_page(space: u64, page: u64, source: PageSource) -> Result<FrameR
 /// Counts a page of a program's image filled on its first touch.
 pub fn counted_image_page() {
     count(&COUNTERS.image_pages);
+}
+
+/// Counts a read-only image page dropped under memory pressure.
+pub fn counted_image_drop() {
+    count(&COUNTERS.image_drops);
 }
 
 /// Records in the frame table that `frame` was written (its leaf, which had the bit, is
