@@ -118,6 +118,12 @@ pub enum NativeError {
         /// Bytes the arena needed.
         bytes: usize,
     },
+    /// `mm.Allocate` refused the arena's frames (a handler, or the default for want of
+    /// frames).
+    ArenaRefused {
+        /// Bytes the arena needed.
+        bytes: usize,
+    },
     /// Mapping the image or its arena failed.
     Map(MapError),
     /// The extension's describe calls failed or described something invalid.
@@ -137,6 +143,7 @@ impl fmt::Display for NativeError {
             NativeError::OutOfMemory => formatter.write_str("out of memory for the image"),
             NativeError::QuotaTooLarge(error) => write!(formatter, "{error}"),
             NativeError::NoArenaMemory { bytes } => write!(formatter, "out of memory for the {bytes}-byte arena"),
+            NativeError::ArenaRefused { bytes } => write!(formatter, "mm.Allocate refused the {bytes}-byte arena"),
             NativeError::Map(error) => write!(formatter, "mapping the image or its arena: {error}"),
             NativeError::BadBinding(reason) => write!(formatter, "binding: {reason}"),
             NativeError::Install(error) => write!(formatter, "{error}"),
@@ -532,9 +539,19 @@ fn map_arena(
     // The slot ends with a guard page too, so the next slot's image never abuts the arena
     // (MAX_IMAGE_SIZE leaves room for the largest arena and both guard pages).
     debug_assert!(start + arena_size + GUARD_SIZE <= image.base() + EXTENSION_SLOT_SIZE);
-    // The frame table names the arena's frames the extension's (by its slot).
-    let frames = frame::allocate_zeroed_for(arena_size / PAGE_SIZE, Owner::ExtensionArena(image.slot as u64))
-        .ok_or(NativeError::NoArenaMemory { bytes: arena_size })?;
+    // `mm.Allocate` is asked first (in batches of at most MAX_ALLOCATE frames); the frame
+    // table names the arena's frames the extension's (by its slot).
+    let owner = Owner::ExtensionArena(image.slot as u64);
+    let pages = (arena_size / PAGE_SIZE) as u64;
+    let mut asked = 0;
+    while asked < pages {
+        let batch = (pages - asked).min(spindle_service_frames::MAX_ALLOCATE);
+        if crate::services::vm::may_allocate_for(owner, batch, spindle_service_frames::Purpose::ArenaPage).is_err() {
+            return Err(NativeError::ArenaRefused { bytes: arena_size });
+        }
+        asked += batch;
+    }
+    let frames = frame::allocate_zeroed_for(arena_size / PAGE_SIZE, owner).ok_or(NativeError::NoArenaMemory { bytes: arena_size })?;
     let physical = frames.address();
     image.arena_frames = Some(frames);
     let flags = PteFlags::GLOBAL | PteFlags::READ | PteFlags::WRITE;

@@ -43,6 +43,7 @@ pub static TESTS: &[KernelTest] = &[
     KernelTest { name: "vm::bad_reclaim_answers_are_refused", run: bad_reclaim_answers_are_refused },
     KernelTest { name: "vm::scan_barrier_in_every_technology", run: scan_barrier_in_every_technology },
     KernelTest { name: "vm::image_pages_are_filled_on_first_touch", run: image_pages_are_filled_on_first_touch },
+    KernelTest { name: "vm::allocate_event_is_asked_for_cache_buffers_and_arenas", run: allocate_event_is_asked_for_cache_buffers_and_arenas },
     KernelTest { name: "vm::memory_pressure_takes_the_caches_clean_buffers_first", run: memory_pressure_takes_the_caches_clean_buffers_first },
     KernelTest { name: "vm::swap_and_frames_come_back_after_exit_and_kill", run: swap_and_frames_come_back_after_exit_and_kill },
 ];
@@ -740,6 +741,46 @@ fn allocate_event_grants_refuses_and_is_checked() -> TestResult {
         ensure!(change.allocate_rejected == 0 && change.allocate_raises >= change.page_ins && change.page_ins > 0, "granted under a limit: counters {change:?}");
         Ok(())
     })
+}
+
+/// `mm.Allocate` is asked for the buffer cache's buffers and a native extension's arena
+/// too: a handler refusing buffers makes a mount fail with that reason (and the next mount,
+/// with nothing bound, succeeds); one refusing arena pages makes a native load fail with
+/// that reason, leaving the frames where they were (and the load succeeds once it is gone).
+fn allocate_event_is_asked_for_cache_buffers_and_arenas() -> TestResult {
+    use spindle_abi::event::{FrameAnswer, FrameRequest, MM_ALLOCATE};
+    let dispatcher = crate::events::dispatcher();
+    let refusing = |purpose: u64| {
+        handler_fn("test.vm.allocate", move |request: &FrameRequest| {
+            let answer = if request.purpose == purpose { FrameAnswer::REFUSE } else { FrameAnswer::DEFAULT };
+            Ok::<FrameAnswer, HandlerFault>(FrameAnswer { answer })
+        })
+    };
+    crate::services::fs::settle_read_ahead();
+    let binding = dispatcher.install(&MM_ALLOCATE, BindingSpec::new("test.vm", refusing(FrameRequest::CACHE_BUFFER))).map_err(text)?;
+    let refused = crate::services::fs::remount(crate::services::fs::DEFAULT_CACHE_BLOCKS);
+    let _ = dispatcher.uninstall(binding);
+    let mounted = crate::services::fs::remount(crate::services::fs::DEFAULT_CACHE_BLOCKS);
+    ensure!(refused.as_ref().is_err_and(|error| format!("{error}").contains("mm.Allocate refused the buffer cache's 1024 buffers")), "a mount with buffers refused: {refused:?}");
+    mounted.map_err(|error| format!("the mount after the refusal: {error}"))?;
+    // Once loaded and unloaded first: the kernel's page-table pages for the extension slots
+    // stay (they are permanent), so the count below compares like with like.
+    ext::load("hello", Preference::Default).map_err(text)?;
+    unload_named("hello")?;
+    crate::sched::sleep_ticks(1);
+    let allocated = crate::mm::frame::stats().allocated;
+    let binding = dispatcher.install(&MM_ALLOCATE, BindingSpec::new("test.vm", refusing(FrameRequest::ARENA_PAGE))).map_err(text)?;
+    let refused = ext::load("hello", Preference::Default);
+    let _ = dispatcher.uninstall(binding);
+    crate::sched::sleep_ticks(1);
+    let after_refusal = crate::mm::frame::stats().allocated;
+    let loaded = ext::load("hello", Preference::Default);
+    let unloaded = unload_named("hello");
+    ensure!(refused.as_ref().is_err_and(|error| format!("{error}").contains("mm.Allocate refused the")), "a native load with its arena refused: {:?}", refused.as_ref().map(|_| ()));
+    ensure!(after_refusal == allocated, "frames allocated {allocated} before the refused load, {after_refusal} after");
+    loaded.map_err(|error| format!("the load after the refusal: {error}"))?;
+    unloaded?;
+    crate::mm::frame::audit()
 }
 
 /// A real client of Appel & Li's primitives: `vmtest checkpoint 12` takes a copy-on-write

@@ -343,8 +343,49 @@ fn region() -> Result<Disk, String> {
 }
 
 fn cached(disk: Disk, cache_blocks: usize) -> Result<Cached, String> {
-    let cache = Cache::with_buffers(Config::new(cache_blocks), CacheFrame::buffer).map_err(|error| alloc::format!("cache: {error}"))?;
-    Ok(CachedDevice::with_cache(disk, cache, EventPolicy::whole_cache()))
+    let mut supply = BufferSupply::new(cache_blocks);
+    let cache = Cache::with_buffers(Config::new(cache_blocks), || supply.next());
+    match cache {
+        Ok(cache) => Ok(CachedDevice::with_cache(disk, cache, EventPolicy::whole_cache())),
+        Err(_) if supply.refused => Err(alloc::format!("cache: mm.Allocate refused the buffer cache's {cache_blocks} buffers")),
+        Err(error) => Err(alloc::format!("cache: {error}")),
+    }
+}
+
+/// Buffers for the cache, asked of `mm.Allocate` a batch at a time ([`REFILL_BATCH`]):
+/// after a refusal (by a handler, or by the default for want of frames) it supplies none.
+struct BufferSupply {
+    /// Buffers still wanted.
+    wanted: usize,
+    /// Buffers of the batch `mm.Allocate` allowed that are still to be taken.
+    allowed: usize,
+    /// Whether `mm.Allocate` refused a batch.
+    refused: bool,
+}
+
+impl BufferSupply {
+    fn new(wanted: usize) -> BufferSupply {
+        BufferSupply { wanted, allowed: 0, refused: false }
+    }
+
+    /// The next buffer, `None` once refused or out of frames.
+    fn next(&mut self) -> Option<Buffer> {
+        if self.refused || self.wanted == 0 {
+            return None;
+        }
+        if self.allowed == 0 {
+            let batch = self.wanted.min(REFILL_BATCH);
+            let purpose = spindle_service_frames::Purpose::CacheBuffer;
+            if super::vm::may_allocate_for(spindle_service_frames::Owner::BufferCache, batch as u64, purpose).is_err() {
+                self.refused = true;
+                return None;
+            }
+            self.allowed = batch;
+        }
+        self.allowed -= 1;
+        self.wanted -= 1;
+        CacheFrame::buffer()
+    }
 }
 
 /// A buffer of the cache: a frame of its own, recorded in the frame table as the buffer
@@ -406,15 +447,16 @@ pub fn refill_buffers(most: usize) -> usize {
     before - fs.store_mut().0.cache().retired_count()
 }
 
-/// Returns up to [`REFILL_BATCH`] buffers to slots the cache gave back, while the free
-/// frames stay [`REFILL_MARGIN_FRAMES`] above the low-water mark.
+/// Returns up to [`REFILL_BATCH`] buffers to slots the cache gave back (as `mm.Allocate`
+/// allows), if the free frames are [`REFILL_MARGIN_FRAMES`] above the low-water mark.
 fn refill(fs: &mut FileSystem<CacheStore>) {
     let cached = &mut fs.store_mut().0;
-    for _ in 0..REFILL_BATCH {
-        if cached.cache().retired_count() == 0 || super::vm::free_frames() < super::vm::low_water() + REFILL_MARGIN_FRAMES {
-            return;
-        }
-        let Some(buffer) = CacheFrame::buffer() else { return };
+    let retired = cached.cache().retired_count();
+    if retired == 0 || super::vm::free_frames() < super::vm::low_water() + REFILL_MARGIN_FRAMES {
+        return;
+    }
+    let mut supply = BufferSupply::new(retired.min(REFILL_BATCH));
+    while let Some(buffer) = supply.next() {
         if cached.take_back(buffer).is_err() {
             return;
         }

@@ -415,17 +415,26 @@ pub enum NoFrame {
 /// anything is bound, checks the answer (`decide_allocate`: a grant must fit the limit and
 /// the free frames; a refused answer is counted and the default applies).
 fn may_allocate(space: u64) -> Result<(), NoFrame> {
+    may_allocate_for(Owner::AddressSpace(space), 1, spindle_service_frames::Purpose::UserPage)
+}
+
+/// `mm.Allocate` for `count` frames (1 to `spindle_service_frames::MAX_ALLOCATE`) that
+/// `owner` is about to take for `purpose` — a page of an address space, an extension's
+/// arena, buffers of the buffer cache: the handlers' answer if it passes the check, else
+/// the default (what fits the owner's limit and the free frames). Nothing bound: the
+/// caller goes ahead (the allocation itself may still find no frame). Errors:
+/// [`NoFrame::Refused`] (a handler refused), [`NoFrame::OutOfMemory`] (the default did).
+pub fn may_allocate_for(owner: Owner, frames: u64, purpose: spindle_service_frames::Purpose) -> Result<(), NoFrame> {
     let Some(table) = bound(&ALLOCATE) else { return Ok(()) };
-    let owner = Owner::AddressSpace(space);
     let Some(encoded) = owner.encode() else { return Ok(()) };
     count(&COUNTERS.allocate_raises);
-    let answer = crate::events::raise(table, &FrameRequest { owner: encoded, count: 1, purpose: FrameRequest::USER_PAGE }).answer;
+    let answer = crate::events::raise(table, &FrameRequest { owner: encoded, count: frames, purpose: purpose.encode() }).answer;
     let answer = match answer {
         FrameAnswer::GRANT => Some(spindle_service_frames::AllocateAnswer::Grant),
         FrameAnswer::REFUSE => Some(spindle_service_frames::AllocateAnswer::Refuse),
         _ => None,
     };
-    let request = spindle_service_frames::AllocateRequest { owner, count: 1, purpose: spindle_service_frames::Purpose::UserPage };
+    let request = spindle_service_frames::AllocateRequest { owner, count: frames, purpose };
     let decision = with_frames(|frames| spindle_service_frames::decide_allocate(frames, &request, answer));
     if decision.rejected.is_some() {
         count(&COUNTERS.allocate_rejected);
