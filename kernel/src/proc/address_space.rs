@@ -11,15 +11,16 @@
 //! never dereferences a user virtual address, so a bad pointer is an error code, never a
 //! kernel fault.
 //!
-//! `protect` changes the leaves of a whole anonymous region: it removes them and maps the
-//! same frames again with the new permissions (or leaves them unmapped for no access,
-//! keeping the frames), then flushes the TLB (`sfence.vma`), so no stale writable
-//! translation survives.
+//! `protect` changes the protection of a whole anonymous region (every one is a `vm_map`
+//! region of the translation service): `protN` over its pages, the present leaves
+//! rewritten in place, then one TLB flush (`sfence.vma`), so no stale writable translation
+//! survives.
 //!
-//! Frames: each region gets one contiguous run of zeroed frames, mapped page by page
-//! (4 KiB leaves only, so unmapping never meets a larger page); page-table pages come one
-//! by one. Everything is freed when the address space is dropped, which its process does
-//! on its own strand after switching back to the kernel's table.
+//! Frames: a page gets its frame when it is first touched — a `vm_map` page demand-zero
+//! (or from a pager, or back from swap), an image page filled from the program's bytes —
+//! with 4 KiB leaves only; page-table pages come one by one. Everything is freed when the
+//! address space is dropped, which its process does on its own strand after switching
+//! back to the kernel's table.
 
 use alloc::collections::{BTreeMap, BTreeSet};
 use alloc::sync::Arc;
@@ -211,8 +212,6 @@ pub struct AddressSpace {
     /// The root table and every lower-level table of the user slots.
     table_frames: Vec<FrameRun>,
     regions: Regions,
-    /// The frames behind each region, by region start.
-    region_frames: BTreeMap<usize, FrameRun>,
     /// The address space's id in records and the frame table (its process id).
     id: u64,
     translation: Arc<spin::Mutex<Translation>>,
@@ -240,7 +239,7 @@ impl AddressSpace {
         };
         let translation = Arc::new(spin::Mutex::new(translation));
         crate::arch::csr::without_interrupts(|| SPACES.lock().insert(id, (root, translation.clone())));
-        Ok(AddressSpace { root, table_frames, regions: Regions::new(), region_frames: BTreeMap::new(), id, translation })
+        Ok(AddressSpace { root, table_frames, regions: Regions::new(), id, translation })
     }
 
     /// Its id (the process id).
@@ -262,7 +261,6 @@ impl AddressSpace {
     pub fn frame_count(&self) -> usize {
         let translation = self.translation.lock();
         self.table_frames.len()
-            + self.region_frames.values().map(FrameRun::count).sum::<usize>()
             + translation.pages.len()
             + translation.image_pages.len()
             + translation.tables.len()
@@ -319,24 +317,6 @@ impl AddressSpace {
             }
         }
         flags
-    }
-
-    /// Maps `length` bytes at `start` to the frames at `physical` with 4 KiB leaves; on
-    /// failure unmaps what it mapped and returns the error.
-    fn map_pages(&mut self, start: usize, physical: usize, length: usize, flags: PteFlags) -> Result<(), MapError> {
-        let mut mapped = 0;
-        while mapped < length {
-            // Page by page, so every leaf is 4 KiB (map_range would use megapages).
-            let mapping = self.root.map_range(start + mapped, physical + mapped, PAGE_SIZE, flags, &mut TableFrames(&mut self.table_frames));
-            if let Err(error) = mapping {
-                // Undo the pages mapped so far; they were mapped just above, so this succeeds.
-                let _ = self.root.unmap_range(start, mapped);
-                crate::arch::csr::flush_tlb();
-                return Err(error);
-            }
-            mapped += PAGE_SIZE;
-        }
-        Ok(())
     }
 
     /// Loads a validated executable parsed from `bytes`: one region per `PT_LOAD`
@@ -422,8 +402,10 @@ impl AddressSpace {
     pub fn unmap(&mut self, address: usize, length: usize) -> Result<(), Error> {
         let region = self.regions.check_unmap(address, length)?;
         let mut translation = self.translation.lock();
-        if let Some(id) = translation.regions.containing(region.start as u64).map(|region| region.id) {
-            // A `vm_map` region: unmap and give back the pages that have a frame.
+        // Every anonymous region is a `vm_map` region of the translation service.
+        let id = translation.regions.containing(region.start as u64).map(|region| region.id).ok_or(Error::BadAddress)?;
+        {
+            // Unmap and give back the pages that have a frame.
             let pages: Vec<u64> = translation.pages.range(region.start as u64..region.end() as u64).map(|(&page, _)| page).collect();
             for page in pages {
                 if self.root.translate(page as usize).is_some() {
@@ -442,16 +424,7 @@ impl AddressSpace {
             translation.in_transit.retain(|page, _| !range.contains(page));
             let _ = translation.regions.remove(id);
             self.regions.remove(region.start);
-            return Ok(());
         }
-        // Mapped page by page in `map_region`, so every page has a 4 KiB leaf (none if
-        // `protect` made the region inaccessible).
-        if self.regions.protection(region.start).is_mapped() {
-            self.root.unmap_range(region.start, region.length).map_err(|_| Error::BadAddress)?;
-        }
-        crate::arch::csr::flush_tlb();
-        self.regions.remove(region.start);
-        drop(self.region_frames.remove(&region.start));
         Ok(())
     }
 
@@ -462,39 +435,18 @@ impl AddressSpace {
     pub fn protect(&mut self, address: usize, length: usize, access: usize) -> Result<(), Error> {
         let (region, protection) = self.regions.check_protect(address, length, access)?;
         let mut translation = self.translation.lock();
-        if translation.regions.containing(region.start as u64).is_some() {
-            // A `vm_map` region (every anonymous region is one): `protN` over all its pages.
-            let wanted = match protection {
-                Protection::None => spindle_service_vm::Protection::NONE,
-                Protection::Read => spindle_service_vm::Protection::READ,
-                Protection::ReadWrite => spindle_service_vm::Protection::READ_WRITE,
-            };
-            let change = translation.regions.prot_n(region.start as u64, (region.length / PAGE_SIZE) as u64, wanted).map_err(Self::vm_error)?;
-            self.apply_protection(&mut translation, &change).map_err(|_| Error::NoMemory)?;
-            drop(translation);
-            self.regions.set_protection(region.start, protection);
-            return Ok(());
+        // Every anonymous region is a `vm_map` region: `protN` over all its pages.
+        if translation.regions.containing(region.start as u64).is_none() {
+            return Err(Error::BadAddress);
         }
+        let wanted = match protection {
+            Protection::None => spindle_service_vm::Protection::NONE,
+            Protection::Read => spindle_service_vm::Protection::READ,
+            Protection::ReadWrite => spindle_service_vm::Protection::READ_WRITE,
+        };
+        let change = translation.regions.prot_n(region.start as u64, (region.length / PAGE_SIZE) as u64, wanted).map_err(Self::vm_error)?;
+        self.apply_protection(&mut translation, &change).map_err(|_| Error::NoMemory)?;
         drop(translation);
-        let physical = self.region_frames.get(&region.start).map(FrameRun::address).ok_or(Error::BadAddress)?;
-        let old = self.regions.protection(region.start);
-        let flags_of = |protection: Protection| Self::user_flags(SegmentPermissions { read: true, write: protection.is_writable(), execute: false });
-        if old.is_mapped() {
-            self.root.unmap_range(region.start, region.length).map_err(|_| Error::BadAddress)?;
-        }
-        if protection.is_mapped() {
-            // The leaf tables of the region still exist (unmapping only clears leaves), so
-            // this allocates nothing; should it fail anyway, put the old leaves back.
-            if self.map_pages(region.start, physical, region.length, flags_of(protection)).is_err() {
-                if old.is_mapped() {
-                    let _ = self.map_pages(region.start, physical, region.length, flags_of(old));
-                }
-                crate::arch::csr::flush_tlb();
-                return Err(Error::NoMemory);
-            }
-        }
-        // No stale (writable) translation may survive the change.
-        crate::arch::csr::flush_tlb();
         self.regions.set_protection(region.start, protection);
         Ok(())
     }
