@@ -611,11 +611,12 @@ fn fs(arguments: &[&str]) -> Result<(), CommandError> {
             crate::println!("file system: {}", fs::summary(&status.stats));
             let cache = status.cache;
             crate::println!(
-                "cache: {} of {} buffers ({} KiB; {} given back under memory pressure since boot), {} dirty; {} hits, {} misses, {} prefetches ({} hit), {} evictions, {} write-backs, {} write errors",
+                "cache: {} of {} buffers ({} KiB; {} given back under memory pressure and {} taken back since the mount), {} dirty; {} hits, {} misses, {} prefetches ({} hit), {} evictions, {} write-backs, {} write errors",
                 status.cache_buffers,
                 status.cache_blocks,
                 status.cache_buffers * 4,
-                status.buffers_given_back,
+                cache.given_back,
+                cache.taken_back,
                 status.dirty,
                 cache.hits,
                 cache.misses,

@@ -418,17 +418,9 @@ impl BlockBuffer for CacheFrame {
 pub fn give_back_buffers(wanted: usize) -> usize {
     let Some(mut state) = FS.try_lock() else { return 0 };
     let State::Mounted(fs) = &mut *state else { return 0 };
-    let given = fs.store_mut().0.give_back(wanted, CACHE_FLOOR_BLOCKS);
-    let count = given.len();
-    drop(given);
-    if count > 0 {
-        BUFFERS_GIVEN.fetch_add(count as u64, Ordering::Relaxed);
-    }
-    count
+    // The buffers' frames go back to the frame allocator as they are dropped here.
+    fs.store_mut().0.give_back(wanted, CACHE_FLOOR_BLOCKS).len()
 }
-
-/// Buffers given back under memory pressure since boot.
-static BUFFERS_GIVEN: AtomicU64 = AtomicU64::new(0);
 
 /// Returns up to `most` buffers to the slots the cache gave back, as far as frames are free
 /// above the low-water mark (a file-system call returns a few each time on its own, see
@@ -437,25 +429,29 @@ pub fn refill_buffers(most: usize) -> usize {
     let mut state = FS.lock();
     let State::Mounted(fs) = &mut *state else { return 0 };
     let before = fs.store_mut().0.cache().retired_count();
-    for _ in 0..most.div_ceil(REFILL_BATCH) {
+    loop {
         let retired = fs.store_mut().0.cache().retired_count();
-        refill(fs);
+        let returned = before - retired;
+        if returned >= most {
+            return returned;
+        }
+        refill(fs, most - returned);
         if fs.store_mut().0.cache().retired_count() == retired {
-            break;
+            return returned;
         }
     }
-    before - fs.store_mut().0.cache().retired_count()
 }
 
-/// Returns up to [`REFILL_BATCH`] buffers to slots the cache gave back (as `mm.Allocate`
-/// allows), if the free frames are [`REFILL_MARGIN_FRAMES`] above the low-water mark.
-fn refill(fs: &mut FileSystem<CacheStore>) {
+/// Returns up to `most` (at most [`REFILL_BATCH`]) buffers to slots the cache gave back
+/// (as `mm.Allocate` allows), if the free frames are [`REFILL_MARGIN_FRAMES`] above the
+/// low-water mark.
+fn refill(fs: &mut FileSystem<CacheStore>, most: usize) {
     let cached = &mut fs.store_mut().0;
     let retired = cached.cache().retired_count();
     if retired == 0 || super::vm::free_frames() < super::vm::low_water() + REFILL_MARGIN_FRAMES {
         return;
     }
-    let mut supply = BufferSupply::new(retired.min(REFILL_BATCH));
+    let mut supply = BufferSupply::new(retired.min(REFILL_BATCH).min(most));
     while let Some(buffer) = supply.next() {
         if cached.take_back(buffer).is_err() {
             return;
@@ -501,7 +497,7 @@ fn with_fs<T>(body: impl FnOnce(&mut FileSystem<CacheStore>) -> Result<T, FsCall
     }
     match &mut *state {
         State::Mounted(fs) => {
-            refill(fs);
+            refill(fs, REFILL_BATCH);
             body(fs)
         }
         State::Refused(why) => Err(FsCallError::NotMounted(why.clone())),
@@ -574,10 +570,9 @@ pub struct FsStatus {
     pub cache: Counters,
     /// Buffers the cache may hold (its slots).
     pub cache_blocks: usize,
-    /// Buffers it holds now (fewer after memory pressure took some back).
+    /// Buffers it holds now (fewer after memory pressure took some back; the counters say
+    /// how many were given and taken back since the mount).
     pub cache_buffers: usize,
-    /// Buffers given back under memory pressure since boot.
-    pub buffers_given_back: u64,
     /// Dirty buffers now.
     pub dirty: usize,
     /// Block reads and writes sent to the disk since boot.
@@ -596,7 +591,6 @@ pub fn status() -> Result<FsStatus, FsCallError> {
             cache: cache.counters(),
             cache_blocks: cache.capacity(),
             cache_buffers: cache.buffer_count(),
-            buffers_given_back: BUFFERS_GIVEN.load(Ordering::Relaxed),
             dirty: cache.dirty_count(),
             disk_reads: DISK_READS.load(Ordering::Relaxed),
             disk_writes: DISK_WRITES.load(Ordering::Relaxed),
