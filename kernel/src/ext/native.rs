@@ -539,10 +539,14 @@ fn map_arena(
     // The slot ends with a guard page too, so the next slot's image never abuts the arena
     // (MAX_IMAGE_SIZE leaves room for the largest arena and both guard pages).
     debug_assert!(start + arena_size + GUARD_SIZE <= image.base() + EXTENSION_SLOT_SIZE);
-    // `mm.Allocate` is asked first (in batches of at most MAX_ALLOCATE frames); the frame
-    // table names the arena's frames the extension's (by its slot).
+    // `mm.Allocate` is asked first, in consecutive batches of at most MAX_ALLOCATE frames
+    // for one arena, once the whole arena fits the free frames; the frame table names the
+    // arena's frames the extension's (by its slot).
     let owner = Owner::ExtensionArena(image.slot as u64);
     let pages = (arena_size / PAGE_SIZE) as u64;
+    if frame::with_table(|table| table.check_allocation(owner, pages)).is_err() {
+        return Err(NativeError::NoArenaMemory { bytes: arena_size });
+    }
     let mut asked = 0;
     while asked < pages {
         let batch = (pages - asked).min(spindle_service_frames::MAX_ALLOCATE);

@@ -140,17 +140,21 @@ impl FrameRun {
 
 impl Drop for FrameRun {
     fn drop(&mut self) {
-        // Forgotten by the table first (unpinned: a pager's page is pinned while mapped).
-        let first = (self.start / PAGE_SIZE) as u64;
-        with_table(|table| {
-            for frame in first..first + self.count as u64 {
-                let _ = table.unpin(frame);
-                let _ = table.free(frame);
-            }
+        // The table, the allocator and the counter change together (interrupts off), so no
+        // strand sees them disagree ([`audit`]).
+        crate::arch::csr::without_interrupts(|| {
+            // Forgotten by the table first (unpinned: a pager's page is pinned while mapped).
+            let first = (self.start / PAGE_SIZE) as u64;
+            with_table(|table| {
+                for frame in first..first + self.count as u64 {
+                    let _ = table.unpin(frame);
+                    let _ = table.free(frame);
+                }
+            });
+            // The allocator's free lists allocate: on the kernel heap, whoever frees the run.
+            super::private_heap::on_kernel_heap(|| FRAMES.lock().dealloc(self.start / PAGE_SIZE, self.count));
+            ALLOCATED_FRAMES.fetch_sub(self.count, Ordering::Relaxed);
         });
-        // The allocator's free lists allocate: on the kernel heap, whoever frees the run.
-        super::private_heap::on_kernel_heap(|| crate::arch::csr::without_interrupts(|| FRAMES.lock().dealloc(self.start / PAGE_SIZE, self.count)));
-        ALLOCATED_FRAMES.fetch_sub(self.count, Ordering::Relaxed);
     }
 }
 
@@ -167,20 +171,24 @@ pub fn allocate_zeroed_for(count: usize, owner: Owner) -> Option<FrameRun> {
     if count == 0 {
         return None;
     }
-    let first = super::private_heap::on_kernel_heap(|| crate::arch::csr::without_interrupts(|| FRAMES.lock().alloc(count)))?;
-    ALLOCATED_FRAMES.fetch_add(count, Ordering::Relaxed);
-    let run = FrameRun { start: first * PAGE_SIZE, count };
-    let frames = first as u64..(first + count) as u64;
-    // All or nothing: a refused frame leaves the run unrecorded, and its drop frees it.
-    let recorded = with_table(|table| {
-        let claimed = frames.clone().take_while(|&frame| table.claim(frame, owner).is_ok()).count();
-        if claimed < count {
-            for frame in frames.clone().take(claimed) {
-                let _ = table.free(frame);
+    // The allocator, the counter and the table change together (interrupts off), so no
+    // strand sees them disagree ([`audit`]).
+    let (run, recorded) = crate::arch::csr::without_interrupts(|| {
+        let first = super::private_heap::on_kernel_heap(|| FRAMES.lock().alloc(count))?;
+        ALLOCATED_FRAMES.fetch_add(count, Ordering::Relaxed);
+        let frames = first as u64..(first + count) as u64;
+        // All or nothing: a refused frame leaves the run unrecorded, and its drop frees it.
+        let recorded = with_table(|table| {
+            let claimed = frames.clone().take_while(|&frame| table.claim(frame, owner).is_ok()).count();
+            if claimed < count {
+                for frame in frames.clone().take(claimed) {
+                    let _ = table.free(frame);
+                }
             }
-        }
-        claimed == count
-    });
+            claimed == count
+        });
+        Some((FrameRun { start: first * PAGE_SIZE, count }, recorded))
+    })?;
     if !recorded {
         return None;
     }

@@ -111,14 +111,15 @@ struct Translation {
     image_pages: BTreeMap<u64, FrameRun>,
 }
 
-/// Where a program's bytes live while it runs: the boot bundle, or a file read whole (kept
-/// here, shared, for the pages not touched yet).
-#[derive(Clone)]
+/// Where a program's bytes come from: the boot bundle (in memory for good, so its pages
+/// are filled on first touch), or a file read whole (its pages are all filled at load, and
+/// the bytes dropped: kept, they would hold up to 8 MiB of the fixed kernel heap per
+/// process).
 pub enum ImageBytes {
     /// A program of the boot bundle.
     Bundle(&'static [u8]),
     /// An ELF file of the file system.
-    File(Arc<[u8]>),
+    File(Vec<u8>),
 }
 
 impl ImageBytes {
@@ -131,10 +132,12 @@ impl ImageBytes {
     }
 }
 
-/// A program's image as its address space keeps it: the bytes and the load segments
-/// (checked by the executable's parser: inside the file, W^X, no two on one page).
+/// A program's image as its address space keeps it: the load segments (checked by the
+/// executable's parser: inside the file, W^X, no two on one page) and, for a program of
+/// the boot bundle, its bytes; without them every page was filled at load and none is
+/// dropped.
 struct ImageBacking {
-    bytes: ImageBytes,
+    bytes: Option<&'static [u8]>,
     segments: Vec<spindle_process::LoadSegment>,
 }
 
@@ -146,7 +149,7 @@ impl ImageBacking {
 
     /// Writes page `page` of `segment` into `frame`: the file's bytes where the segment has
     /// them, zero elsewhere (the frame is zeroed already).
-    fn fill(&self, segment: &spindle_process::LoadSegment, page: usize, frame: &mut [u8; PAGE_SIZE]) {
+    fn fill(bytes: &[u8], segment: &spindle_process::LoadSegment, page: usize, frame: &mut [u8; PAGE_SIZE]) {
         let file_end = segment.address + segment.file_size;
         let (start, end) = (page.max(segment.address), (page + PAGE_SIZE).min(file_end));
         if start >= end {
@@ -154,7 +157,7 @@ impl ImageBacking {
         }
         let from = segment.file_offset + (start - segment.address);
         // The parser checked `file_offset + file_size` lies inside the file.
-        if let Some(bytes) = self.bytes.bytes().get(from..from + (end - start)) {
+        if let Some(bytes) = bytes.get(from..from + (end - start)) {
             frame[start - page..end - page].copy_from_slice(bytes);
         }
     }
@@ -323,13 +326,25 @@ impl AddressSpace {
     /// segment, with the segment's permissions (W^X checked by the parser), and no frame
     /// yet: each page is filled from `bytes` (the rest zero) when it is first touched — by
     /// the program, a kernel copy or a migrating call ([`fill_image_page`]).
-    pub fn load(&mut self, executable: &Executable<'_>, bytes: ImageBytes) -> Result<(), SpaceError> {
+    pub fn load(&mut self, executable: &Executable<'_>, bytes: &ImageBytes) -> Result<(), SpaceError> {
         for segment in executable.segments() {
             let pages = segment.pages();
             let region = Region { start: pages.start, length: pages.len(), kind: RegionKind::Image };
             self.regions.insert(region).map_err(|_| SpaceError::Overlap)?;
         }
-        self.translation.lock().image = Some(ImageBacking { bytes, segments: executable.segments().to_vec() });
+        let kept = match bytes {
+            ImageBytes::Bundle(bytes) => Some(*bytes),
+            ImageBytes::File(_) => None,
+        };
+        self.translation.lock().image = Some(ImageBacking { bytes: kept, segments: executable.segments().to_vec() });
+        if let ImageBytes::File(bytes) = bytes {
+            // Every page now, while the file's bytes are at hand.
+            for segment in executable.segments() {
+                for page in pages(&segment.pages()) {
+                    fill_page(self.root, &self.translation, page, Some(bytes)).map_err(|_| SpaceError::OutOfMemory)?;
+                }
+            }
+        }
         Ok(())
     }
 
@@ -641,8 +656,21 @@ impl AddressSpace {
         }
         let fault = spindle_service_vm::classify(&translation.regions, address as u64, access, pte);
         if fault.class == FaultClass::BadAddress && in_legacy_region {
-            // The image, the stack or a `map_anonymous` region: eagerly mapped, so the
-            // access is one its permissions forbid.
+            // The image (the only region outside the translation service's): its leaf is
+            // present. If it allows the access, the hart wanted the accessed or dirty bit
+            // set in software (the pressure path clears accessed bits): set them and run the
+            // access again. Otherwise the access is one its permissions forbid.
+            let allowed = match access {
+                AccessKind::Read => pte.readable,
+                AccessKind::Write => pte.writable,
+                AccessKind::Execute => pte.executable,
+            };
+            if pte.present && allowed {
+                let bits = if access == AccessKind::Write { PteFlags::ACCESSED | PteFlags::DIRTY } else { PteFlags::ACCESSED };
+                let _ = self.root.update_leaf(address, bits, PteFlags::empty());
+                crate::arch::csr::flush_tlb();
+                return Ok(());
+            }
             return Err(FaultKill::Vm(KillCause::ProtectionViolation));
         }
         let decision = crate::services::vm::decide(&translation.regions, &fault, self.root);
@@ -770,11 +798,16 @@ impl SpaceView {
     /// # Safety
     /// As for [`SpaceView::read`].
     pub unsafe fn fault_in(&self, address: usize, access: AccessKind) -> bool {
+        // An image page is filled for the access itself (an instruction fetch is not a read).
+        if self.root.translate(address).is_none() {
+            let _ = fill_image_page(self.root, self.id, &self.translation, address, access);
+        }
         let page_access = if access == AccessKind::Write { PageAccess::Write } else { PageAccess::Read };
         fault_in(self.root, self.id, &self.translation, address, 1, page_access);
-        if access == AccessKind::Write {
-            mark_written(self.root, address);
-        }
+        // The leaf's accessed (and for a store, dirty) bit, for a hart that faults rather
+        // than set them itself: the access runs again and finds them set.
+        let bits = if access == AccessKind::Write { PteFlags::ACCESSED | PteFlags::DIRTY } else { PteFlags::ACCESSED };
+        let _ = self.root.update_leaf(address - address % PAGE_SIZE, bits, PteFlags::empty());
         let allowed = self.root.translate(address).is_some_and(|(_, flags)| {
             flags.contains(PteFlags::USER)
                 && match access {
@@ -1006,7 +1039,9 @@ fn fill_image_page(root: PageTableRoot, id: u64, translation: &spin::Mutex<Trans
     let page = address - address % PAGE_SIZE;
     let permissions = {
         let translation = translation.lock();
-        let segment = translation.image.as_ref()?.segment_of(page)?;
+        let image = translation.image.as_ref()?;
+        image.bytes?;
+        let segment = image.segment_of(page)?;
         if translation.image_pages.contains_key(&(page as u64)) {
             return None;
         }
@@ -1020,24 +1055,29 @@ fn fill_image_page(root: PageTableRoot, id: u64, translation: &spin::Mutex<Trans
     if !allowed {
         return Some(Err(FaultKill::Vm(KillCause::ProtectionViolation)));
     }
-    // Under memory pressure, room first (the cache's clean buffers, or another page).
-    if let Err(kill) = make_room(root, id, translation) {
-        return Some(Err(kill));
-    }
-    let Some(mut run) = frame::allocate_zeroed(1) else { return Some(Err(FaultKill::OutOfMemory)) };
+    // Under memory pressure, room first (the cache's clean buffers, another image page, or
+    // another page); the space's own limit does not apply (the frame is the kernel's).
+    relieve_pressure(id);
+    Some(fill_page(root, translation, page, None))
+}
+
+/// Fills image page `page` into a fresh frame from `bytes` (or the bundle's bytes the
+/// image keeps) and maps it with its segment's permissions; nothing to do for a page
+/// filled already or a space that is gone. Errors: no frame (for the page or a page
+/// table).
+fn fill_page(root: PageTableRoot, translation: &spin::Mutex<Translation>, page: usize, bytes: Option<&[u8]>) -> Result<(), FaultKill> {
+    let mut run = frame::allocate_zeroed(1).ok_or(FaultKill::OutOfMemory)?;
     let mut translation = translation.lock();
     let translation = &mut *translation;
     if translation.dead || translation.image_pages.contains_key(&(page as u64)) {
         // Gone meanwhile, or filled by another strand: nothing to do (the frame goes back).
-        return Some(Ok(()));
+        return Ok(());
     }
-    let image = translation.image.as_ref()?;
-    let segment = *image.segment_of(page)?;
-    image.fill(&segment, page, run.first_page_mut());
+    let Some(image) = translation.image.as_ref() else { return Ok(()) };
+    let (Some(segment), Some(bytes)) = (image.segment_of(page).copied(), bytes.or(image.bytes)) else { return Ok(()) };
+    ImageBacking::fill(bytes, &segment, page, run.first_page_mut());
     let flags = AddressSpace::user_flags(segment.permissions);
-    if root.map_range(page, run.address(), PAGE_SIZE, flags, &mut TableFrames(&mut translation.tables)).is_err() {
-        return Some(Err(FaultKill::OutOfMemory));
-    }
+    root.map_range(page, run.address(), PAGE_SIZE, flags, &mut TableFrames(&mut translation.tables)).map_err(|_| FaultKill::OutOfMemory)?;
     translation.image_pages.insert(page as u64, run);
     crate::services::vm::counted_image_page();
     // New code must be visible to instruction fetch; the leaf to the page walker.
@@ -1045,7 +1085,7 @@ fn fill_image_page(root: PageTableRoot, id: u64, translation: &spin::Mutex<Trans
         crate::arch::csr::fence_instructions();
     }
     crate::arch::csr::flush_tlb();
-    Some(Ok(()))
+    Ok(())
 }
 
 /// Maps `run` at `page` of the table at `root` with `protection` (plus the U bit) and
@@ -1200,7 +1240,8 @@ fn drop_image_pages(requester: u64, wanted: usize) -> usize {
         crate::arch::csr::without_interrupts(|| {
             let Some(mut guard) = translation.try_lock().filter(|translation| !translation.dead) else { return };
             let translation = &mut *guard;
-            let Some(image) = translation.image.as_ref() else { return };
+            // Only a bundle program's pages can be filled again.
+            let Some(image) = translation.image.as_ref().filter(|image| image.bytes.is_some()) else { return };
             let read_only: Vec<u64> = translation
                 .image_pages
                 .keys()
@@ -1240,6 +1281,13 @@ fn make_room(root: PageTableRoot, id: u64, translation: &spin::Mutex<Translation
     while crate::services::vm::at_limit(id) {
         page_out(root, id, translation)?;
     }
+    relieve_pressure(id);
+    Ok(())
+}
+
+/// The global part of [`make_room`], for a frame of space `id` that is not under its
+/// limit (an image page, which is the kernel's).
+fn relieve_pressure(id: u64) {
     // Under global pressure the buffer cache's clean buffers go first (dropping one costs
     // no write; the cache keeps a floor). Then a page of some process is paged out; one
     // that cannot go (all pinned or wired, a swap failure) leaves the allocation to
@@ -1247,11 +1295,10 @@ fn make_room(root: PageTableRoot, id: u64, translation: &spin::Mutex<Translation
     // faulting a page of its server in).
     if crate::services::vm::under_pressure() && crate::sched::can_block() {
         if crate::services::fs::give_back_buffers(CACHE_GIVE_BACK_BATCH) > 0 || drop_image_pages(id, IMAGE_DROP_BATCH) > 0 {
-            return Ok(());
+            return;
         }
         let _ = reclaim_globally(id);
     }
-    Ok(())
 }
 
 /// The frame number of a run of one frame.

@@ -240,13 +240,12 @@ pub fn spawn(command_line: &str, parent: Parent, grants: Grants) -> Result<Arc<P
     }
     let name = command_line.split_ascii_whitespace().next().ok_or(SpawnError::Refused(Error::BadArgument))?;
     let image = if name.starts_with('/') {
-        // An ELF file of the file system (`run /bin/NAME`), kept while the program runs:
-        // its pages are filled from it on first touch.
+        // An ELF file of the file system (`run /bin/NAME`): its pages are all filled at load.
         let bytes = crate::services::fs::read_file(name).map_err(|error| match error.code() {
             Error::NotFound | Error::NotADirectory | Error::IsADirectory => SpawnError::Refused(Error::NoSuchProgram),
             code => SpawnError::Refused(code),
         })?;
-        ImageBytes::File(Arc::from(bytes))
+        ImageBytes::File(bytes)
     } else {
         ImageBytes::Bundle(crate::ext::bundle::payload(&alloc::format!("{PROGRAM_PREFIX}{name}")).ok_or(SpawnError::Refused(Error::NoSuchProgram))?)
     };
@@ -257,7 +256,7 @@ pub fn spawn(command_line: &str, parent: Parent, grants: Grants) -> Result<Arc<P
     let capabilities = ProcessCapabilities::new(grants).map_err(SpawnError::Refused)?;
     let pid = NEXT_PID.fetch_add(1, Ordering::Relaxed);
     let mut space = AddressSpace::new(pid).map_err(SpawnError::Space)?;
-    space.load(&executable, image.clone()).map_err(SpawnError::Space)?;
+    space.load(&executable, &image).map_err(SpawnError::Space)?;
     space.map_stack().map_err(SpawnError::Space)?;
     let process = Arc::new(Process {
         pid,

@@ -535,10 +535,7 @@ impl Cache {
             let slot = match self.free.pop() {
                 Some(slot) => slot,
                 None => {
-                    let mut candidates = [BlockInfo::default(); EVICT_CANDIDATES];
-                    let count = self.next_victims(&mut candidates);
-                    let clean = candidates[..count].iter().find(|info| !info.dirty).and_then(|info| self.index.get(&info.block).copied());
-                    let Some(slot) = clean else { break };
+                    let Some(slot) = self.first_clean_victim() else { break };
                     self.remove(slot);
                     self.meta[slot as usize] = Meta::FREE;
                     slot
@@ -555,6 +552,21 @@ impl Cache {
             }
         }
         out
+    }
+
+    /// The first clean evictable block in eviction order (the whole order, not only the
+    /// candidates `cache.Evict` is offered).
+    fn first_clean_victim(&self) -> Option<u32> {
+        for level in 0..LEVELS {
+            let mut slot = self.heads[level];
+            while slot != NIL {
+                if self.evictable(slot) && !self.meta[slot as usize].dirty {
+                    return Some(slot);
+                }
+                slot = self.meta[slot as usize].next;
+            }
+        }
+        None
     }
 
     /// Returns a buffer to a retired slot, which becomes free; `Err` gives it back if no

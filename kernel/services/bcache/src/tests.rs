@@ -1269,6 +1269,23 @@ fn a_shrunken_cache_still_reads_and_writes_what_the_device_holds() {
 }
 
 #[test]
+fn give_back_finds_a_clean_block_behind_many_dirty_ones() {
+    let mut c = cache(16);
+    let mut p = DefaultPolicy;
+    // The eviction order starts with more dirty blocks than cache.Evict is offered.
+    for block in 0..(EVICT_CANDIDATES as u64 + 4) {
+        c.put(block, Owner::of(1, block), &one(block as u8), &mut p).unwrap();
+    }
+    load(&mut c, 100, Owner::of(2, 0), &mut p, 7);
+    let free = c.capacity() - c.resident_count();
+    let given = c.give_back(free + 1, 0);
+    assert_eq!(given.len(), free + 1, "the free buffers and the clean block");
+    assert!(!c.is_resident(100));
+    assert_eq!(c.dirty_count(), EVICT_CANDIDATES + 4, "no dirty block went");
+    c.check();
+}
+
+#[test]
 fn a_cache_starts_with_the_buffers_it_could_have() {
     let mut supplied = 0;
     let c = Cache::with_buffers(Config::new(8), || {
