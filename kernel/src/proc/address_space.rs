@@ -713,7 +713,7 @@ impl AddressSpace {
         // checked as `prot_n`/`unprot_n`; a refused one is counted and skipped. (If one
         // takes the faulting page's access away again, the access faults again.)
         // One TLB flush for the answer's change and the queued ones.
-        for queued in protects {
+        for &queued in &protects {
             if outcome.is_err() {
                 break;
             }
@@ -729,6 +729,7 @@ impl AddressSpace {
                 Err(_) => crate::services::vm::refused(),
             }
         }
+        crate::services::vm::recycle_protects(protects);
         if rewritten {
             crate::arch::csr::flush_tlb();
         }

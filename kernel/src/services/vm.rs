@@ -92,6 +92,31 @@ pub struct PageProtection {
 /// Most protection changes the handlers of one raise may queue.
 pub const MAX_QUEUED_PROTECTIONS: usize = 8;
 
+/// An empty list with the storage of an earlier raise's queued changes, kept between raises
+/// ([`recycle_protects`]) and taken by the first change a raise queues, so a handler's
+/// queued change allocates nothing after the first.
+static SPARE_PROTECTS: spin::Mutex<Vec<PageProtection>> = spin::Mutex::new(Vec::new());
+
+/// The spare list of queued changes (empty; a fresh one if it is out, e.g. nested raises).
+fn spare_protects() -> Vec<PageProtection> {
+    without_interrupts(|| core::mem::take(&mut *SPARE_PROTECTS.lock()))
+}
+
+/// Gives a raise's list of queued changes back for the next raise (emptied, its storage
+/// kept).
+pub fn recycle_protects(mut protects: Vec<PageProtection>) {
+    if protects.capacity() == 0 {
+        return;
+    }
+    protects.clear();
+    without_interrupts(|| {
+        let mut spare = SPARE_PROTECTS.lock();
+        if spare.capacity() < protects.capacity() {
+            *spare = protects;
+        }
+    });
+}
+
 /// The state of each address space whose `vm.PageNotPresent` or `vm.ProtectionFault`
 /// raise is in progress.
 static RAISES: spin::Mutex<Raises> = spin::Mutex::new(Raises(Vec::new()));
@@ -1070,6 +1095,9 @@ impl spindle_abi::host::domains::Vm for crate::ext::glue::KernelFunctions {
             let Some(state) = raises.get_mut(&space) else { return 0 };
             if state.protects.len() >= MAX_QUEUED_PROTECTIONS {
                 return 0;
+            }
+            if state.protects.capacity() == 0 {
+                state.protects = spare_protects();
             }
             state.protects.push(PageProtection { page, count, protection });
             1
