@@ -173,7 +173,7 @@ pub fn allocate_zeroed_for(count: usize, owner: Owner) -> Option<FrameRun> {
     }
     // The allocator, the counter and the table change together (interrupts off), so no
     // strand sees them disagree ([`audit`]).
-    let (run, recorded) = crate::arch::csr::without_interrupts(|| {
+    let run = crate::arch::csr::without_interrupts(|| {
         let first = super::private_heap::on_kernel_heap(|| FRAMES.lock().alloc(count))?;
         ALLOCATED_FRAMES.fetch_add(count, Ordering::Relaxed);
         let frames = first as u64..(first + count) as u64;
@@ -187,11 +187,10 @@ pub fn allocate_zeroed_for(count: usize, owner: Owner) -> Option<FrameRun> {
             }
             claimed == count
         });
-        Some((FrameRun { start: first * PAGE_SIZE, count }, recorded))
+        let run = FrameRun { start: first * PAGE_SIZE, count };
+        // Refused: freed here, still with interrupts off.
+        recorded.then_some(run)
     })?;
-    if !recorded {
-        return None;
-    }
     // SAFETY: the frames were just taken from the allocator, so nothing else refers to
     // them; RAM is identity-mapped read-write for the kernel.
     unsafe { core::ptr::write_bytes(run.start as *mut u8, 0, run.size()) };

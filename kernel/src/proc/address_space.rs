@@ -147,6 +147,11 @@ impl ImageBacking {
         self.segments.iter().find(|segment| segment.pages().contains(&page))
     }
 
+    /// Whether page `page` of `segment` holds bytes of the file (else it is all zero).
+    fn holds_file_bytes(segment: &spindle_process::LoadSegment, page: usize) -> bool {
+        page < segment.address + segment.file_size && page + PAGE_SIZE > segment.address
+    }
+
     /// Writes page `page` of `segment` into `frame`: the file's bytes where the segment has
     /// them, zero elsewhere (the frame is zeroed already).
     fn fill(bytes: &[u8], segment: &spindle_process::LoadSegment, page: usize, frame: &mut [u8; PAGE_SIZE]) {
@@ -338,9 +343,11 @@ impl AddressSpace {
         };
         self.translation.lock().image = Some(ImageBacking { bytes: kept, segments: executable.segments().to_vec() });
         if let ImageBytes::File(bytes) = bytes {
-            // Every page now, while the file's bytes are at hand.
+            // Every page that holds file bytes now, while they are at hand (the rest, zero,
+            // is filled on first touch).
             for segment in executable.segments() {
-                for page in pages(&segment.pages()) {
+                for page in pages(&segment.pages()).filter(|&page| ImageBacking::holds_file_bytes(segment, page)) {
+                    relieve_pressure(self.id);
                     fill_page(self.root, &self.translation, page, Some(bytes)).map_err(|_| SpaceError::OutOfMemory)?;
                 }
             }
@@ -805,10 +812,6 @@ impl SpaceView {
         }
         let page_access = if access == AccessKind::Write { PageAccess::Write } else { PageAccess::Read };
         fault_in(self.root, self.id, &self.translation, address, 1, page_access);
-        // The leaf's accessed (and for a store, dirty) bit, for a hart that faults rather
-        // than set them itself: the access runs again and finds them set.
-        let bits = if access == AccessKind::Write { PteFlags::ACCESSED | PteFlags::DIRTY } else { PteFlags::ACCESSED };
-        let _ = self.root.update_leaf(address - address % PAGE_SIZE, bits, PteFlags::empty());
         let allowed = self.root.translate(address).is_some_and(|(_, flags)| {
             flags.contains(PteFlags::USER)
                 && match access {
@@ -818,6 +821,10 @@ impl SpaceView {
                 }
         });
         if allowed {
+            // The leaf's accessed (and for a store, dirty) bit, for a hart that faults
+            // rather than set them itself: the access runs again and finds them set.
+            let bits = if access == AccessKind::Write { PteFlags::ACCESSED | PteFlags::DIRTY } else { PteFlags::ACCESSED };
+            let _ = self.root.update_leaf(address - address % PAGE_SIZE, bits, PteFlags::empty());
             crate::arch::csr::flush_tlb();
         }
         allowed
@@ -1041,8 +1048,12 @@ fn fill_image_page(root: PageTableRoot, id: u64, translation: &spin::Mutex<Trans
     let permissions = {
         let translation = translation.lock();
         let image = translation.image.as_ref()?;
-        image.bytes?;
         let segment = image.segment_of(page)?;
+        // Without the program's bytes (a program from a file) only an all-zero page is
+        // filled here; the others were filled at load.
+        if image.bytes.is_none() && ImageBacking::holds_file_bytes(segment, page) {
+            return None;
+        }
         if translation.image_pages.contains_key(&(page as u64)) {
             return None;
         }
@@ -1063,8 +1074,9 @@ fn fill_image_page(root: PageTableRoot, id: u64, translation: &spin::Mutex<Trans
 }
 
 /// Fills image page `page` into a fresh frame from `bytes` (or the bundle's bytes the
-/// image keeps) and maps it with its segment's permissions; nothing to do for a page
-/// filled already or a space that is gone. Errors: no frame (for the page or a page
+/// image keeps; a page without file bytes needs none) and maps it with its segment's
+/// permissions; nothing to do for a page filled already, a space that is gone, or a page
+/// of file bytes with no bytes at hand. Errors: no frame (for the page or a page
 /// table).
 fn fill_page(root: PageTableRoot, translation: &spin::Mutex<Translation>, page: usize, bytes: Option<&[u8]>) -> Result<(), FaultKill> {
     let mut run = frame::allocate_zeroed(1).ok_or(FaultKill::OutOfMemory)?;
@@ -1075,8 +1087,13 @@ fn fill_page(root: PageTableRoot, translation: &spin::Mutex<Translation>, page: 
         return Ok(());
     }
     let Some(image) = translation.image.as_ref() else { return Ok(()) };
-    let (Some(segment), Some(bytes)) = (image.segment_of(page).copied(), bytes.or(image.bytes)) else { return Ok(()) };
-    ImageBacking::fill(bytes, &segment, page, run.first_page_mut());
+    let Some(segment) = image.segment_of(page).copied() else { return Ok(()) };
+    // A page without file bytes stays zero.
+    if let Some(bytes) = bytes.or(image.bytes) {
+        ImageBacking::fill(bytes, &segment, page, run.first_page_mut());
+    } else if ImageBacking::holds_file_bytes(&segment, page) {
+        return Ok(());
+    }
     let flags = AddressSpace::user_flags(segment.permissions);
     root.map_range(page, run.address(), PAGE_SIZE, flags, &mut TableFrames(&mut translation.tables)).map_err(|_| FaultKill::OutOfMemory)?;
     translation.image_pages.insert(page as u64, run);
