@@ -112,9 +112,9 @@ struct Translation {
 }
 
 /// Where a program's bytes come from: the boot bundle (in memory for good, so its pages
-/// are filled on first touch), or a file read whole (its pages are all filled at load, and
-/// the bytes dropped: kept, they would hold up to 8 MiB of the fixed kernel heap per
-/// process).
+/// are filled on first touch), or a file read whole (its pages with file bytes are filled
+/// at load and the bytes dropped: kept, they would hold up to 8 MiB of the fixed kernel heap
+/// per process).
 pub enum ImageBytes {
     /// A program of the boot bundle.
     Bundle(&'static [u8]),
@@ -134,8 +134,8 @@ impl ImageBytes {
 
 /// A program's image as its address space keeps it: the load segments (checked by the
 /// executable's parser: inside the file, W^X, no two on one page) and, for a program of
-/// the boot bundle, its bytes; without them every page was filled at load and none is
-/// dropped.
+/// the boot bundle, its bytes; without them (a program from a file) the pages with file
+/// bytes were filled at load, only all-zero pages are filled later, and none is dropped.
 struct ImageBacking {
     bytes: Option<&'static [u8]>,
     segments: Vec<spindle_process::LoadSegment>,
@@ -328,9 +328,10 @@ impl AddressSpace {
     }
 
     /// Loads a validated executable parsed from `bytes`: one region per `PT_LOAD`
-    /// segment, with the segment's permissions (W^X checked by the parser), and no frame
-    /// yet: each page is filled from `bytes` (the rest zero) when it is first touched — by
-    /// the program, a kernel copy or a migrating call ([`fill_image_page`]).
+    /// segment, with the segment's permissions (W^X checked by the parser). A page gets its
+    /// frame when it is first touched — by the program, a kernel copy or a migrating call
+    /// ([`fill_image_page`]) — except, for a program from a file, the pages with file bytes,
+    /// which are filled here while the bytes are at hand.
     pub fn load(&mut self, executable: &Executable<'_>, bytes: &ImageBytes) -> Result<(), SpaceError> {
         for segment in executable.segments() {
             let pages = segment.pages();
@@ -667,14 +668,8 @@ impl AddressSpace {
             // present. If it allows the access, the hart wanted the accessed or dirty bit
             // set in software (the pressure path clears accessed bits): set them and run the
             // access again. Otherwise the access is one its permissions forbid.
-            let allowed = match access {
-                AccessKind::Read => pte.readable,
-                AccessKind::Write => pte.writable,
-                AccessKind::Execute => pte.executable,
-            };
-            if pte.present && allowed {
-                let bits = if access == AccessKind::Write { PteFlags::ACCESSED | PteFlags::DIRTY } else { PteFlags::ACCESSED };
-                let _ = self.root.update_leaf(address, bits, PteFlags::empty());
+            if pte.allows(access) {
+                let _ = self.root.update_leaf(address, touched_bits(access), PteFlags::empty());
                 crate::arch::csr::flush_tlb();
                 return Ok(());
             }
@@ -690,8 +685,7 @@ impl AddressSpace {
             Outcome::Retry => {
                 // The leaf allows the access: a stale TLB entry, or an accessed or dirty bit
                 // the hardware wants set in software.
-                let bits = if access == AccessKind::Write { PteFlags::ACCESSED | PteFlags::DIRTY } else { PteFlags::ACCESSED };
-                let _ = self.root.update_leaf(address, bits, PteFlags::empty());
+                let _ = self.root.update_leaf(address, touched_bits(access), PteFlags::empty());
                 crate::arch::csr::flush_tlb();
             }
             Outcome::Kill(cause) => return Err(FaultKill::Vm(cause)),
@@ -823,8 +817,7 @@ impl SpaceView {
         if allowed {
             // The leaf's accessed (and for a store, dirty) bit, for a hart that faults
             // rather than set them itself: the access runs again and finds them set.
-            let bits = if access == AccessKind::Write { PteFlags::ACCESSED | PteFlags::DIRTY } else { PteFlags::ACCESSED };
-            let _ = self.root.update_leaf(address - address % PAGE_SIZE, bits, PteFlags::empty());
+            let _ = self.root.update_leaf(address - address % PAGE_SIZE, touched_bits(access), PteFlags::empty());
             crate::arch::csr::flush_tlb();
         }
         allowed
@@ -1291,9 +1284,7 @@ fn drop_image_pages(requester: u64, wanted: usize) -> usize {
 
 /// While space `id` holds as many frames as its memory limit allows (or more), pages one
 /// of its pages out, so the next frame it takes fits; and under global memory pressure
-/// (free frames below the low-water mark) the buffer cache gives back up to
-/// [`CACHE_GIVE_BACK_BATCH`] clean buffers, or else one more page goes — the one the
-/// global clock chooses, of this space or any other ([`reclaim_globally`]). Errors: over its limit,
+/// (free frames below the low-water mark) [`relieve_pressure`] frees frames elsewhere. Errors: over its limit,
 /// nothing may go ([`FaultKill::NothingToPageOut`]) or swap failed ([`FaultKill::Swap`]).
 fn make_room(root: PageTableRoot, id: u64, translation: &spin::Mutex<Translation>) -> Result<(), FaultKill> {
     while crate::services::vm::at_limit(id) {
@@ -1303,8 +1294,11 @@ fn make_room(root: PageTableRoot, id: u64, translation: &spin::Mutex<Translation
     Ok(())
 }
 
-/// The global part of [`make_room`], for a frame of space `id` that is not under its
-/// limit (an image page, which is the kernel's).
+/// The global part of [`make_room`], also for a frame of space `id` that is not under its
+/// limit (an image page, which is the kernel's): under global memory pressure the buffer
+/// cache gives back up to [`CACHE_GIVE_BACK_BATCH`] clean buffers, else other processes'
+/// read-only image pages are dropped ([`drop_image_pages`]), else one page goes — the one
+/// the global clock chooses, of this space or any other ([`reclaim_globally`]).
 fn relieve_pressure(id: u64) {
     // Under global pressure the buffer cache's clean buffers go first (dropping one costs
     // no write; the cache keeps a floor). Then a page of some process is paged out; one
@@ -1524,6 +1518,12 @@ impl Drop for AddressSpace {
         crate::services::vm::forget_space(self.id);
         // The other frames (regions, then tables) are freed by their own drops.
     }
+}
+
+/// The leaf bits an `access` sets: accessed, and dirty for a store (set in software for
+/// a hart that faults rather than set them itself).
+fn touched_bits(access: AccessKind) -> PteFlags {
+    if access == AccessKind::Write { PteFlags::ACCESSED | PteFlags::DIRTY } else { PteFlags::ACCESSED }
 }
 
 /// Leaf flags for a `vm_map` page's protection, plus the U bit.

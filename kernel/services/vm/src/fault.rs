@@ -102,6 +102,11 @@ impl Pte {
         }
     }
 
+    /// Whether the leaf is present and allows `access`.
+    pub fn allows(self, access: AccessKind) -> bool {
+        self.present && access.permitted_by(self.protection())
+    }
+
     fn protection(self) -> Protection {
         let bits = u64::from(self.readable) | (u64::from(self.writable) << 1) | (u64::from(self.executable) << 2);
         Protection::from_bits(bits).unwrap_or(Protection::NONE)
