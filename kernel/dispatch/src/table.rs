@@ -473,15 +473,32 @@ impl<A: EventRecord, R: EventRecord> EventTable<A, R> {
     /// asked): validates the result if the primary module does, and answers a fault or a
     /// rejected result with the default. The raise counts as one fast invocation of the
     /// binding, as a fast-path raise does.
+    ///
+    /// A valid result is returned here, without `settle` (the success clears a fault streak
+    /// another hart may have begun meanwhile: one load and test). A rejected result or a
+    /// fault goes to [`Self::reject_single_bounded`], out of line.
     #[inline]
     pub(crate) fn finish_single_bounded(&self, binding: &BindingCore<A, R>, outcome: Result<R, HandlerFault>, args: &A) -> R {
         match outcome {
             Ok(result) if !self.validates_results => result,
-            outcome => match self.settle(binding, outcome, args) {
-                Some(result) => result,
-                None => self.primary.default_result(args),
+            Ok(result) => match self.primary.validate_result(args, &result) {
+                Ok(()) => {
+                    binding.record_success();
+                    result
+                }
+                Err(rejection) => self.reject_single_bounded(binding, Fault::InvalidResult(rejection), args),
             },
+            Err(fault) => self.reject_single_bounded(binding, Fault::Handler(fault), args),
         }
+    }
+
+    /// The single bounded binding's result was rejected or its handler faulted: records the
+    /// fault and answers with the default.
+    #[cold]
+    #[inline(never)]
+    fn reject_single_bounded(&self, binding: &BindingCore<A, R>, fault: Fault, args: &A) -> R {
+        binding.record_fault(fault, self.breaker_threshold);
+        self.primary.default_result(args)
     }
 
     /// Runs a handler under the platform's bounded executor (the general path's way).

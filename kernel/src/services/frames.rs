@@ -67,11 +67,18 @@ impl PrimaryModule<ReclaimCandidate, Volunteer> for ReclaimService {
     }
     fn validate_result(&self, args: &ReclaimCandidate, result: &Volunteer) -> Result<(), ResultRejection> {
         if args.owner != 0 {
-            // Real frames of an address space (the translation service's reclaim).
-            return super::vm::validate_reclaim(args.candidate_frame, args.owner, result.frame).map_err(|reason| ResultRejection { reason });
+            return validate_real_reclaim(args, result);
         }
         QUEUE.validate(args.candidate_frame, result.frame).map_err(|rejection| ResultRejection { reason: rejection.reason() })
     }
+}
+
+/// An answer about real frames of an address space (the translation service's reclaim),
+/// out of line: its frame-table walk would otherwise give every validation (the queue's
+/// is one comparison in the common case) the stack frame and register saves it needs.
+#[inline(never)]
+fn validate_real_reclaim(args: &ReclaimCandidate, result: &Volunteer) -> Result<(), ResultRejection> {
+    super::vm::validate_reclaim(args.candidate_frame, args.owner, result.frame).map_err(|reason| ResultRejection { reason })
 }
 
 /// The primary module of `mm.HotListSet`: anyone may bind; nothing is returned.
