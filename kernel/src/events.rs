@@ -61,6 +61,27 @@ impl BoundedExecutor for KernelBoundedExecutor {
         *spent = spent.wrapping_add(instruction_counter().wrapping_sub(start));
         outcome?
     }
+
+    /// `function(data)` goes to the bounded-call trampoline as it is (no closure), with
+    /// `rdinstret` read inline when counting.
+    unsafe fn run_bounded_raw(
+        &self,
+        budget: u64,
+        ticks: u64,
+        _counter: fn() -> u64,
+        spent: Option<&mut u64>,
+        function: unsafe extern "C" fn(*mut u8),
+        data: *mut u8,
+    ) -> Result<(), HandlerFault> {
+        let start = if spent.is_some() { instruction_counter() } else { 0 };
+        // SAFETY: the dispatcher's contract (`BoundedExecutor::run_bounded_raw`): one call
+        // of `function(data)` here is sound.
+        let outcome = unsafe { crate::arch::recovery::run_bounded_raw(crate::time::now().saturating_add(ticks), function, data) };
+        if let Some(spent) = spent {
+            *spent = spent.wrapping_add(instruction_counter().wrapping_sub(start));
+        }
+        outcome.map_err(|abort| abort_fault(budget, abort))
+    }
 }
 
 /// Runs `body` with a budget of `budget` nanoseconds of guest time (instructions under

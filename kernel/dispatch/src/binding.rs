@@ -164,9 +164,36 @@ where
     #[inline(never)]
     fn raise_bounded(&self, binding: &BindingCore<A, R>, table: &EventTable<A, R>, account: bool, args: &A) -> R {
         binding.counters.fast_invocations.fetch_add(1, Ordering::Relaxed);
-        let outcome = table.run_bounded_with(binding, account, || self.0.invoke(args));
+        let mut frame = BoundedFrame { handler: &*self.0, args, outcome: None };
+        let outcome = table.run_bounded_raw(binding, account, run_bounded_frame::<A, R, H>, (&raw mut frame).cast::<u8>()).and_then(|()| frame.outcome.unwrap_or(Err(HandlerFault::Unavailable)));
         table.finish_single_bounded(binding, outcome, args)
     }
+}
+
+/// What the single bounded binding's raise hands the bounded executor: the handler, its
+/// arguments, and the place for its outcome ([`run_bounded_frame`] fills it).
+struct BoundedFrame<'a, A, R, H: ?Sized> {
+    handler: &'a H,
+    args: &'a A,
+    outcome: Option<Result<R, HandlerFault>>,
+}
+
+/// Runs the handler of a [`BoundedFrame`] (the function a bounded executor calls, made for
+/// one handler type, so that the handler's `invoke` is inlined here).
+///
+/// # Safety
+///
+/// `data` points to a live `BoundedFrame<A, R, H>` that nothing else uses during the call.
+unsafe extern "C" fn run_bounded_frame<A, R, H>(data: *mut u8)
+where
+    A: EventRecord,
+    R: EventRecord,
+    H: Handler<A, R> + ?Sized,
+{
+    // SAFETY: the function's contract: `raise_bounded` passes its own frame, of these
+    // types, exclusively borrowed until the executor returns.
+    let frame = unsafe { &mut *data.cast::<BoundedFrame<'_, A, R, H>>() };
+    frame.outcome = Some(frame.handler.invoke(frame.args));
 }
 
 

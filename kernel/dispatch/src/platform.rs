@@ -55,6 +55,37 @@ pub trait BoundedExecutor: Send + Sync {
         *spent = spent.wrapping_add(counter().wrapping_sub(start));
         outcome
     }
+
+    /// [`run_bounded`](Self::run_bounded) (or, with `spent`, the counted form) of a plain
+    /// function: calls `function(data)` once under the budget. The single bounded binding's
+    /// raise uses it with a function monomorphised for its handler type, so that no closure
+    /// object and no second indirect call stand between the executor and the handler. The
+    /// default wraps the call in a closure for [`run_bounded`](Self::run_bounded); the
+    /// kernel's executor passes `function` to its bounded-call trampoline as it is.
+    ///
+    /// # Safety
+    ///
+    /// Calling `function(data)` once, on this hart, before this call returns, must be sound
+    /// (the dispatcher passes a pointer to its own live frame and the function made for it).
+    unsafe fn run_bounded_raw(
+        &self,
+        budget: u64,
+        prepared: u64,
+        counter: fn() -> u64,
+        spent: Option<&mut u64>,
+        function: unsafe extern "C" fn(*mut u8),
+        data: *mut u8,
+    ) -> Result<(), HandlerFault> {
+        let mut body = || {
+            // SAFETY: the caller's contract: one call, here, while `data` is live.
+            unsafe { function(data) };
+            Ok(())
+        };
+        match spent {
+            Some(spent) => self.run_bounded_counted(budget, prepared, counter, spent, &mut body),
+            None => self.run_bounded(budget, prepared, &mut body),
+        }
+    }
 }
 
 /// The hooks one dispatcher uses.

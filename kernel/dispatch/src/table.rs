@@ -534,6 +534,25 @@ impl<A: EventRecord, R: EventRecord> EventTable<A, R> {
         outcome.and_then(|()| result.ok_or(HandlerFault::Unavailable))
     }
 
+    /// Runs `function(data)` (the single bounded binding's handler, see
+    /// `ErasedHandler::raise_bounded`) under the platform's bounded executor with the
+    /// binding's budget, adding the instructions it took to the binding's counter if
+    /// `account`.
+    #[inline(always)]
+    pub(crate) fn run_bounded_raw(&self, binding: &BindingCore<A, R>, account: bool, function: unsafe extern "C" fn(*mut u8), data: *mut u8) -> Result<(), HandlerFault> {
+        // Installation refuses bounded bindings when there is no executor.
+        let Some(executor) = self.platform.bounded_executor else {
+            return Err(HandlerFault::Unavailable);
+        };
+        let mut spent = 0;
+        // SAFETY: the caller passes the function made for `data`'s type and its live frame.
+        let outcome = unsafe { executor.run_bounded_raw(binding.budget, binding.prepared_budget, self.platform.instruction_counter, account.then_some(&mut spent), function, data) };
+        if account {
+            binding.counters.instructions.fetch_add(spent, Ordering::Relaxed);
+        }
+        outcome
+    }
+
     /// Asks the primary module to validate a result, if it validates results.
     #[inline]
     fn validate(&self, args: &A, result: &R) -> Result<(), Fault> {

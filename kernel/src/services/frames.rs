@@ -69,7 +69,10 @@ impl PrimaryModule<ReclaimCandidate, Volunteer> for ReclaimService {
         if args.owner != 0 {
             return validate_real_reclaim(args, result);
         }
-        QUEUE.validate(args.candidate_frame, result.frame).map_err(|rejection| ResultRejection { reason: rejection.reason() })
+        match QUEUE.validate(args.candidate_frame, result.frame) {
+            Ok(()) => Ok(()),
+            Err(rejection) => Err(ResultRejection { reason: rejection.reason() }),
+        }
     }
 }
 

@@ -206,10 +206,19 @@ impl ReclaimQueue {
     /// [`ReclaimQueue::rejections`].
     ///
     /// Errors: [`Rejection::NotQueued`], [`Rejection::Hot`].
+    #[inline]
     pub fn validate(&self, candidate: u64, volunteered: u64) -> Result<(), Rejection> {
         if volunteered == candidate {
             return Ok(());
         }
+        self.validate_other(candidate, volunteered)
+    }
+
+    /// [`ReclaimQueue::validate`] of a frame other than the candidate (out of line: the
+    /// common answer, the candidate itself, is one comparison in the caller).
+    #[inline(never)]
+    fn validate_other(&self, candidate: u64, volunteered: u64) -> Result<(), Rejection> {
+        debug_assert_ne!(candidate, volunteered);
         let rejection = if self.position(volunteered).is_none() {
             Rejection::NotQueued
         } else if self.is_hot(volunteered) {

@@ -233,7 +233,7 @@ extern "C" fn arm_budget_timer() {
 
 unsafe extern "C" {
     fn recovery_call(point: *mut RecoveryPoint, f: extern "C" fn(*mut u8), data: *mut u8) -> usize;
-    fn bounded_call(point: *mut RecoveryPoint, deadline: u64, f: extern "C" fn(*mut u8), data: *mut u8) -> usize;
+    fn bounded_call(point: *mut RecoveryPoint, deadline: u64, f: unsafe extern "C" fn(*mut u8), data: *mut u8) -> usize;
     fn recovery_landing();
 }
 
@@ -377,6 +377,29 @@ pub fn run_bounded<F: FnOnce() -> R, R>(deadline: u64, f: F) -> Result<R, Abort>
         return Ok(unsafe { state.result.assume_init() });
     }
     // SAFETY: `bounded_call` wrote every field of the point before calling the closure,
+    // and nothing writes it after the landing.
+    Err(settle_abort(unsafe { point.assume_init_ref() }))
+}
+
+/// [`run_bounded`] of a plain function: calls `function(data)` once until it returns,
+/// faults, or is found past `deadline` — the dispatcher's single-bounded-binding raise,
+/// whose `function` is made for its handler type, so no closure stands in between.
+///
+/// # Safety
+///
+/// Calling `function(data)` once, on this hart, before this returns, must be sound.
+#[inline(always)]
+pub unsafe fn run_bounded_raw(deadline: u64, function: unsafe extern "C" fn(*mut u8), data: *mut u8) -> Result<(), Abort> {
+    // Filled by `bounded_call` before anything reads it.
+    let mut point = core::mem::MaybeUninit::<RecoveryPoint>::uninit();
+    // SAFETY: `point` outlives the call; the caller vouches for `function(data)`.
+    // `bounded_call` saves/restores every callee-saved register, so on both return paths
+    // the Rust ABI's register contract holds.
+    let aborted = unsafe { bounded_call(point.as_mut_ptr(), deadline, function, data) };
+    if aborted == 0 {
+        return Ok(());
+    }
+    // SAFETY: `bounded_call` wrote every field of the point before calling the function,
     // and nothing writes it after the landing.
     Err(settle_abort(unsafe { point.assume_init_ref() }))
 }
