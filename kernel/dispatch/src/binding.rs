@@ -164,8 +164,10 @@ where
     #[inline(never)]
     fn raise_bounded(&self, binding: &BindingCore<A, R>, table: &EventTable<A, R>, account: bool, args: &A) -> R {
         binding.counters.fast_invocations.fetch_add(1, Ordering::Relaxed);
-        let mut frame = BoundedFrame { handler: &*self.0, args, outcome: None };
-        let outcome = table.run_bounded_raw(binding, account, run_bounded_frame::<A, R, H>, (&raw mut frame).cast::<u8>()).and_then(|()| frame.outcome.unwrap_or(Err(HandlerFault::Unavailable)));
+        // An executor that claims success without calling the function is a platform bug:
+        // the outcome it leaves is a fault rather than an invented result.
+        let mut frame = BoundedFrame { handler: &*self.0, args, outcome: Err(HandlerFault::Unavailable) };
+        let outcome = table.run_bounded_raw(binding, account, run_bounded_frame::<A, R, H>, (&raw mut frame).cast::<u8>()).and(frame.outcome);
         table.finish_single_bounded(binding, outcome, args)
     }
 }
@@ -175,7 +177,7 @@ where
 struct BoundedFrame<'a, A, R, H: ?Sized> {
     handler: &'a H,
     args: &'a A,
-    outcome: Option<Result<R, HandlerFault>>,
+    outcome: Result<R, HandlerFault>,
 }
 
 /// Runs the handler of a [`BoundedFrame`] (the function a bounded executor calls, made for
@@ -193,7 +195,7 @@ where
     // SAFETY: the function's contract: `raise_bounded` passes its own frame, of these
     // types, exclusively borrowed until the executor returns.
     let frame = unsafe { &mut *data.cast::<BoundedFrame<'_, A, R, H>>() };
-    frame.outcome = Some(frame.handler.invoke(frame.args));
+    frame.outcome = frame.handler.invoke(frame.args);
 }
 
 

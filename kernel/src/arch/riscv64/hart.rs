@@ -165,17 +165,37 @@ pub struct PreemptionGuard {
 /// dispatcher and the scheduler, so that neither names the other for it.
 #[inline(always)]
 pub fn no_preemption() -> PreemptionGuard {
-    let counter = &current().preempt_disabled;
-    // Only this hart writes its counter, and a plain load/store pair is atomic with
-    // respect to its own interrupts, so no read-modify-write atomic is needed.
-    counter.store(counter.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+    add_to_preemption_depth::<1>();
     PreemptionGuard { _not_send: core::marker::PhantomData }
 }
 
 impl Drop for PreemptionGuard {
     #[inline(always)]
     fn drop(&mut self) {
-        let counter = &current().preempt_disabled;
-        counter.store(counter.load(Ordering::Relaxed) - 1, Ordering::Relaxed);
+        add_to_preemption_depth::<-1>();
+    }
+}
+
+/// Adds `DELTA` to this hart's [`HartLocal::preempt_disabled`]: three instructions
+/// addressed from `tp` (through [`current`] the compiler first copies `tp`, a fourth).
+/// Only this hart writes its counter, and a load/store pair is atomic with respect to its
+/// own interrupts (an interrupt handler leaves the depth as it found it), so no
+/// read-modify-write atomic is needed. Not `nomem`: the compiler moves no memory access of
+/// the section across it.
+#[inline(always)]
+fn add_to_preemption_depth<const DELTA: i32>() {
+    // SAFETY: `tp` points at this hart's `HartLocal` (see `current`), whose
+    // `preempt_disabled` word is at `HART_PREEMPT_DISABLED_OFFSET` (its `offset_of!`);
+    // only this hart writes it (see above). The asm touches nothing else.
+    unsafe {
+        core::arch::asm!(
+            "ld {depth}, {offset}(tp)",
+            "addi {depth}, {depth}, {delta}",
+            "sd {depth}, {offset}(tp)",
+            depth = out(reg) _,
+            offset = const HART_PREEMPT_DISABLED_OFFSET,
+            delta = const DELTA,
+            options(nostack, preserves_flags),
+        );
     }
 }
