@@ -10,8 +10,9 @@
 //!
 //! Features:
 //! - lock-free raise: the binding set is an immutable plan read with one load and
-//!   reclaimed after a grace period (QSBR read-copy-update, module `rcu`, the crate's only
-//!   `unsafe`); no lock is held across a handler;
+//!   reclaimed after a grace period (QSBR read-copy-update, module `rcu`, most of the
+//!   crate's `unsafe`; the rest is the single bounded binding's hand-off to the bounded
+//!   executor, `BoundedExecutor::run_bounded_raw`); no lock is held across a handler;
 //! - single-binding fast path (one sync, unguarded binding: a load, a health check, a
 //!   tail call into a per-handler wrapper that counts the invocation and inlines the
 //!   handler), also taken after the index lookup when it leaves one such candidate;

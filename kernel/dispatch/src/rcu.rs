@@ -1,5 +1,6 @@
 //! Read-copy-update with quiescent-state-based reclamation (QSBR): the dispatcher's
-//! snapshot cell, and the only `unsafe` code in the crate.
+//! snapshot cell, and most of the crate's `unsafe` code (the rest: the single bounded
+//! binding's frame handed to the bounded executor, `binding::run_bounded_frame`).
 //!
 //! Design: an [`Rcu<T>`] holds a pointer to the current value. Readers load it (one
 //! acquire load, no atomic read-modify-write, nothing to undo afterwards — which is what
