@@ -363,22 +363,14 @@ pub enum Abort {
 pub fn run_bounded<F: FnOnce() -> R, R>(deadline: u64, f: F) -> Result<R, Abort> {
     // Everything an abort must put back is saved by `bounded_call` in the point.
     let mut state = BoundedState { function: core::mem::ManuallyDrop::new(f), result: core::mem::MaybeUninit::uninit() };
-    // Filled by `bounded_call` before anything reads it.
-    let mut point = core::mem::MaybeUninit::<RecoveryPoint>::uninit();
-    // SAFETY: `point` and `state` outlive the call; `call_bounded_closure::<F, R>` matches
-    // the type of `state`. `bounded_call` saves/restores every callee-saved register, so on
-    // both return paths the Rust ABI's register contract holds.
-    let aborted = unsafe { bounded_call(point.as_mut_ptr(), deadline, call_bounded_closure::<F, R>, (&raw mut state).cast::<u8>()) };
-    if aborted == 0 {
-        // After an abort the closure's captures are leaked, as the module documentation
-        // says (it may or may not have been taken), and so is a result written just before
-        // a deadline aborted the call on its way out.
-        // SAFETY: returned normally: `call_bounded_closure` ran to its end, result written.
-        return Ok(unsafe { state.result.assume_init() });
-    }
-    // SAFETY: `bounded_call` wrote every field of the point before calling the closure,
-    // and nothing writes it after the landing.
-    Err(settle_abort(unsafe { point.assume_init_ref() }))
+    // SAFETY: `call_bounded_closure::<F, R>` is made for `state`'s type, and `state` is
+    // live and used by nothing else until the call returns; the closure is taken once.
+    unsafe { run_bounded_raw(deadline, call_bounded_closure::<F, R>, (&raw mut state).cast::<u8>()) }?;
+    // After an abort the closure's captures are leaked, as the module documentation says
+    // (it may or may not have been taken), and so is a result written just before a
+    // deadline aborted the call on its way out.
+    // SAFETY: returned normally: `call_bounded_closure` ran to its end, result written.
+    Ok(unsafe { state.result.assume_init() })
 }
 
 /// [`run_bounded`] of a plain function: calls `function(data)` once until it returns,
