@@ -167,7 +167,15 @@ where
         // An executor that claims success without calling the function is a platform bug:
         // the outcome it leaves is a fault rather than an invented result.
         let mut frame = BoundedFrame { handler: &*self.0, args, outcome: Err(HandlerFault::Unavailable) };
-        let outcome = table.run_bounded_raw(binding, account, run_bounded_frame::<A, R, H>, (&raw mut frame).cast::<u8>()).and(frame.outcome);
+        // SAFETY: `run_bounded_frame::<A, R, H>` is made for `frame`'s type, and `frame` is
+        // live and used by nothing else until the executor returns.
+        let ran = unsafe { table.run_bounded_raw(binding, account, run_bounded_frame::<A, R, H>, (&raw mut frame).cast::<u8>()) };
+        // The outcome is read only if the function returned: an abort may have left it
+        // half written.
+        let outcome = match ran {
+            Ok(()) => frame.outcome,
+            Err(fault) => Err(fault),
+        };
         table.finish_single_bounded(binding, outcome, args)
     }
 }

@@ -76,9 +76,15 @@ pub trait BoundedExecutor: Send + Sync {
         function: unsafe extern "C" fn(*mut u8),
         data: *mut u8,
     ) -> Result<(), HandlerFault> {
+        // At most one call, whatever `run_bounded` does with the body.
+        let mut called = false;
         let mut body = || {
-            // SAFETY: the caller's contract: one call, here, while `data` is live.
-            unsafe { function(data) };
+            if !called {
+                called = true;
+                // SAFETY: the caller's contract: one call, here, while `data` is live (the
+                // flag keeps it to one).
+                unsafe { function(data) };
+            }
             Ok(())
         };
         match spent {

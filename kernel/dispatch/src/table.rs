@@ -476,7 +476,7 @@ impl<A: EventRecord, R: EventRecord> EventTable<A, R> {
     ///
     /// A valid result is returned here, without `settle` (the success clears a fault streak
     /// another hart may have begun meanwhile: one load and test). A rejected result or a
-    /// fault goes to [`Self::reject_single_bounded`], out of line.
+    /// fault goes to [`Self::fault_contribution`], out of line.
     #[inline]
     pub(crate) fn finish_single_bounded(&self, binding: &BindingCore<A, R>, outcome: Result<R, HandlerFault>, args: &A) -> R {
         match outcome {
@@ -486,19 +486,10 @@ impl<A: EventRecord, R: EventRecord> EventTable<A, R> {
                     binding.record_success();
                     result
                 }
-                Err(rejection) => self.reject_single_bounded(binding, Fault::InvalidResult(rejection), args),
+                Err(rejection) => self.fault_contribution(binding, Fault::InvalidResult(rejection), args),
             },
-            Err(fault) => self.reject_single_bounded(binding, Fault::Handler(fault), args),
+            Err(fault) => self.fault_contribution(binding, Fault::Handler(fault), args),
         }
-    }
-
-    /// The single bounded binding's result was rejected or its handler faulted: records the
-    /// fault and answers with the default.
-    #[cold]
-    #[inline(never)]
-    fn reject_single_bounded(&self, binding: &BindingCore<A, R>, fault: Fault, args: &A) -> R {
-        binding.record_fault(fault, self.breaker_threshold);
-        self.primary.default_result(args)
     }
 
     /// Runs a handler under the platform's bounded executor (the general path's way).
@@ -508,10 +499,10 @@ impl<A: EventRecord, R: EventRecord> EventTable<A, R> {
 
     /// Runs `invoke` (the binding's handler) under the platform's bounded executor with the
     /// binding's budget, adding the instructions it took to the binding's counter if
-    /// `account`. Inlined, so the single-bounded path (`ErasedHandler::raise_bounded`)
-    /// calls its concrete handler directly.
+    /// `account` (the general path's way; the single bounded binding's raise hands the
+    /// executor a function instead, [`Self::run_bounded_raw`]).
     #[inline(always)]
-    pub(crate) fn run_bounded_with(&self, binding: &BindingCore<A, R>, account: bool, mut invoke: impl FnMut() -> Result<R, HandlerFault>) -> Result<R, HandlerFault> {
+    fn run_bounded_with(&self, binding: &BindingCore<A, R>, account: bool, mut invoke: impl FnMut() -> Result<R, HandlerFault>) -> Result<R, HandlerFault> {
         // Installation refuses bounded bindings when there is no executor.
         let Some(executor) = self.platform.bounded_executor else {
             return Err(HandlerFault::Unavailable);
@@ -538,14 +529,18 @@ impl<A: EventRecord, R: EventRecord> EventTable<A, R> {
     /// `ErasedHandler::raise_bounded`) under the platform's bounded executor with the
     /// binding's budget, adding the instructions it took to the binding's counter if
     /// `account`.
+    ///
+    /// # Safety
+    ///
+    /// Calling `function(data)` once, on this hart, before this returns, must be sound.
     #[inline(always)]
-    pub(crate) fn run_bounded_raw(&self, binding: &BindingCore<A, R>, account: bool, function: unsafe extern "C" fn(*mut u8), data: *mut u8) -> Result<(), HandlerFault> {
+    pub(crate) unsafe fn run_bounded_raw(&self, binding: &BindingCore<A, R>, account: bool, function: unsafe extern "C" fn(*mut u8), data: *mut u8) -> Result<(), HandlerFault> {
         // Installation refuses bounded bindings when there is no executor.
         let Some(executor) = self.platform.bounded_executor else {
             return Err(HandlerFault::Unavailable);
         };
         let mut spent = 0;
-        // SAFETY: the caller passes the function made for `data`'s type and its live frame.
+        // SAFETY: this function's own contract, passed on.
         let outcome = unsafe { executor.run_bounded_raw(binding.budget, binding.prepared_budget, self.platform.instruction_counter, account.then_some(&mut spent), function, data) };
         if account {
             binding.counters.instructions.fetch_add(spent, Ordering::Relaxed);
