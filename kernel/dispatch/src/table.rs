@@ -492,24 +492,18 @@ impl<A: EventRecord, R: EventRecord> EventTable<A, R> {
         }
     }
 
-    /// Runs a handler under the platform's bounded executor (the general path's way).
+    /// Runs a binding's handler under the platform's bounded executor with its budget,
+    /// adding the instructions it took to the binding's counter if `account` (the general
+    /// path's way; the single bounded binding's raise hands the executor a function
+    /// instead, [`Self::run_bounded_raw`]).
     fn run_bounded(&self, binding: &BindingCore<A, R>, args: &A, account: bool) -> Result<R, HandlerFault> {
-        self.run_bounded_with(binding, account, || binding.handler.invoke(args))
-    }
-
-    /// Runs `invoke` (the binding's handler) under the platform's bounded executor with the
-    /// binding's budget, adding the instructions it took to the binding's counter if
-    /// `account` (the general path's way; the single bounded binding's raise hands the
-    /// executor a function instead, [`Self::run_bounded_raw`]).
-    #[inline(always)]
-    fn run_bounded_with(&self, binding: &BindingCore<A, R>, account: bool, mut invoke: impl FnMut() -> Result<R, HandlerFault>) -> Result<R, HandlerFault> {
         // Installation refuses bounded bindings when there is no executor.
         let Some(executor) = self.platform.bounded_executor else {
             return Err(HandlerFault::Unavailable);
         };
         let mut result = None;
         let mut body = || {
-            result = Some(invoke()?);
+            result = Some(binding.handler.invoke(args)?);
             Ok(())
         };
         let outcome = if account {
