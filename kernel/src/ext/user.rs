@@ -425,8 +425,10 @@ fn upcall(
         Syscall::KernelFunction => Some(kernel_function(domains, view, arguments)),
         _ => None,
     };
-    // Nested inside the dispatcher's bounded call (its deadline applies), so that an
-    // overrun lands in `migrate::call`, which switches the address space back first.
+    // Inside the dispatcher's bounded call, whose deadline applies and whose recovery point
+    // the call marks: an overrun or a fault on the handler's behalf aborts that call, and
+    // its abort path switches the address space back (`recovery::mark_migration`). The
+    // `serving` guard is leaked then, which keeps every later upcall out (`end`).
     let returned = migrate::call(view, &mut serving.context, u64::MAX, Syscall::UpcallReturn, &mut answer);
     match returned {
         Ok([0, words @ ..]) => Ok(words.map(|word| word as u64)),

@@ -31,6 +31,7 @@ pub static TESTS: &[KernelTest] = &[
     KernelTest { name: "proc::store_to_a_protected_page_faults", run: store_to_a_protected_page_faults },
     KernelTest { name: "proc::spsh_runs_script_input", run: spsh_runs_script_input },
     KernelTest { name: "proc::events_listing_is_the_consoles", run: events_listing_is_the_consoles },
+    KernelTest { name: "proc::floating_point_registers_are_each_processs_own", run: floating_point_registers_are_each_processs_own },
 ];
 
 fn start_with(command_line: &str, grants: Grants) -> Result<Arc<Process>, String> {
@@ -132,6 +133,12 @@ fn fault_kills_only_the_process() -> TestResult {
         let report = process.fault().ok_or("no fault was recorded")?;
         ensure!(report.cause == TrapCause::Exception(cause) && report.stval == address, "{command_line:?}: {}", proc::describe_fault(&report));
     }
+    // An illegal instruction: lazy floating point retries it once with the unit on, then
+    // it is reported as what it is.
+    let (process, status) = run("fault illegal")?;
+    ensure!(status == ExitStatus::Killed(KillCause::Fault), "\"fault illegal\" ended {status}");
+    let report = process.fault().ok_or("no fault was recorded for the illegal instruction")?;
+    ensure!(report.cause == TrapCause::Exception(Exception::IllegalInstruction), "\"fault illegal\": {}", proc::describe_fault(&report));
     // The kernel carries on: another process runs normally.
     let (_, status) = run("hello")?;
     ensure!(status == ExitStatus::Exited(0), "hello after the fault ended {status}");
@@ -257,5 +264,21 @@ fn events_listing_is_the_consoles() -> TestResult {
     // one line saying what budgets and counters mean.
     ensure!(text.starts_with("clock "), "the listing does not say what the clock is: {text:?}");
     ensure!(text.lines().count() == expected.lines().count() + 1, "the listing differs from the events' own text");
+    Ok(())
+}
+
+/// Lazy floating-point switching (`arch::user`): two `fptest` processes each find every
+/// f-register zero when they first touch the unit (nothing of the kernel's or the other's
+/// state), then keep their own patterns across 200 yields that switch between them; a
+/// third, started after both used the unit, again finds zeros.
+fn floating_point_registers_are_each_processs_own() -> TestResult {
+    let first = start("fptest 1 200")?;
+    let second = start("fptest 2 200")?;
+    for process in [&first, &second] {
+        let status = wait_for(process)?;
+        ensure!(status == ExitStatus::Exited(0), "fptest (pid {}) ended {status} (its console lines say what differed)", process.pid());
+    }
+    let (_, status) = run("fptest 3 1")?;
+    ensure!(status == ExitStatus::Exited(0), "a third fptest ended {status}");
     Ok(())
 }

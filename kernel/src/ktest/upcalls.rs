@@ -86,9 +86,14 @@ fn user_contained(key: u64, reason: &str) -> TestResult {
     let frames_before = crate::mm::frame::stats();
     ext::load("faulty", ext::Preference::User).map_err(text)?;
     let pid = serving_pid("faulty").ok_or("no serving process")?;
+    let (satp, interrupts) = (crate::arch::csr::satp(), crate::arch::csr::interrupts_enabled());
     let outcome = check_contained(key, reason);
+    // An overrun aborts the dispatcher's bounded call in the middle of the upcall; its
+    // abort path must have switched back to this strand's space and interrupt state.
+    let after = (crate::arch::csr::satp(), crate::arch::csr::interrupts_enabled());
     let unloaded = ext::unload("faulty");
     outcome?;
+    ensure!(after == (satp, interrupts), "after the contained upcall: satp {:#x}, interrupts {} (before: {satp:#x}, {interrupts})", after.0, after.1);
     unloaded.map_err(text)?;
     // Containment ended the serving: the process exits by itself.
     wait_until_gone(pid)?;

@@ -25,7 +25,7 @@ use spindle_service_vm::AccessKind;
 
 use super::SpaceView;
 use crate::arch::csr;
-use crate::arch::recovery::{Abort, run_bounded};
+use crate::arch::recovery::{Abort, mark_migration, run_bounded, unmark_migration};
 use crate::arch::trap::{Exception, TrapCause};
 use crate::arch::user::{UserContext, reg};
 use crate::sched;
@@ -59,6 +59,13 @@ pub enum CallFault {
 /// `a0`..`a4`. `deadline` is a `time` value (`u64::MAX`: only an enclosing bounded call's
 /// deadline applies). `answer` handles the target's other system calls (number,
 /// arguments) → `Some(result)`, or `None` for `WrongState`.
+///
+/// With `deadline == u64::MAX` inside a bounded call (an upcall from the dispatcher), the
+/// call arms no recovery point of its own: it marks the enclosing call's
+/// (`recovery::mark_migration`), whose abort path then switches back and restores the
+/// interrupt state, and an overrun or a fault on the target's behalf is that call's abort
+/// (the dispatcher reports it for the binding). Otherwise it runs under its own
+/// `run_bounded` and reports them as [`CallFault`]s.
 pub fn call(
     view: &SpaceView,
     context: &mut UserContext,
@@ -67,9 +74,24 @@ pub fn call(
     answer: &mut dyn FnMut(Syscall, [usize; 6]) -> Option<Result<usize, Error>>,
 ) -> Result<[usize; 5], CallFault> {
     let interrupts_were_on = csr::interrupts_enabled();
+    // Off from the switch to the mark, so no abort can fall between them (`run` keeps them
+    // off except where it lets an interrupt in).
+    csr::disable_interrupts();
     let previous = sched::replace_address_space(view.root_address());
-    let outcome = run_bounded(deadline, || run(view, context, return_call, answer));
-    sched::replace_address_space(previous);
+    let mark = if deadline == u64::MAX { mark_migration(previous, interrupts_were_on) } else { None };
+    let outcome = match mark {
+        Some(mark) => {
+            let result = run(view, context, return_call, answer);
+            sched::replace_address_space(previous);
+            unmark_migration(mark);
+            Ok(result)
+        }
+        None => {
+            let outcome = run_bounded(deadline, || run(view, context, return_call, answer));
+            sched::replace_address_space(previous);
+            outcome
+        }
+    };
     // U-mode returns to the kernel with interrupts off (`UserContext::run`): give the
     // caller back the state it called with, or its later budgets could not be enforced.
     if interrupts_were_on {

@@ -1,5 +1,5 @@
-//! `fault [stack | panic | protect | load ADDRESS | store ADDRESS]`: misbehaves on
-//! purpose, to show that the kernel contains it.
+//! `fault [stack | panic | protect | illegal | load ADDRESS | store ADDRESS]`: misbehaves
+//! on purpose, to show that the kernel contains it.
 //!
 //! - `stack` (default): recurses until the stack runs into its unmapped guard page — a
 //!   store to an address the program does not own, in safe Rust. The kernel kills the
@@ -8,6 +8,10 @@
 //! - `protect`: maps a page, writes it (so the TLB may hold a writable translation),
 //!   makes it read-only with `protect`, reads it back, then stores to it: the store must
 //!   fault (the kernel rewrote the leaf and flushed the TLB).
+//! - `illegal`: runs `unimp`, an illegal instruction. The process has not used the
+//!   floating-point unit, so the kernel's first answer is to turn the unit on and retry
+//!   (lazy switching); the instruction traps again and the process is killed with the
+//!   illegal-instruction cause.
 //! - `load ADDRESS` / `store ADDRESS` (hex with `0x`, or decimal): reads or writes one
 //!   word at ADDRESS — kernel memory (no U bit), an unmapped page, or the program's own
 //!   read-only text (W^X) all end the process with a page fault at ADDRESS.
@@ -31,6 +35,12 @@ fn main(arguments: &Arguments) -> i32 {
         }
         ("panic", _) => panic!("fault: a deliberate panic"),
         ("protect", _) => store_to_read_only(pid),
+        ("illegal", _) => {
+            println!("fault: pid {pid} runs an illegal instruction");
+            raw::illegal();
+            println!("fault: the illegal instruction completed");
+            1
+        }
         ("load", Some(address)) => {
             println!("fault: pid {pid} loads from {address:#x}");
             let value = raw::load(address);
@@ -44,7 +54,7 @@ fn main(arguments: &Arguments) -> i32 {
             1
         }
         _ => {
-            println!("fault: usage: fault [stack | panic | protect | load ADDRESS | store ADDRESS]");
+            println!("fault: usage: fault [stack | panic | protect | illegal | load ADDRESS | store ADDRESS]");
             2
         }
     }
@@ -99,6 +109,13 @@ mod raw {
         // not own, so that the hardware refuses it and the kernel ends the process before
         // the value is used. `read_volatile` keeps the access from being optimised away.
         unsafe { (address as *const u64).read_volatile() }
+    }
+
+    /// Runs `unimp`, which no RISC-V hart executes.
+    pub fn illegal() {
+        // SAFETY: none in Rust's terms — the instruction is meant to trap, and the kernel
+        // ends the process there; it touches no memory and no register.
+        unsafe { core::arch::asm!("unimp", options(nomem, nostack)) }
     }
 
     /// Writes a word at `address`.

@@ -13,6 +13,8 @@ pub const SSTATUS_SPP: usize = 1 << 8;
 pub const SSTATUS_FS_MASK: usize = 3 << 13;
 /// `sstatus.FS = Initial`: the FPU is on and clean.
 pub const SSTATUS_FS_INITIAL: usize = 1 << 13;
+/// `sstatus.FS = Dirty`: the FPU is on and its state may differ from the saved one.
+pub const SSTATUS_FS_DIRTY: usize = 3 << 13;
 /// `sstatus.SUM`: S-mode may access user pages.
 pub const SSTATUS_SUM: usize = 1 << 18;
 /// `scounteren` bits letting U-mode read `cycle` (CY), `time` (TM) and `instret` (IR).

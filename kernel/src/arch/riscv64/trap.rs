@@ -11,9 +11,11 @@
 //!   (a kernel stack overflow into the guard page) is moved to the hart's emergency stack
 //!   so that it can still be reported. Registers are restored from the (possibly
 //!   modified) frame on return, which is how fault recovery redirects execution.
-//! - **From U-mode**: the vector saves every user register (integer and floating point),
-//!   `sepc`, `sstatus`, `scause` and `stval` into the user context, clears `sscratch`,
-//!   restores the kernel registers (`sp`, `tp`, …) that
+//! - **From U-mode**: the vector saves every user integer register, `sepc`, `sstatus`,
+//!   `scause` and `stval` into the user context, clears `sscratch`, turns the kernel's
+//!   floating-point unit back on, saves the user's floating-point registers if the context
+//!   uses the unit (lazy switching, see `super::user`), restores the kernel registers
+//!   (`sp`, `tp`, …) that
 //!   [`UserContext::run`](super::user::UserContext::run) saved there and returns from
 //!   `run`: the process's strand handles the trap in Rust (see `super::user`).
 //!
@@ -25,7 +27,7 @@ use core::sync::atomic::Ordering;
 
 use super::hart::{self, HART_EMERGENCY_STACK_OFFSET, HART_STACK_BOTTOM_OFFSET};
 use super::user::{
-    FCSR_OFFSET, FLOAT_OFFSET, KERNEL_FLOAT_OFFSET, KERNEL_OFFSET, PC_OFFSET, REGISTERS_OFFSET, SCAUSE_OFFSET,
+    FCSR_OFFSET, FLOAT_OFFSET, FLOAT_USED_OFFSET, KERNEL_FLOAT_OFFSET, KERNEL_FS_OFFSET, KERNEL_OFFSET, PC_OFFSET, REGISTERS_OFFSET, SCAUSE_OFFSET,
     SSTATUS_OFFSET, STVAL_OFFSET,
 };
 
@@ -204,6 +206,12 @@ core::arch::global_asm!(
     "    sd t1, {scause}(t0)",
     "    csrr t1, stval",
     "    sd t1, {stval}(t0)",
+    // The kernel's floating-point bits back on (U-mode ran with the unit off unless the
+    // context uses it), then the unit's registers only for a context that uses it.
+    "    ld t1, {kernel_fs}(t0)",
+    "    csrs sstatus, t1",
+    "    ld t2, {float_used}(t0)",
+    "    beqz t2, 5f",
     "    fsd f0, {float}+0*8(t0)",
     "    fsd f1, {float}+1*8(t0)",
     "    fsd f2, {float}+2*8(t0)",
@@ -238,6 +246,7 @@ core::arch::global_asm!(
     "    fsd f31, {float}+31*8(t0)",
     "    frcsr t1",
     "    sd t1, {fcsr}(t0)",
+    "5:",
     // Back to the kernel side of UserContext::run, which returns to its caller.
     "    ld ra, {kernel}+0*8(t0)",
     "    ld sp, {kernel}+1*8(t0)",
@@ -255,6 +264,7 @@ core::arch::global_asm!(
     "    ld s9, {kernel}+13*8(t0)",
     "    ld s10, {kernel}+14*8(t0)",
     "    ld s11, {kernel}+15*8(t0)",
+    "    beqz t2, 6f",
     "    fld fs0, {kernel_float}+0*8(t0)",
     "    fld fs1, {kernel_float}+1*8(t0)",
     "    fld fs2, {kernel_float}+2*8(t0)",
@@ -267,6 +277,7 @@ core::arch::global_asm!(
     "    fld fs9, {kernel_float}+9*8(t0)",
     "    fld fs10, {kernel_float}+10*8(t0)",
     "    fld fs11, {kernel_float}+11*8(t0)",
+    "6:",
     "    ret",
     ".option pop",
     frame = const TRAP_FRAME_SIZE,
@@ -282,6 +293,8 @@ core::arch::global_asm!(
     fcsr = const FCSR_OFFSET,
     kernel = const KERNEL_OFFSET,
     kernel_float = const KERNEL_FLOAT_OFFSET,
+    float_used = const FLOAT_USED_OFFSET,
+    kernel_fs = const KERNEL_FS_OFFSET,
 );
 
 /// A decoded trap cause.

@@ -17,12 +17,23 @@
 //! User code can reach only pages with the U bit of the active page table: running
 //! arbitrary user registers is safe for the kernel.
 //!
-//! Limitations: floating-point registers are saved and restored on every trap (no lazy
-//! switching by `sstatus.FS`); one context per process (single-threaded processes).
+//! **Floating point is switched lazily.** A context starts with the unit off in U-mode
+//! (`sstatus.FS = Off`), and while it is off `run` neither saves the kernel's `fs0`–`fs11`
+//! nor loads the user's `f0`–`f31`, and the trap vector saves none of them: U-mode cannot
+//! touch a floating-point register then, so the kernel's stay intact and nothing of the
+//! kernel's or another context's state can be read. The context's first floating-point
+//! instruction traps as illegal; `run` then marks the context as using the unit and runs
+//! the instruction again, now with every register (zero at first) switched on every entry
+//! and trap, as before. Most user code (upcall handlers, the test programs) never uses the
+//! unit and so never pays for its 66 registers.
+//!
+//! Limitations: a context that has used the unit once switches all of it on every trap
+//! (no saving only when `sstatus.FS` says dirty); one context per process
+//! (single-threaded processes).
 
 use core::fmt;
 
-use super::csr::{self, SSTATUS_SIE, SSTATUS_SPIE, SSTATUS_SPP, SSTATUS_SUM};
+use super::csr::{self, SSTATUS_FS_DIRTY, SSTATUS_FS_MASK, SSTATUS_SIE, SSTATUS_SPIE, SSTATUS_SPP, SSTATUS_SUM};
 use super::trap::{FaultReport, TrapCause};
 
 /// Words of [`UserContext`] before each part (the assembly's offsets, checked below).
@@ -35,6 +46,8 @@ const FLOAT_WORD: usize = 36;
 const FCSR_WORD: usize = 68;
 const KERNEL_WORD: usize = 69;
 const KERNEL_FLOAT_WORD: usize = 85;
+const FLOAT_USED_WORD: usize = 97;
+const KERNEL_FS_WORD: usize = 98;
 
 /// Byte offset of the user's `x0`..`x31` in a [`UserContext`].
 pub(super) const REGISTERS_OFFSET: usize = REGISTERS_WORD * 8;
@@ -54,6 +67,10 @@ pub(super) const FCSR_OFFSET: usize = FCSR_WORD * 8;
 pub(super) const KERNEL_OFFSET: usize = KERNEL_WORD * 8;
 /// Byte offset of the kernel's `fs0`..`fs11`.
 pub(super) const KERNEL_FLOAT_OFFSET: usize = KERNEL_FLOAT_WORD * 8;
+/// Byte offset of the flag "this context uses the floating-point unit" (nonzero: yes).
+pub(super) const FLOAT_USED_OFFSET: usize = FLOAT_USED_WORD * 8;
+/// Byte offset of the kernel's `sstatus.FS` bits, which the trap vector puts back.
+pub(super) const KERNEL_FS_OFFSET: usize = KERNEL_FS_WORD * 8;
 
 /// The U-mode state of one process while the kernel runs, and the kernel state of its
 /// strand while U-mode runs.
@@ -75,8 +92,13 @@ pub struct UserContext {
     fcsr: usize,
     /// Kernel `ra`, `sp`, `gp`, `tp`, `s0`..`s11`, saved by `run`.
     kernel: [usize; 16],
-    /// Kernel `fs0`..`fs11`, saved by `run`.
+    /// Kernel `fs0`..`fs11`, saved by `run` (only when `float_used`).
     kernel_float: [u64; 12],
+    /// Nonzero once U-mode has used the floating-point unit: from then on `f0`..`f31` and
+    /// `fcsr` are switched on every entry and trap; until then the unit is off in U-mode.
+    float_used: usize,
+    /// The kernel's `sstatus.FS` bits when `run` entered U-mode (put back at the trap).
+    kernel_fs: usize,
 }
 
 const _: () = {
@@ -89,6 +111,8 @@ const _: () = {
     assert!(core::mem::offset_of!(UserContext, fcsr) == FCSR_OFFSET);
     assert!(core::mem::offset_of!(UserContext, kernel) == KERNEL_OFFSET);
     assert!(core::mem::offset_of!(UserContext, kernel_float) == KERNEL_FLOAT_OFFSET);
+    assert!(core::mem::offset_of!(UserContext, float_used) == FLOAT_USED_OFFSET);
+    assert!(core::mem::offset_of!(UserContext, kernel_fs) == KERNEL_FS_OFFSET);
 };
 
 core::arch::global_asm!(
@@ -116,6 +140,10 @@ core::arch::global_asm!(
     "    sd s9, {kernel}+13*8(a0)",
     "    sd s10, {kernel}+14*8(a0)",
     "    sd s11, {kernel}+15*8(a0)",
+    // Without the unit in U-mode, its registers are neither saved nor loaded (`run`
+    // entered U-mode with FS = Off then, so user code cannot touch them).
+    "    ld t1, {float_used}(a0)",
+    "    beqz t1, 1f",
     "    fsd fs0, {kernel_float}+0*8(a0)",
     "    fsd fs1, {kernel_float}+1*8(a0)",
     "    fsd fs2, {kernel_float}+2*8(a0)",
@@ -128,6 +156,7 @@ core::arch::global_asm!(
     "    fsd fs9, {kernel_float}+9*8(a0)",
     "    fsd fs10, {kernel_float}+10*8(a0)",
     "    fsd fs11, {kernel_float}+11*8(a0)",
+    "1:",
     // From here until sret, a trap would be taken as coming from U-mode: interrupts are
     // off (the caller's contract) and nothing below can fault (the context is kernel heap).
     "    csrw sscratch, a0",
@@ -135,6 +164,7 @@ core::arch::global_asm!(
     "    csrw sepc, t0",
     "    ld t0, {sstatus}(a0)",
     "    csrw sstatus, t0",
+    "    beqz t1, 2f",
     "    fld f0, {float}+0*8(a0)",
     "    fld f1, {float}+1*8(a0)",
     "    fld f2, {float}+2*8(a0)",
@@ -169,6 +199,7 @@ core::arch::global_asm!(
     "    fld f31, {float}+31*8(a0)",
     "    ld t0, {fcsr}(a0)",
     "    fscsr t0",
+    "2:",
     "    ld x1, {registers}+1*8(a0)",
     "    ld x2, {registers}+2*8(a0)",
     "    ld x3, {registers}+3*8(a0)",
@@ -209,6 +240,7 @@ core::arch::global_asm!(
     fcsr = const FCSR_OFFSET,
     kernel = const KERNEL_OFFSET,
     kernel_float = const KERNEL_FLOAT_OFFSET,
+    float_used = const FLOAT_USED_OFFSET,
 );
 
 unsafe extern "C" {
@@ -248,6 +280,8 @@ impl UserContext {
             fcsr: 0,
             kernel: [0; 16],
             kernel_float: [0; 12],
+            float_used: 0,
+            kernel_fs: 0,
         }
     }
 
@@ -258,15 +292,36 @@ impl UserContext {
     /// pages with the U bit); the caller activates the process's before calling this.
     pub fn run(&mut self) {
         csr::disable_interrupts();
-        // U-mode after sret, interrupts on there (and off again when it traps), no
-        // supervisor access to user memory. Floating point and the rest stay as they are.
-        self.sstatus = (csr::sstatus() & !(SSTATUS_SPP | SSTATUS_SIE | SSTATUS_SUM)) | SSTATUS_SPIE;
-        // Interrupts are off, so nothing traps between setting sscratch and sret; the entry
-        // code saves, and the trap vector restores, every callee-saved register, sp, gp, tp.
-        // SAFETY: `self` is live and exclusively borrowed for the whole call (the vector
-        // writes it only until `run` returns); the sstatus above makes `sret` enter U-mode,
-        // where the code can touch only user pages.
-        unsafe { spindle_enter_user(self) };
+        let kernel = csr::sstatus();
+        self.kernel_fs = kernel & SSTATUS_FS_MASK;
+        loop {
+            // U-mode after sret, interrupts on there (and off again when it traps), no
+            // supervisor access to user memory, the floating-point unit on only for a
+            // context that uses it (module documentation). The rest stays as it is.
+            let floating_point = if self.float_used != 0 { SSTATUS_FS_DIRTY } else { 0 };
+            self.sstatus = (kernel & !(SSTATUS_SPP | SSTATUS_SIE | SSTATUS_SUM | SSTATUS_FS_MASK)) | SSTATUS_SPIE | floating_point;
+            // Interrupts are off, so nothing traps between setting sscratch and sret; the
+            // entry code saves, and the trap vector restores, every callee-saved register,
+            // sp, gp, tp (and fs0–fs11 whenever U-mode may touch them).
+            // SAFETY: `self` is live and exclusively borrowed for the whole call (the vector
+            // writes it only until `run` returns); the sstatus above makes `sret` enter
+            // U-mode, where the code can touch only user pages.
+            unsafe { spindle_enter_user(self) };
+            // The first floating-point instruction of a context without the unit: turn it
+            // on (registers zero at first) and run the instruction again. An instruction
+            // illegal for another reason traps again and is reported then.
+            if self.float_used == 0 && self.cause() == TrapCause::Exception(super::trap::Exception::IllegalInstruction) {
+                self.float_used = 1;
+                continue;
+            }
+            return;
+        }
+    }
+
+    /// Whether U-mode has used the floating-point unit in this context (introspection and
+    /// tests: a context that never does never pays for switching its registers).
+    pub fn uses_floating_point(&self) -> bool {
+        self.float_used != 0
     }
 
     /// Sets up a call into user code: the next [`Self::run`] starts at `entry` with the
