@@ -24,7 +24,7 @@
 pub mod glue {
     use crate::user::call;
     use spindle_abi::extension::{ExtensionDecl, RecordBuffer};
-    use spindle_abi::native::{BindingInfo, binding_info, invoke};
+    use spindle_abi::native::{BindingInfo, ErrorCode, binding_info, invoke, invoke_words};
     use spindle_abi::syscall::{Error, KERNEL_FUNCTION_WORDS, MAX_UPCALL_BINDINGS, Syscall, UPCALL_RECORD_WORDS, UpcallRegistration};
 
     /// The signature of an upcall entry: binding index, argument size, result size and
@@ -63,22 +63,36 @@ pub mod glue {
     /// Runs one upcall: binding `index` of `declaration` on the argument words, then
     /// returns the result words (or the failure code) to the kernel.
     pub fn handle(declaration: &ExtensionDecl, index: usize, argument_size: usize, result_size: usize, words: [u64; UPCALL_RECORD_WORDS]) -> ! {
+        // The words are the records' little-endian bytes: a generated declaration decodes
+        // and encodes them as they are; a hand-written one goes through bytes.
+        let mut out = [0u64; UPCALL_RECORD_WORDS];
+        let argument_words = argument_size.div_ceil(8).min(UPCALL_RECORD_WORDS);
+        let result_words = result_size.div_ceil(8).min(UPCALL_RECORD_WORDS);
+        let outcome = match invoke_words(declaration, index, &words[..argument_words], &mut out[..result_words]) {
+            Some(outcome) => outcome,
+            None => invoke_bytes(declaration, index, argument_size, result_size, words, &mut out),
+        };
+        let code = match outcome {
+            Ok(()) => 0,
+            Err(error) => error as i32 as isize as usize,
+        };
+        upcall_return(code, out)
+    }
+
+    /// [`handle`]'s way for a declaration without [`invoke_words`]: through byte buffers.
+    fn invoke_bytes(declaration: &ExtensionDecl, index: usize, argument_size: usize, result_size: usize, words: [u64; UPCALL_RECORD_WORDS], out: &mut [u64; UPCALL_RECORD_WORDS]) -> Result<(), ErrorCode> {
         let mut arguments = RecordBuffer::<RECORD_BYTES>::default();
         for (chunk, word) in arguments.0.chunks_exact_mut(8).zip(words) {
             chunk.copy_from_slice(&word.to_le_bytes());
         }
         let mut result = RecordBuffer::<RECORD_BYTES>::default();
-        let code = match invoke(declaration, index, &arguments.0[..argument_size.min(RECORD_BYTES)], &mut result.0[..result_size.min(RECORD_BYTES)]) {
-            Ok(()) => 0,
-            Err(error) => error as i32 as isize as usize,
-        };
-        let mut out = [0u64; UPCALL_RECORD_WORDS];
+        let outcome = invoke(declaration, index, &arguments.0[..argument_size.min(RECORD_BYTES)], &mut result.0[..result_size.min(RECORD_BYTES)]);
         for (word, chunk) in out.iter_mut().zip(result.0.chunks_exact(8)) {
             let mut bytes = [0u8; 8];
             bytes.copy_from_slice(chunk);
             *word = u64::from_le_bytes(bytes);
         }
-        upcall_return(code, out)
+        outcome
     }
 
     /// Ends the running upcall with `code` (0: `words` hold the result record).

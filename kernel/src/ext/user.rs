@@ -44,7 +44,7 @@ use core::fmt;
 use core::marker::PhantomData;
 
 use spindle_abi::event::{Event, EventRecord};
-use spindle_abi::extension::{RecordBuffer, decode, encode};
+use spindle_abi::extension::{decode_words, encode_words};
 use spindle_abi::host::KERNEL_FUNCTIONS;
 use spindle_abi::native::BindingInfo;
 use spindle_abi::syscall::{Error, MAX_UPCALL_BINDINGS, MAX_UPCALL_MANIFEST, Syscall, UPCALL_RECORD_WORDS, UpcallRegistration};
@@ -371,20 +371,17 @@ struct UserHandler<A, R> {
 
 impl<A: EventRecord, R: EventRecord> Handler<A, R> for UserHandler<A, R> {
     fn invoke(&self, args: &A) -> Result<R, HandlerFault> {
-        let mut bytes = RecordBuffer::<RECORD_BYTES>::default();
-        encode(args, &mut bytes.0).map_err(|_| HandlerFault::MalformedResult)?;
-        let words: [u64; UPCALL_RECORD_WORDS] = core::array::from_fn(|index| word_at(&bytes.0, index));
+        // The records travel in registers as little-endian words, the layout of the bytes
+        // the glue's byte path reads (`spindle_abi::extension::encode_words`).
+        let mut words = [0u64; UPCALL_RECORD_WORDS];
+        encode_words(args, &mut words).map_err(|_| HandlerFault::MalformedResult)?;
         let _no_preemption = sched::no_preemption();
         // Busy (a nested raise from this extension's own upcall) or no longer served.
         let mut serving = self.user.serving.try_lock().ok_or(HandlerFault::Unavailable)?;
         let serving = serving.as_mut().ok_or(HandlerFault::Unavailable)?;
         let sizes = (core::mem::size_of::<A>(), core::mem::size_of::<R>());
         let result = upcall(serving, &self.user, self.index, sizes, words)?;
-        let mut out = RecordBuffer::<RECORD_BYTES>::default();
-        for (chunk, word) in out.0.chunks_exact_mut(8).zip(result) {
-            chunk.copy_from_slice(&word.to_le_bytes());
-        }
-        decode::<R>(&out.0[..sizes.1]).map_err(|_| HandlerFault::MalformedResult)
+        decode_words::<R>(&result).map_err(|_| HandlerFault::MalformedResult)
     }
 
     fn describe(&self) -> HandlerDescription {
@@ -401,12 +398,6 @@ impl<A: EventRecord, R: EventRecord> Handler<A, R> for UserHandler<A, R> {
             self.user.end(Ending::Contained);
         }
     }
-}
-
-fn word_at(bytes: &[u8; RECORD_BYTES], index: usize) -> u64 {
-    let mut word = [0u8; 8];
-    word.copy_from_slice(&bytes[index * 8..index * 8 + 8]);
-    u64::from_le_bytes(word)
 }
 
 /// Runs one upcall of binding `index` in `serving`'s address space on this strand.

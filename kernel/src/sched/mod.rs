@@ -281,6 +281,7 @@ pub fn sleep_ticks(ticks: u64) -> bool {
 pub fn set_address_space(root_address: usize) {
     csr::without_interrupts(|| {
         current().set_address_space(root_address);
+        hart::current().address_space.store(root_address, Ordering::Relaxed);
         crate::mm::kernel_space::activate(root_address);
     });
 }
@@ -305,11 +306,13 @@ pub fn current_process() -> u64 {
 /// [`set_address_space`] that also returns the current strand's previous address space
 /// (for code that runs briefly in another process's space on this strand: upcalls and
 /// cross-address-space calls, which put the previous one back the same way).
+///
+/// A few instructions and the `satp` write: the running strand's space is the hart's
+/// copy (`HartLocal::address_space`), which the scheduler saves in the strand when it
+/// switches away.
 pub fn replace_address_space(root_address: usize) -> usize {
     csr::without_interrupts(|| {
-        let strand = current();
-        let previous = strand.address_space();
-        strand.set_address_space(root_address);
+        let previous = hart::current().address_space.swap(root_address, Ordering::Relaxed);
         crate::mm::kernel_space::activate(root_address);
         previous
     })

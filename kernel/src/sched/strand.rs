@@ -54,8 +54,11 @@ struct CarriedHartState {
     budget_deadline: AtomicU64,
     budget_point: AtomicUsize,
     /// Physical address of the root page table the strand runs with (0: the kernel's);
-    /// a process's strand runs with its process's address space.
+    /// a process's strand runs with its process's address space. While the strand runs,
+    /// the hart's copy (`HartLocal::address_space`) is the one kept up to date.
     address_space: AtomicUsize,
+    /// The hart's `migration_point` (`arch::recovery::mark_migration`) while switched away.
+    migration_point: AtomicUsize,
     /// Id of the process the strand works for (0: the kernel).
     process: AtomicU64,
 }
@@ -241,6 +244,8 @@ impl Strand {
         self.carried.recovery_point.store(local.recovery_point.load(Ordering::Relaxed), Ordering::Relaxed);
         self.carried.budget_deadline.store(local.budget_deadline.load(Ordering::Relaxed), Ordering::Relaxed);
         self.carried.budget_point.store(local.budget_point.load(Ordering::Relaxed), Ordering::Relaxed);
+        self.carried.migration_point.store(local.migration_point.load(Ordering::Relaxed), Ordering::Relaxed);
+        self.carried.address_space.store(local.address_space.load(Ordering::Relaxed), Ordering::Relaxed);
     }
 
     pub(super) fn restore_hart_state(&self) {
@@ -250,18 +255,16 @@ impl Strand {
         local.budget_point.store(self.carried.budget_point.load(Ordering::Relaxed), Ordering::Relaxed);
         local.stack_bottom.store(self.stack_bottom, Ordering::Relaxed);
         local.process.store(self.carried.process.load(Ordering::Relaxed), Ordering::Relaxed);
-        crate::mm::kernel_space::activate(self.carried.address_space.load(Ordering::Relaxed));
+        local.migration_point.store(self.carried.migration_point.load(Ordering::Relaxed), Ordering::Relaxed);
+        let address_space = self.carried.address_space.load(Ordering::Relaxed);
+        local.address_space.store(address_space, Ordering::Relaxed);
+        crate::mm::kernel_space::activate(address_space);
     }
 
     /// Records the process this strand works for (0: the kernel); the caller updates the
     /// hart's copy if the strand is running.
     pub(super) fn set_process(&self, pid: u64) {
         self.carried.process.store(pid, Ordering::Relaxed);
-    }
-
-    /// The root page table this strand runs with (0: the kernel's).
-    pub(super) fn address_space(&self) -> usize {
-        self.carried.address_space.load(Ordering::Relaxed)
     }
 
     /// Records the root page table this strand runs with (0: the kernel's); the caller

@@ -52,6 +52,14 @@ pub struct HartLocal {
     /// the interpreter's work for one Wasm extension; cleared while a trap is handled and
     /// restored by an abort to the value its recovery point was armed with.
     pub heap_route: AtomicUsize,
+    /// Physical address of the root page table the running strand runs with (0: the
+    /// kernel's): the scheduler copies it from the strand when it switches to it and back
+    /// when it switches away, so a migrating call's switch there and back
+    /// (`sched::replace_address_space`) touches only this hart's state.
+    pub address_space: AtomicUsize,
+    /// The bounded call's recovery point whose abort must undo a migrating call made
+    /// inside it (switch back the address space), or 0 (`recovery::mark_migration`).
+    pub migration_point: AtomicUsize,
     /// `satp` writes on this hart (each with a full `sfence.vma`): the address-space
     /// switches the benchmark's modelled-cycles column prices.
     pub satp_writes: AtomicUsize,
@@ -107,6 +115,8 @@ impl HartLocal {
             tlb_flushes: AtomicUsize::new(0),
             pending_panic: AtomicUsize::new(0),
             heap_route: AtomicUsize::new(0),
+            address_space: AtomicUsize::new(0),
+            migration_point: AtomicUsize::new(0),
             process: AtomicU64::new(0),
         }
     }

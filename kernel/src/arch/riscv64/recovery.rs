@@ -48,16 +48,17 @@ pub struct RecoveryPoint {
     outer_deadline: u64,
     preemption_depth: usize,
     heap_route: usize,
-    /// Zero, or — while a migrating call made inside this bounded call runs in another
-    /// address space ([`mark_migration`]) — the root to go back to, with
-    /// [`MIGRATED`] and, if interrupts were on before it, [`MIGRATED_INTERRUPTS_ON`].
+    /// Valid only while the hart's `migration_point` names this point (so `bounded_call`
+    /// need not clear it): the root a migrating call made inside this bounded call must go
+    /// back to ([`mark_migration`]), with [`MIGRATED_INTERRUPTS_ON`] if interrupts were on
+    /// before it.
     migrated_from: usize,
+    /// Valid with `migrated_from`: the hart's `migration_point` before the mark.
+    outer_migration_point: usize,
 }
 
-/// [`RecoveryPoint::migrated_from`]: a migration is marked (roots are page-aligned, so
-/// the low bits are free).
-const MIGRATED: usize = 1 << 1;
-/// [`RecoveryPoint::migrated_from`]: interrupts were on before the migrating call.
+/// [`RecoveryPoint::migrated_from`]: interrupts were on before the migrating call (roots
+/// are page-aligned, so the low bits are free).
 const MIGRATED_INTERRUPTS_ON: usize = 1 << 0;
 
 const PREVIOUS_OFFSET: usize = 14 * 8;
@@ -65,7 +66,6 @@ const PREVIOUS_BUDGET_POINT_OFFSET: usize = 15 * 8;
 const OUTER_DEADLINE_OFFSET: usize = 16 * 8;
 const PREEMPTION_DEPTH_OFFSET: usize = 17 * 8;
 const HEAP_ROUTE_OFFSET: usize = 18 * 8;
-const MIGRATED_FROM_OFFSET: usize = 19 * 8;
 
 const _: () = {
     assert!(core::mem::offset_of!(RecoveryPoint, previous) == PREVIOUS_OFFSET);
@@ -73,7 +73,6 @@ const _: () = {
     assert!(core::mem::offset_of!(RecoveryPoint, outer_deadline) == OUTER_DEADLINE_OFFSET);
     assert!(core::mem::offset_of!(RecoveryPoint, preemption_depth) == PREEMPTION_DEPTH_OFFSET);
     assert!(core::mem::offset_of!(RecoveryPoint, heap_route) == HEAP_ROUTE_OFFSET);
-    assert!(core::mem::offset_of!(RecoveryPoint, migrated_from) == MIGRATED_FROM_OFFSET);
 };
 
 core::arch::global_asm!(
@@ -175,7 +174,6 @@ core::arch::global_asm!(
     "    sd t0, {depth}(a0)",
     "    ld t0, {route}(tp)",
     "    sd t0, {heap_route}(a0)",
-    "    sd zero, {migrated_from}(a0)",
     "    ld t0, {deadline}(tp)",
     "    sd t0, {outer_deadline}(a0)",
     // The effective deadline: the earlier of ours and a nonzero outer one.
@@ -235,7 +233,6 @@ core::arch::global_asm!(
     outer_deadline = const OUTER_DEADLINE_OFFSET,
     depth = const PREEMPTION_DEPTH_OFFSET,
     heap_route = const HEAP_ROUTE_OFFSET,
-    migrated_from = const MIGRATED_FROM_OFFSET,
     program_timer = sym arm_budget_timer,
     grace = const NESTED_EXIT_GRACE,
 );
@@ -432,8 +429,9 @@ fn settle_abort(saved: &RecoveryPoint) -> Abort {
     let abort = if local.last_abort_was_overrun.swap(0, Ordering::Relaxed) != 0 { Abort::BudgetExceeded } else { Abort::Fault(take_last_fault()) };
     // A migrating call aborted with the call: back to the strand's own space, and to the
     // interrupt state it was made with (what `proc::migrate` would have done itself).
-    if saved.migrated_from & MIGRATED != 0 {
-        crate::sched::replace_address_space(saved.migrated_from & !(MIGRATED | MIGRATED_INTERRUPTS_ON));
+    if local.migration_point.load(Ordering::Relaxed) == core::ptr::from_ref(saved) as usize {
+        local.migration_point.store(saved.outer_migration_point, Ordering::Relaxed);
+        crate::sched::replace_address_space(saved.migrated_from & !MIGRATED_INTERRUPTS_ON);
         if saved.migrated_from & MIGRATED_INTERRUPTS_ON != 0 {
             super::csr::enable_interrupts();
         }
@@ -441,10 +439,11 @@ fn settle_abort(saved: &RecoveryPoint) -> Abort {
     abort
 }
 
-/// A migration marked in a bounded call's recovery point ([`mark_migration`]).
+/// A migration marked in a bounded call's recovery point ([`mark_migration`]): the hart's
+/// `migration_point` to put back.
 #[must_use = "the mark must be cleared with `unmark_migration` when the call returns"]
 pub struct MigrationMark {
-    point: *mut RecoveryPoint,
+    outer: usize,
 }
 
 /// Marks, in the innermost bounded call's recovery point, that this strand is about to run
@@ -464,23 +463,26 @@ pub fn mark_migration(previous_root: usize, interrupts_were_on: bool) -> Option<
     if point == 0 || point != local.recovery_point.load(Ordering::Relaxed) {
         return None;
     }
-    let point = point as *mut RecoveryPoint;
-    let value = previous_root | MIGRATED | if interrupts_were_on { MIGRATED_INTERRUPTS_ON } else { 0 };
+    let outer = local.migration_point.load(Ordering::Relaxed);
+    let saved = point as *mut RecoveryPoint;
     // SAFETY: the hart's budget point is the live recovery point of the bounded call that
     // encloses this code (`bounded_call` unlinks it before its frame ends), on this
     // strand's stack; only this hart touches it, and no Rust reference to it exists while
     // the call runs (`run_bounded_raw` reads it only after `bounded_call` returns).
-    unsafe { (&raw mut (*point).migrated_from).write(value) };
-    Some(MigrationMark { point })
+    unsafe {
+        (&raw mut (*saved).migrated_from).write(previous_root | if interrupts_were_on { MIGRATED_INTERRUPTS_ON } else { 0 });
+        (&raw mut (*saved).outer_migration_point).write(outer);
+    }
+    // Only now does the point's abort path read the fields above.
+    local.migration_point.store(point, Ordering::Relaxed);
+    Some(MigrationMark { outer })
 }
 
-/// Clears a [`mark_migration`] once the migrating call has switched back.
+/// Clears a [`mark_migration`] once the migrating call has switched back: the bounded
+/// call's abort path no longer undoes it (an enclosing migration's mark is in force again).
 #[inline]
 pub fn unmark_migration(mark: MigrationMark) {
-    // SAFETY: as in `mark_migration`: the bounded call that encloses the migrating call
-    // is still running (the mark was made inside it and it has not returned), so its
-    // recovery point is live.
-    unsafe { (&raw mut (*mark.point).migrated_from).write(0) };
+    hart::current().migration_point.store(mark.outer, Ordering::Relaxed);
 }
 
 /// Runs `f` with interrupts off — kernel work done on behalf of a bounded call that has
