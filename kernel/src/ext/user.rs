@@ -34,7 +34,8 @@
 //! Limitations: one upcall at a time per extension (a raise that arrives while one runs —
 //! only possible if an upcall handler's own kernel function raised an event bound to the
 //! same extension — gets the event's default); floating-point state is the upcall
-//! context's own, saved and restored on every entry like a process's.
+//! context's own, switched lazily like a process's (not at all unless the handler uses
+//! the unit: `arch::user`).
 
 use alloc::boxed::Box;
 use alloc::string::String;
@@ -148,6 +149,9 @@ pub struct UserExtension {
     domains: Vec<String>,
     budget: u64,
     /// `None` once serving ended (no upcall may start; the space is no longer pinned).
+    /// An upcall aborted by its bounded call leaks its guard: the lock then stays held
+    /// and `end` cannot empty it, which keeps every later upcall out just as well; the
+    /// `Serving` (and its view of the space) goes when this extension is dropped.
     serving: spin::Mutex<Option<Serving>>,
     ending: spin::Mutex<Option<Ending>>,
     server: Arc<Strand>,

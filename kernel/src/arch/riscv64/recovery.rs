@@ -52,9 +52,9 @@ pub struct RecoveryPoint {
     /// need not clear it): the root a migrating call made inside this bounded call must go
     /// back to ([`mark_migration`]), with [`MIGRATED_INTERRUPTS_ON`] if interrupts were on
     /// before it.
-    migrated_from: usize,
+    migrated_from: core::mem::MaybeUninit<usize>,
     /// Valid with `migrated_from`: the hart's `migration_point` before the mark.
-    outer_migration_point: usize,
+    outer_migration_point: core::mem::MaybeUninit<usize>,
 }
 
 /// [`RecoveryPoint::migrated_from`]: interrupts were on before the migrating call (roots
@@ -402,7 +402,8 @@ pub unsafe fn run_bounded_raw(deadline: u64, function: unsafe extern "C" fn(*mut
     if aborted == 0 {
         return Ok(());
     }
-    // SAFETY: `bounded_call` wrote every field of the point before calling the function,
+    // SAFETY: `bounded_call` wrote every field of the point before calling the function
+    // (all but the migration fields, which are `MaybeUninit` and read only when marked),
     // and nothing writes it after the landing.
     Err(settle_abort(unsafe { point.assume_init_ref() }))
 }
@@ -415,7 +416,22 @@ pub unsafe fn run_bounded_raw(deadline: u64, function: unsafe extern "C" fn(*mut
 #[cold]
 #[inline(never)]
 fn settle_abort(saved: &RecoveryPoint) -> Abort {
+    // Off until everything is put back: the outer deadline may be only a grace period away,
+    // and an abort landing at the outer point before the migration below is undone would
+    // leave the hart in the other space (an overrun lands here with interrupts on).
+    let interrupts_were_on = super::csr::disable_interrupts();
     let local = hart::current();
+    // A migrating call aborted with the call: back to the strand's own space, and later to
+    // the interrupt state it was made with (what `proc::migrate` would have done itself).
+    let mut interrupts_on = interrupts_were_on;
+    if local.migration_point.load(Ordering::Relaxed) == core::ptr::from_ref(saved) as usize {
+        // SAFETY: the hart's migration point names this point only between
+        // `mark_migration`, which wrote both fields, and `unmark_migration`.
+        let (migrated_from, outer) = unsafe { (saved.migrated_from.assume_init(), saved.outer_migration_point.assume_init()) };
+        local.migration_point.store(outer, Ordering::Relaxed);
+        crate::sched::replace_address_space(migrated_from & !MIGRATED_INTERRUPTS_ON);
+        interrupts_on = migrated_from & MIGRATED_INTERRUPTS_ON != 0;
+    }
     local.budget_point.store(saved.previous_budget_point, Ordering::Relaxed);
     local.preempt_disabled.store(saved.preemption_depth, Ordering::Relaxed);
     crate::mm::private_heap::resume_routing(saved.heap_route);
@@ -427,14 +443,8 @@ fn settle_abort(saved: &RecoveryPoint) -> Abort {
         }
     }
     let abort = if local.last_abort_was_overrun.swap(0, Ordering::Relaxed) != 0 { Abort::BudgetExceeded } else { Abort::Fault(take_last_fault()) };
-    // A migrating call aborted with the call: back to the strand's own space, and to the
-    // interrupt state it was made with (what `proc::migrate` would have done itself).
-    if local.migration_point.load(Ordering::Relaxed) == core::ptr::from_ref(saved) as usize {
-        local.migration_point.store(saved.outer_migration_point, Ordering::Relaxed);
-        crate::sched::replace_address_space(saved.migrated_from & !MIGRATED_INTERRUPTS_ON);
-        if saved.migrated_from & MIGRATED_INTERRUPTS_ON != 0 {
-            super::csr::enable_interrupts();
-        }
+    if interrupts_on {
+        super::csr::enable_interrupts();
     }
     abort
 }
@@ -470,8 +480,8 @@ pub fn mark_migration(previous_root: usize, interrupts_were_on: bool) -> Option<
     // strand's stack; only this hart touches it, and no Rust reference to it exists while
     // the call runs (`run_bounded_raw` reads it only after `bounded_call` returns).
     unsafe {
-        (&raw mut (*saved).migrated_from).write(previous_root | if interrupts_were_on { MIGRATED_INTERRUPTS_ON } else { 0 });
-        (&raw mut (*saved).outer_migration_point).write(outer);
+        (&raw mut (*saved).migrated_from).write(core::mem::MaybeUninit::new(previous_root | if interrupts_were_on { MIGRATED_INTERRUPTS_ON } else { 0 }));
+        (&raw mut (*saved).outer_migration_point).write(core::mem::MaybeUninit::new(outer));
     }
     // Only now does the point's abort path read the fields above.
     local.migration_point.store(point, Ordering::Relaxed);
