@@ -475,9 +475,9 @@ pub fn mark_migration(previous_root: usize, interrupts_were_on: bool) -> Option<
     }
     let outer = local.migration_point.load(Ordering::Relaxed);
     let saved = point as *mut RecoveryPoint;
-    // SAFETY: the hart's budget point is the live recovery point of the bounded call that
-    // encloses this code (`bounded_call` unlinks it before its frame ends), on this
-    // strand's stack; only this hart touches it, and no Rust reference to it exists while
+    // The budget point is the live recovery point of the bounded call enclosing this code
+    // (`bounded_call` unlinks it before its frame ends), on this strand's stack.
+    // SAFETY: only this hart touches that point, and no Rust reference to it exists while
     // the call runs (`run_bounded_raw` reads it only after `bounded_call` returns).
     unsafe {
         (&raw mut (*saved).migrated_from).write(core::mem::MaybeUninit::new(previous_root | if interrupts_were_on { MIGRATED_INTERRUPTS_ON } else { 0 }));
