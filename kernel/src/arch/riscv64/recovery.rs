@@ -25,7 +25,9 @@
 //! must not hold kernel locks across code that may fault. The destructor effects
 //! restored are the hart's no-preemption depth (`sched::no_preemption` guards inside the
 //! closure), which an abort would otherwise leave raised for good, stopping preemption
-//! on the hart, and its heap route (`mm::private_heap`).
+//! on the hart, and its heap route (`mm::private_heap`), and — when a migrating call
+//! made inside the bounded call marked it ([`mark_migration`]: an upcall into a
+//! user-level extension) — the strand's own address space and interrupt state.
 
 use core::sync::atomic::Ordering;
 
@@ -429,7 +431,11 @@ fn settle_abort(saved: &RecoveryPoint) -> Abort {
         // `mark_migration`, which wrote both fields, and `unmark_migration`.
         let (migrated_from, outer) = unsafe { (saved.migrated_from.assume_init(), saved.outer_migration_point.assume_init()) };
         local.migration_point.store(outer, Ordering::Relaxed);
-        crate::sched::replace_address_space(migrated_from & !MIGRATED_INTERRUPTS_ON);
+        // What `sched::replace_address_space` does, at this layer: the running strand's
+        // space is the hart's copy.
+        let root = migrated_from & !MIGRATED_INTERRUPTS_ON;
+        local.address_space.store(root, Ordering::Relaxed);
+        crate::mm::kernel_space::activate(root);
         interrupts_on = migrated_from & MIGRATED_INTERRUPTS_ON != 0;
     }
     local.budget_point.store(saved.previous_budget_point, Ordering::Relaxed);
