@@ -62,6 +62,30 @@ fn main(arguments: &Arguments) -> i32 {
 mod raw {
     use core::arch::asm;
 
+    /// `$op f0`..`f31` (`fsd` or `fld`) at the 256 bytes whose address is operand `$base`.
+    macro_rules! all_f {
+        ($op:literal, $base:literal) => {
+            concat!(
+            $op, " f0, 0(", $base, ")\n", $op, " f1, 8(", $base, ")\n",
+            $op, " f2, 16(", $base, ")\n", $op, " f3, 24(", $base, ")\n",
+            $op, " f4, 32(", $base, ")\n", $op, " f5, 40(", $base, ")\n",
+            $op, " f6, 48(", $base, ")\n", $op, " f7, 56(", $base, ")\n",
+            $op, " f8, 64(", $base, ")\n", $op, " f9, 72(", $base, ")\n",
+            $op, " f10, 80(", $base, ")\n", $op, " f11, 88(", $base, ")\n",
+            $op, " f12, 96(", $base, ")\n", $op, " f13, 104(", $base, ")\n",
+            $op, " f14, 112(", $base, ")\n", $op, " f15, 120(", $base, ")\n",
+            $op, " f16, 128(", $base, ")\n", $op, " f17, 136(", $base, ")\n",
+            $op, " f18, 144(", $base, ")\n", $op, " f19, 152(", $base, ")\n",
+            $op, " f20, 160(", $base, ")\n", $op, " f21, 168(", $base, ")\n",
+            $op, " f22, 176(", $base, ")\n", $op, " f23, 184(", $base, ")\n",
+            $op, " f24, 192(", $base, ")\n", $op, " f25, 200(", $base, ")\n",
+            $op, " f26, 208(", $base, ")\n", $op, " f27, 216(", $base, ")\n",
+            $op, " f28, 224(", $base, ")\n", $op, " f29, 232(", $base, ")\n",
+            $op, " f30, 240(", $base, ")\n", $op, " f31, 248(", $base, ")\n",
+            )
+        };
+    }
+
     /// `f0`..`f31` (their bits) and `fcsr`.
     pub fn read_all() -> ([u64; 32], u64) {
         let mut registers = [0u64; 32];
@@ -70,14 +94,7 @@ mod raw {
         // reads fcsr. Nothing else is touched.
         unsafe {
             asm!(
-                "fsd f0, 0({r})", "fsd f1, 8({r})", "fsd f2, 16({r})", "fsd f3, 24({r})",
-                "fsd f4, 32({r})", "fsd f5, 40({r})", "fsd f6, 48({r})", "fsd f7, 56({r})",
-                "fsd f8, 64({r})", "fsd f9, 72({r})", "fsd f10, 80({r})", "fsd f11, 88({r})",
-                "fsd f12, 96({r})", "fsd f13, 104({r})", "fsd f14, 112({r})", "fsd f15, 120({r})",
-                "fsd f16, 128({r})", "fsd f17, 136({r})", "fsd f18, 144({r})", "fsd f19, 152({r})",
-                "fsd f20, 160({r})", "fsd f21, 168({r})", "fsd f22, 176({r})", "fsd f23, 184({r})",
-                "fsd f24, 192({r})", "fsd f25, 200({r})", "fsd f26, 208({r})", "fsd f27, 216({r})",
-                "fsd f28, 224({r})", "fsd f29, 232({r})", "fsd f30, 240({r})", "fsd f31, 248({r})",
+                all_f!("fsd", "{r}"),
                 "frcsr {fcsr}",
                 r = in(reg) registers.as_mut_ptr(),
                 fcsr = out(reg) fcsr,
@@ -98,28 +115,14 @@ mod raw {
         // f-register is declared clobbered.
         unsafe {
             asm!(
-                "fld f0, 0({p})", "fld f1, 8({p})", "fld f2, 16({p})", "fld f3, 24({p})",
-                "fld f4, 32({p})", "fld f5, 40({p})", "fld f6, 48({p})", "fld f7, 56({p})",
-                "fld f8, 64({p})", "fld f9, 72({p})", "fld f10, 80({p})", "fld f11, 88({p})",
-                "fld f12, 96({p})", "fld f13, 104({p})", "fld f14, 112({p})", "fld f15, 120({p})",
-                "fld f16, 128({p})", "fld f17, 136({p})", "fld f18, 144({p})", "fld f19, 152({p})",
-                "fld f20, 160({p})", "fld f21, 168({p})", "fld f22, 176({p})", "fld f23, 184({p})",
-                "fld f24, 192({p})", "fld f25, 200({p})", "fld f26, 208({p})", "fld f27, 216({p})",
-                "fld f28, 224({p})", "fld f29, 232({p})", "fld f30, 240({p})", "fld f31, 248({p})",
+                all_f!("fld", "{p}"),
                 "fscsr {fcsr}",
                 "2:",
                 "li a7, 2",
                 "ecall",
                 "addi {n}, {n}, -1",
                 "bnez {n}, 2b",
-                "fsd f0, 0({r})", "fsd f1, 8({r})", "fsd f2, 16({r})", "fsd f3, 24({r})",
-                "fsd f4, 32({r})", "fsd f5, 40({r})", "fsd f6, 48({r})", "fsd f7, 56({r})",
-                "fsd f8, 64({r})", "fsd f9, 72({r})", "fsd f10, 80({r})", "fsd f11, 88({r})",
-                "fsd f12, 96({r})", "fsd f13, 104({r})", "fsd f14, 112({r})", "fsd f15, 120({r})",
-                "fsd f16, 128({r})", "fsd f17, 136({r})", "fsd f18, 144({r})", "fsd f19, 152({r})",
-                "fsd f20, 160({r})", "fsd f21, 168({r})", "fsd f22, 176({r})", "fsd f23, 184({r})",
-                "fsd f24, 192({r})", "fsd f25, 200({r})", "fsd f26, 208({r})", "fsd f27, 216({r})",
-                "fsd f28, 224({r})", "fsd f29, 232({r})", "fsd f30, 240({r})", "fsd f31, 248({r})",
+                all_f!("fsd", "{r}"),
                 "frcsr {fcsr}",
                 p = in(reg) pattern.as_ptr(),
                 r = in(reg) registers.as_mut_ptr(),
