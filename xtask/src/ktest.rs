@@ -649,6 +649,23 @@ const HOST_CLOCK_TESTS: &[HostClockTest] = &[
         log_lacks: &[],
         heartbeat_reports: 0,
     },
+    // The same at user level: the overrun aborts the dispatcher's bounded call in the middle
+    // of the upcall, whose abort path switches the address space back; the console (a
+    // process) keeps working afterwards.
+    HostClockTest {
+        name: "runaway-upcall-is-still-killed",
+        clock: crate::qemu::Clock::Host,
+        lines: &["ext load faulty user", "probe 3 0", "ext list", "probe 1 21", "run hello 7"],
+        log_contains: &[
+            "loaded `faulty` 0.1.0 (user-level)",
+            "`faulty` killed: faulty#2 overran budget of 10000 us",
+            "KILLED",
+            "(key=1, value=21) -> 0",
+            "hello from user space",
+        ],
+        log_lacks: &[],
+        heartbeat_reports: 0,
+    },
     // The README's extension flow in the default interactive machine: one crate loaded,
     // run, shown and listed the same way in every technology.
     HostClockTest {
