@@ -279,8 +279,9 @@ pub fn sleep_ticks(ticks: u64) -> bool {
 /// current strand's address space and activates it. A process's strand sets its
 /// process's before entering U-mode and 0 before the address space is freed.
 pub fn set_address_space(root_address: usize) {
+    // The hart's copy is the running strand's (the scheduler saves it in the strand when
+    // it switches away).
     csr::without_interrupts(|| {
-        current().set_address_space(root_address);
         hart::current().address_space.store(root_address, Ordering::Relaxed);
         crate::mm::kernel_space::activate(root_address);
     });

@@ -267,12 +267,6 @@ impl Strand {
         self.carried.process.store(pid, Ordering::Relaxed);
     }
 
-    /// Records the root page table this strand runs with (0: the kernel's); the caller
-    /// activates it if the strand is running.
-    pub(super) fn set_address_space(&self, root_address: usize) {
-        self.carried.address_space.store(root_address, Ordering::Relaxed);
-    }
-
     /// Switches from `from` (the running strand) to `to`.
     ///
     /// # Safety
