@@ -78,29 +78,32 @@ pub fn call(
     // off except where it lets an interrupt in).
     csr::disable_interrupts();
     let previous = sched::replace_address_space(view.root_address());
-    let mark = if deadline == u64::MAX { mark_migration(previous, interrupts_were_on) } else { None };
-    let outcome = match mark {
-        Some(mark) => {
-            let result = run(view, context, return_call, answer);
-            sched::replace_address_space(previous);
-            unmark_migration(mark);
-            Ok(result)
-        }
-        None => {
-            let outcome = run_bounded(deadline, || run(view, context, return_call, answer));
-            sched::replace_address_space(previous);
-            outcome
-        }
-    };
-    // U-mode returns to the kernel with interrupts off (`UserContext::run`): give the
-    // caller back the state it called with, or its later budgets could not be enforced.
-    if interrupts_were_on {
-        csr::enable_interrupts();
+    if deadline == u64::MAX
+        && let Some(mark) = mark_migration(previous, interrupts_were_on)
+    {
+        // The result goes straight back: no recovery point, no `Abort` to map.
+        let result = run(view, context, return_call, answer);
+        sched::replace_address_space(previous);
+        unmark_migration(mark);
+        restore_interrupts(interrupts_were_on);
+        return result;
     }
+    let outcome = run_bounded(deadline, || run(view, context, return_call, answer));
+    sched::replace_address_space(previous);
+    restore_interrupts(interrupts_were_on);
     match outcome {
         Ok(result) => result,
         Err(Abort::BudgetExceeded) => Err(CallFault::Overrun),
         Err(Abort::Fault(report)) => Err(CallFault::Trapped(report.scause)),
+    }
+}
+
+/// U-mode returns to the kernel with interrupts off (`UserContext::run`): gives the caller
+/// back the state it called with, or its later budgets could not be enforced.
+#[inline(always)]
+fn restore_interrupts(were_on: bool) {
+    if were_on {
+        csr::enable_interrupts();
     }
 }
 
