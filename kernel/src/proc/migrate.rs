@@ -73,10 +73,9 @@ pub fn call(
     return_call: Syscall,
     answer: &mut dyn FnMut(Syscall, [usize; 6]) -> Option<Result<usize, Error>>,
 ) -> Result<[usize; 5], CallFault> {
-    let interrupts_were_on = csr::interrupts_enabled();
     // Off from the switch to the mark, so no abort can fall between them (`run` keeps them
     // off except where it lets an interrupt in).
-    csr::disable_interrupts();
+    let interrupts_were_on = csr::disable_interrupts();
     let previous = sched::replace_address_space(view.root_address());
     if deadline == u64::MAX
         && let Some(mark) = mark_migration(previous, interrupts_were_on)
