@@ -571,7 +571,8 @@ declare_syscalls! {
     /// migrates, as in LRPC), and ends with [`Syscall::ServiceReturn`]. Returns only with
     /// an error: `BadLength`, `BadAddress`, `BadArgument` (not UTF-8, entry or stack not
     /// user memory, stack misaligned), `TooMany` (service table full), `Refused` (name
-    /// taken).
+    /// taken), `NoMemory` or `Io` (a program from a file could not be read in whole: it
+    /// serves where its strand cannot wait for the disk).
     ServiceRegister = 24, "service_register", (pointer, length, entry, stack_top) -> "does not return while serving";
     /// `service_call(pointer, length, argument) -> value`: calls the named service in its
     /// own address space and returns its result. Errors: `BadLength`, `BadAddress`,

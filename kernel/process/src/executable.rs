@@ -15,6 +15,11 @@
 //! needs. Every arithmetic step is checked: a malformed file yields an
 //! [`ExecutableError`], never a panic.
 //!
+//! A loader that reads a program's pages from its file on demand need not read the file
+//! whole: [`Executable::header_length`] says how many of its first bytes hold the ELF and
+//! program headers, and [`Executable::parse_headers`] checks those bytes with the file's
+//! length, exactly as [`Executable::parse`] checks the whole file.
+//!
 //! `object` (features `read_core`, `elf`, `unaligned`) supplies the ELF structure
 //! definitions and bounds-checked reads; the checks on top of it are ours.
 
@@ -205,6 +210,27 @@ pub struct Executable<'data> {
 impl<'data> Executable<'data> {
     /// Validates `data`; see the module documentation for the checks.
     pub fn parse(data: &'data [u8]) -> Result<Executable<'data>, ExecutableError> {
+        Executable::parse_headers(data, data.len() as u64)
+    }
+
+    /// How many of a file's first bytes (`head`: at least the 64 of the ELF header) its ELF
+    /// header and program headers take. Errors: as [`Executable::parse`]'s for the file
+    /// header; [`ExecutableError::BadHeader`] for a header table whose end overflows.
+    pub fn header_length(head: &[u8]) -> Result<usize, ExecutableError> {
+        let header = parse_file_header(head)?;
+        let count = u64::from(header.e_phnum(ENDIAN));
+        let end = count
+            .checked_mul(u64::from(PROGRAM_HEADER_SIZE))
+            .and_then(|bytes| bytes.checked_add(header.e_phoff(ENDIAN)))
+            .ok_or(ExecutableError::BadHeader { what: "program headers past any file" })?;
+        usize::try_from(end.max(FILE_HEADER_SIZE as u64)).map_err(|_| ExecutableError::BadHeader { what: "program headers past any file" })
+    }
+
+    /// Validates a program from `head`, its file's first bytes (at least
+    /// [`Executable::header_length`] of them), and the file's length `file_length`: the
+    /// checks of [`Executable::parse`], with each segment's bytes required inside
+    /// `file_length` bytes.
+    pub fn parse_headers(data: &'data [u8], file_length: u64) -> Result<Executable<'data>, ExecutableError> {
         let header = parse_file_header(data)?;
         let program_headers = header.program_headers(ENDIAN, data).map_err(|_| ExecutableError::Truncated { what: "program headers" })?;
         let mut segments: Vec<LoadSegment> = Vec::new();
@@ -217,7 +243,7 @@ impl<'data> Executable<'data> {
             if kind != elf::PT_LOAD {
                 continue; // PT_PHDR, PT_NOTE, PT_GNU_STACK, PT_GNU_RELRO, PT_RISCV_ATTRIBUTES, …
             }
-            let Some(segment) = check_load_segment(data, index, program_header)? else { continue };
+            let Some(segment) = check_load_segment(file_length, index, program_header)? else { continue };
             if segments.len() == MAX_SEGMENTS {
                 return Err(ExecutableError::TooManySegments);
             }
@@ -255,10 +281,11 @@ impl<'data> Executable<'data> {
         &self.segments
     }
 
-    /// A segment's initialised bytes (`file_size` of them).
-    pub fn file_bytes(&self, segment: &LoadSegment) -> &'data [u8] {
-        // Checked in `parse`: the file range is inside `data`.
-        &self.data[segment.file_offset..segment.file_offset + segment.file_size]
+    /// A segment's initialised bytes (`file_size` of them), if the bytes parsed hold them
+    /// (always after [`Executable::parse`]; after [`Executable::parse_headers`], only if
+    /// the head was long enough).
+    pub fn file_bytes(&self, segment: &LoadSegment) -> Option<&'data [u8]> {
+        self.data.get(segment.file_offset..segment.file_offset + segment.file_size)
     }
 }
 
@@ -290,7 +317,7 @@ fn parse_file_header(data: &[u8]) -> Result<&FileHeader64<LittleEndian>, Executa
 }
 
 /// Checks one `PT_LOAD`; `None` for an empty one (`p_memsz` 0), which maps nothing.
-fn check_load_segment(data: &[u8], index: usize, header: &ProgramHeader64<LittleEndian>) -> Result<Option<LoadSegment>, ExecutableError> {
+fn check_load_segment(file_length: u64, index: usize, header: &ProgramHeader64<LittleEndian>) -> Result<Option<LoadSegment>, ExecutableError> {
     let bad = |what| ExecutableError::BadSegment { index, what };
     let address = header.p_vaddr(ENDIAN);
     let memory_size = header.p_memsz(ENDIAN);
@@ -303,7 +330,7 @@ fn check_load_segment(data: &[u8], index: usize, header: &ProgramHeader64<Little
         return Err(bad("p_filesz is larger than p_memsz"));
     }
     let file_end = file_offset.checked_add(file_size).ok_or(bad("file range overflows"))?;
-    if file_end > data.len() as u64 {
+    if file_end > file_length {
         return Err(ExecutableError::Truncated { what: "segment contents" });
     }
     let end = address.checked_add(memory_size).ok_or(bad("address range overflows"))?;
@@ -395,8 +422,29 @@ mod tests {
         assert_eq!(code.permissions.to_string(), "r-x");
         assert_eq!(data.permissions.to_string(), "rw-");
         assert_eq!(data.pages(), IMAGE_BASE + 0x1000..IMAGE_BASE + 0x4000);
-        assert_eq!(executable.file_bytes(code), &[0x13; 16]);
-        assert_eq!(executable.file_bytes(data).len(), 8);
+        assert_eq!(executable.file_bytes(code), Some(&[0x13; 16][..]));
+        assert_eq!(executable.file_bytes(data).map(<[u8]>::len), Some(8));
+    }
+
+    #[test]
+    fn headers_alone_are_checked_as_the_whole_file_is() {
+        let file = build(&[CODE, DATA], IMAGE_BASE as u64 + 4, 2, 243);
+        let length = Executable::header_length(&file).unwrap();
+        assert_eq!(length, 64 + 2 * 56, "the ELF header, then two program headers");
+        let head = &file[..length];
+        let from_head = Executable::parse_headers(head, file.len() as u64).unwrap();
+        let whole = Executable::parse(&file).unwrap();
+        assert_eq!(from_head.segments(), whole.segments());
+        assert_eq!(from_head.entry(), whole.entry());
+        assert_eq!(from_head.file_bytes(&whole.segments()[0]), None, "the head does not hold the code");
+        // A file shorter than its segments say is refused from its length alone.
+        assert_eq!(Executable::parse_headers(head, 0x2004).unwrap_err(), ExecutableError::Truncated { what: "segment contents" });
+        // A head cut inside the program headers is refused, not read past.
+        assert_eq!(Executable::parse_headers(&file[..length - 1], file.len() as u64).unwrap_err(), ExecutableError::Truncated { what: "program headers" });
+        assert_eq!(Executable::header_length(&file[..10]).unwrap_err(), ExecutableError::Truncated { what: "file header" });
+        let mut huge = file.clone();
+        huge[32..40].copy_from_slice(&u64::MAX.to_le_bytes()); // e_phoff
+        assert!(Executable::header_length(&huge).is_err(), "an overflowing header table");
     }
 
     #[test]

@@ -17,10 +17,12 @@
 //! survives.
 //!
 //! Frames: a page gets its frame when it is first touched — a `vm_map` page demand-zero
-//! (or from a pager, or back from swap), an image page filled from the program's bytes —
-//! with 4 KiB leaves only; page-table pages come one by one. Everything is freed when the
-//! address space is dropped, which its process does on its own strand after switching
-//! back to the kernel's table.
+//! (or from a pager, or back from swap), an image page filled from the program's bytes
+//! (the boot bundle's copy, or its ELF file read through the buffer cache) — with 4 KiB
+//! leaves only; page-table pages come one by one. Every page's frame is the space's: under
+//! its memory limit, on its clock queue. Everything is freed when the address space is
+//! dropped, which its process does on its own strand after switching back to the kernel's
+//! table.
 
 use alloc::collections::{BTreeMap, BTreeSet};
 use alloc::sync::Arc;
@@ -103,41 +105,29 @@ struct Translation {
     /// The space is gone ([`AddressSpace`]'s drop): its page tables may be freed, so a
     /// strand holding this translation from [`SPACES`] must not touch them.
     dead: bool,
-    /// The program's image: its bytes and load segments, which fill an image page on its
-    /// first touch ([`fill_image_page`]).
+    /// The program's image: where its bytes are and its load segments, which fill an image
+    /// page (a page of a file-backed region) on its first touch ([`fill_image`]). Its
+    /// filled pages are in `pages`, as every other page.
     image: Option<ImageBacking>,
-    /// The frame of each image page filled so far, by page address (the kernel's frames:
-    /// not on the space's reclaim queue, not under its memory limit).
-    image_pages: BTreeMap<u64, FrameRun>,
 }
 
-/// Where a program's bytes come from: the boot bundle (in memory for good, so its pages
-/// are filled on first touch), or a file read whole (its pages with file bytes are filled
-/// at load and the bytes dropped: kept, they would hold up to 8 MiB of the fixed kernel heap
-/// per process).
-pub enum ImageBytes {
-    /// A program of the boot bundle.
+/// Where a program's bytes come from; an image page is filled from there on its first
+/// touch, and again after memory pressure dropped it clean.
+#[derive(Clone)]
+pub enum ImageSource {
+    /// A program of the boot bundle (in memory for good).
     Bundle(&'static [u8]),
-    /// An ELF file of the file system.
-    File(Vec<u8>),
-}
-
-impl ImageBytes {
-    /// The bytes.
-    pub fn bytes(&self) -> &[u8] {
-        match self {
-            ImageBytes::Bundle(bytes) => bytes,
-            ImageBytes::File(bytes) => bytes,
-        }
-    }
+    /// An ELF file of the file system, open as a running program's image (it cannot be
+    /// written or removed while the space holds it): its pages are read through the
+    /// buffer cache, on the faulting process's strand.
+    File(Arc<crate::services::fs::OpenFile>),
 }
 
 /// A program's image as its address space keeps it: the load segments (checked by the
-/// executable's parser: inside the file, W^X, no two on one page) and, for a program of
-/// the boot bundle, its bytes; without them (a program from a file) the pages with file
-/// bytes were filled at load, only all-zero pages are filled later, and none is dropped.
+/// executable's parser: inside the file, W^X, no two on one page) and where their bytes
+/// are.
 struct ImageBacking {
-    bytes: Option<&'static [u8]>,
+    source: ImageSource,
     segments: Vec<spindle_process::LoadSegment>,
 }
 
@@ -147,25 +137,39 @@ impl ImageBacking {
         self.segments.iter().find(|segment| segment.pages().contains(&page))
     }
 
-    /// Whether page `page` of `segment` holds bytes of the file (else it is all zero).
-    fn holds_file_bytes(segment: &spindle_process::LoadSegment, page: usize) -> bool {
-        page < segment.address + segment.file_size && page + PAGE_SIZE > segment.address
-    }
-
-    /// Writes page `page` of `segment` into `frame`: the file's bytes where the segment has
-    /// them, zero elsewhere (the frame is zeroed already).
-    fn fill(bytes: &[u8], segment: &spindle_process::LoadSegment, page: usize, frame: &mut [u8; PAGE_SIZE]) {
+    /// Writes page `page` of `segment` into `frame` from `source`: the file's bytes where
+    /// the segment has them, zero elsewhere (the frame is zeroed already). Errors: the file
+    /// could not be read, or ended early (a program's file cannot be written while it runs).
+    fn fill(source: &ImageSource, segment: &spindle_process::LoadSegment, page: usize, frame: &mut [u8; PAGE_SIZE]) -> Result<(), alloc::string::String> {
         let file_end = segment.address + segment.file_size;
         let (start, end) = (page.max(segment.address), (page + PAGE_SIZE).min(file_end));
         if start >= end {
-            return;
+            return Ok(());
         }
         let from = segment.file_offset + (start - segment.address);
-        // The parser checked `file_offset + file_size` lies inside the file.
-        if let Some(bytes) = bytes.get(from..from + (end - start)) {
-            frame[start - page..end - page].copy_from_slice(bytes);
+        let target = &mut frame[start - page..end - page];
+        match source {
+            // The parser checked `file_offset + file_size` lies inside the file.
+            ImageSource::Bundle(bytes) => match bytes.get(from..from + target.len()) {
+                Some(bytes) => target.copy_from_slice(bytes),
+                None => return Err(alloc::format!("bytes {from:#x}.. are past the program's end")),
+            },
+            ImageSource::File(file) => {
+                let read = crate::services::fs::read_at(file, from as u64, target).map_err(|error| alloc::format!("{error}"))?;
+                if read < target.len() {
+                    return Err(alloc::format!("the file ends at byte {:#x}, inside the page", from + read));
+                }
+            }
         }
+        Ok(())
     }
+}
+
+/// The translation service's protection for a segment's permissions (write implies read:
+/// RISC-V reserves write-only leaves).
+fn image_protection(permissions: SegmentPermissions) -> spindle_service_vm::Protection {
+    let bits = u64::from(permissions.read || permissions.write) | (u64::from(permissions.write) << 1) | (u64::from(permissions.execute) << 2);
+    spindle_service_vm::Protection::from_bits(bits).unwrap_or(spindle_service_vm::Protection::NONE)
 }
 
 /// Every live address space's page table and translation, by id: memory pressure pages
@@ -191,6 +195,9 @@ pub enum FaultKill {
     Swap,
     /// An `mm.Allocate` handler refused the page its frame.
     AllocationRefused,
+    /// An image page could not be read from the program's file (a disk error; the console
+    /// has the details).
+    Image,
 }
 
 impl From<crate::services::vm::NoFrame> for FaultKill {
@@ -210,6 +217,7 @@ impl fmt::Display for FaultKill {
             FaultKill::NothingToPageOut => formatter.write_str("over its memory limit with no page it may give up"),
             FaultKill::Swap => formatter.write_str("paging to or from swap failed"),
             FaultKill::AllocationRefused => formatter.write_str("mm.Allocate refused the page a frame"),
+            FaultKill::Image => formatter.write_str("a page of its program could not be read"),
         }
     }
 }
@@ -243,7 +251,6 @@ impl AddressSpace {
             in_transit: BTreeMap::new(),
             dead: false,
             image: None,
-            image_pages: BTreeMap::new(),
         };
         let translation = Arc::new(spin::Mutex::new(translation));
         crate::arch::csr::without_interrupts(|| SPACES.lock().insert(id, (root, translation.clone())));
@@ -268,18 +275,15 @@ impl AddressSpace {
     /// Frames held, page tables included.
     pub fn frame_count(&self) -> usize {
         let translation = self.translation.lock();
-        self.table_frames.len()
-            + translation.pages.len()
-            + translation.image_pages.len()
-            + translation.tables.len()
+        self.table_frames.len() + translation.pages.len() + translation.tables.len()
     }
 
-    /// Pages of `vm_map` regions that have a frame.
+    /// Pages that have a frame (image, stack, `vm_map` regions).
     pub fn resident_pages(&self) -> usize {
         self.translation.lock().pages.len()
     }
 
-    /// Pages of `vm_map` regions paged out to swap.
+    /// Pages paged out to swap.
     pub fn swapped_pages(&self) -> usize {
         self.translation.lock().swapped.len()
     }
@@ -310,48 +314,51 @@ impl AddressSpace {
         Ok(frame)
     }
 
-    /// `vm_limit(pages)`: at most `pages` frames for this space's `vm_map` pages (0: no
-    /// limit). Errors: `BadArgument` below [`crate::services::vm::MIN_LIMIT_PAGES`].
+    /// `vm_limit(pages)`: at most `pages` frames for this space's pages — image, stack and
+    /// `vm_map` regions; not its page tables (0: no limit). Errors: `BadArgument` below [`crate::services::vm::MIN_LIMIT_PAGES`].
     pub fn set_limit(&mut self, pages: usize) -> Result<(), Error> {
         crate::services::vm::set_limit(self.id, (pages != 0).then_some(pages as u64))
     }
 
-    /// Leaf flags for `permissions`, plus the U bit.
-    fn user_flags(permissions: SegmentPermissions) -> PteFlags {
-        let mut flags = PteFlags::USER;
-        for (wanted, flag) in [(permissions.read, PteFlags::READ), (permissions.write, PteFlags::WRITE), (permissions.execute, PteFlags::EXECUTE)] {
-            if wanted {
-                flags = flags | flag;
-            }
-        }
-        flags
-    }
-
-    /// Loads a validated executable parsed from `bytes`: one region per `PT_LOAD`
-    /// segment, with the segment's permissions (W^X checked by the parser). A page gets its
-    /// frame when it is first touched — by the program, a kernel copy or a migrating call
-    /// ([`fill_image_page`]) — except, for a program from a file, the pages with file bytes,
-    /// which are filled here while the bytes are at hand.
-    pub fn load(&mut self, executable: &Executable<'_>, bytes: &ImageBytes) -> Result<(), SpaceError> {
+    /// Loads a validated executable whose bytes are at `source`: one file-backed region of
+    /// the translation service per `PT_LOAD` segment, with the segment's permissions (W^X
+    /// checked by the parser). A page gets its frame when it is first touched — by the
+    /// program, a kernel copy or a migrating call ([`fill_image`]).
+    pub fn load(&mut self, executable: &Executable<'_>, source: ImageSource) -> Result<(), SpaceError> {
+        let mut translation = self.translation.lock();
         for segment in executable.segments() {
             let pages = segment.pages();
             let region = Region { start: pages.start, length: pages.len(), kind: RegionKind::Image };
             self.regions.insert(region).map_err(|_| SpaceError::Overlap)?;
+            let protection = image_protection(segment.permissions);
+            translation.regions.add(pages.start as u64, pages.len() as u64, protection, VmKind::FileBacked).map_err(|_| SpaceError::Overlap)?;
         }
-        let kept = match bytes {
-            ImageBytes::Bundle(bytes) => Some(*bytes),
-            ImageBytes::File(_) => None,
+        translation.image = Some(ImageBacking { source, segments: executable.segments().to_vec() });
+        Ok(())
+    }
+
+    /// Fills every image page of a program from a file that has no frame yet (and is not on
+    /// swap): for a process about to serve migrating calls, whose strand may not block on
+    /// the disk there (its pages are wired from then on). Nothing to do for a bundle
+    /// program (its pages are filled from memory). Errors: `NoMemory` (no frame, or over
+    /// its limit with nothing to page out), `Io` (the file could not be read).
+    pub fn fill_whole_image(&self) -> Result<(), Error> {
+        let pages: Vec<(u64, spindle_service_vm::Protection)> = {
+            let translation = self.translation.lock();
+            let Some(image) = translation.image.as_ref().filter(|image| matches!(image.source, ImageSource::File(_))) else { return Ok(()) };
+            image
+                .segments
+                .iter()
+                .flat_map(|segment| pages(&segment.pages()).map(|page| (page as u64, image_protection(segment.permissions))))
+                .filter(|(page, _)| !translation.pages.contains_key(page) && !translation.swapped.contains_key(page))
+                .collect()
         };
-        self.translation.lock().image = Some(ImageBacking { bytes: kept, segments: executable.segments().to_vec() });
-        if let ImageBytes::File(bytes) = bytes {
-            // Every page that holds file bytes now, while they are at hand (the rest, zero,
-            // is filled on first touch).
-            for segment in executable.segments() {
-                for page in pages(&segment.pages()).filter(|&page| ImageBacking::holds_file_bytes(segment, page)) {
-                    relieve_pressure(self.id);
-                    fill_page(self.root, &self.translation, page, Some(bytes)).map_err(|_| SpaceError::OutOfMemory)?;
-                }
-            }
+        for (page, protection) in pages {
+            make_room(self.root, self.id, &self.translation).map_err(|_| Error::NoMemory)?;
+            fill_image(self.root, self.id, &self.translation, page, protection, false).map_err(|kill| match kill {
+                FaultKill::Image => Error::Io,
+                _ => Error::NoMemory,
+            })?;
         }
         Ok(())
     }
@@ -548,7 +555,7 @@ impl AddressSpace {
         use spindle_service_vm::PrimitiveError;
         match error {
             PrimitiveError::BadCount(_) => Error::BadLength,
-            PrimitiveError::AboveRegion(_) => Error::NotPermitted,
+            PrimitiveError::AboveRegion(_) | PrimitiveError::Image(_) => Error::NotPermitted,
             PrimitiveError::AlreadyTrapped(_) => Error::Exists,
             PrimitiveError::Misaligned(_)
             | PrimitiveError::NotUserAddress(_)
@@ -640,13 +647,7 @@ impl AddressSpace {
     /// `Ok`: resume the faulting instruction; `Err`: kill the process with that cause.
     pub fn handle_fault(&mut self, address: usize, access: AccessKind) -> Result<(), FaultKill> {
         let id = self.id;
-        let in_legacy_region = self.regions.containing(address).is_some();
         let pte = self.pte(address);
-        if !pte.present
-            && let Some(filled) = fill_image_page(self.root, self.id, &self.translation, address, access)
-        {
-            return filled;
-        }
         if !pte.present {
             // A page on swap comes back without an event (it is the process's, only moved).
             let page = address as u64 - address as u64 % PAGE_SIZE as u64;
@@ -663,18 +664,6 @@ impl AddressSpace {
             return Ok(());
         }
         let fault = spindle_service_vm::classify(&translation.regions, address as u64, access, pte);
-        if fault.class == FaultClass::BadAddress && in_legacy_region {
-            // The image (the only region outside the translation service's): its leaf is
-            // present. If it allows the access, the hart wanted the accessed or dirty bit
-            // set in software (the pressure path clears accessed bits): set them and run the
-            // access again. Otherwise the access is one its permissions forbid.
-            if pte.allows(access) {
-                let _ = self.root.update_leaf(address, touched_bits(access), PteFlags::empty());
-                crate::arch::csr::flush_tlb();
-                return Ok(());
-            }
-            return Err(FaultKill::Vm(KillCause::ProtectionViolation));
-        }
         let decision = crate::services::vm::decide(&translation.regions, &fault, self.root);
         let protects = decision.protects;
         // Whether leaves were rewritten by a protection change (flushed once, at the end,
@@ -703,6 +692,13 @@ impl AddressSpace {
             Outcome::Map { page, protection, .. } => {
                 let run = decision.frame.ok_or(FaultKill::Vm(KillCause::NoPager))?;
                 self.map_vm_page(&mut translation, page, run, protection, access == AccessKind::Write)?;
+            }
+            Outcome::Fill { page, protection } => {
+                // An image page (no handler traps one, so nothing was queued): filled with
+                // no lock held (a file's page is read from the disk).
+                drop(translation);
+                crate::services::vm::recycle_protects(protects);
+                return fill_image(self.root, id, &self.translation, page, protection, access == AccessKind::Write);
             }
             Outcome::Protect(change) => {
                 translation.regions.apply(&change).map_err(|_| FaultKill::Vm(KillCause::ProtectionViolation))?;
@@ -793,19 +789,15 @@ impl SpaceView {
     }
 
     /// Faults the page at `address` in for `access` if it is a missing page of an
-    /// anonymous `vm_map` region (demand-zero, no event): code running in the space on
-    /// another strand (a migrating call, an upcall) touched it. True if the page is now
+    /// anonymous `vm_map` region (demand-zero, no event) or of the image (filled, without
+    /// blocking: a file program's page is there already, [`AddressSpace::fill_whole_image`]):
+    /// code running in the space on another strand (a migrating call, an upcall) touched it. True if the page is now
     /// mapped and its leaf allows the access (the instruction can run again).
     ///
     /// # Safety
     /// As for [`SpaceView::read`].
     pub unsafe fn fault_in(&self, address: usize, access: AccessKind) -> bool {
-        // An image page is filled for the access itself (an instruction fetch is not a read).
-        if self.root.translate(address).is_none() {
-            let _ = fill_image_page(self.root, self.id, &self.translation, address, access);
-        }
-        let page_access = if access == AccessKind::Write { PageAccess::Write } else { PageAccess::Read };
-        fault_in(self.root, self.id, &self.translation, address, 1, page_access);
+        fault_in(self.root, self.id, &self.translation, address, 1, access);
         let allowed = self.root.translate(address).is_some_and(|(_, flags)| {
             flags.contains(PteFlags::USER)
                 && match access {
@@ -941,7 +933,7 @@ fn with_page_in(
 ) -> Result<(), Error> {
     let mut tries = 0;
     loop {
-        fault_in(root, id, translation, virtual_address, count, access);
+        fault_in(root, id, translation, virtual_address, count, access_kind(access));
         let checked = crate::arch::csr::without_interrupts(|| {
             check_in(root, virtual_address, count, access)?;
             let Some((physical, _)) = root.translate(virtual_address) else { return Err(Error::BadAddress) };
@@ -988,27 +980,26 @@ fn mark_written(root: PageTableRoot, address: usize) {
     let _ = root.update_leaf(address - address % PAGE_SIZE, PteFlags::ACCESSED | PteFlags::DIRTY, PteFlags::empty());
 }
 
-/// Faults in, on the table at `root` of space `id`, every missing page of an anonymous
-/// `vm_map` region in the range that `access` may touch: back from swap, else
-/// demand-zero (no event; a managed region's missing page is left absent). Kernel copies
-/// from and to user memory, and code running in the space on another strand.
-fn fault_in(root: PageTableRoot, id: u64, translation: &spin::Mutex<Translation>, address: usize, length: usize, access: PageAccess) {
-    let Some(end) = address.checked_add(length) else { return };
-    let kind = match access {
+/// The access kind a kernel copy's `access` is.
+fn access_kind(access: PageAccess) -> AccessKind {
+    match access {
         PageAccess::Write => AccessKind::Write,
         PageAccess::Read => AccessKind::Read,
-    };
+    }
+}
+
+/// Faults in, on the table at `root` of space `id`, every missing page in the range that
+/// `kind` may touch, of an anonymous `vm_map` region or of the image: back from swap, else
+/// demand-zero or filled from the image (no event; a managed region's missing page is left
+/// absent, and so is a file program's page where the strand may not block). Kernel copies
+/// from and to user memory, and code running in the space on another strand. On any
+/// failure the page stays absent and the caller's check refuses it.
+fn fault_in(root: PageTableRoot, id: u64, translation: &spin::Mutex<Translation>, address: usize, length: usize, kind: AccessKind) {
+    let Some(end) = address.checked_add(length) else { return };
     for page in pages(&(address..end)) {
         if root.translate(page).is_some() {
             continue;
         }
-        // A page of the image: filled from the program (on failure it stays absent and the
-        // check refuses it).
-        if fill_image_page(root, id, translation, page, kind).is_some() {
-            continue;
-        }
-        // Back from swap, or room for a demand-zero frame; on failure the page stays
-        // absent and the check refuses it.
         match page_in(root, id, translation, page as u64, kind) {
             Ok(true) => continue,
             Ok(false) => {}
@@ -1017,85 +1008,65 @@ fn fault_in(root: PageTableRoot, id: u64, translation: &spin::Mutex<Translation>
         if make_room(root, id, translation).is_err() {
             continue;
         }
-        let mut translation = translation.lock();
-        let fault = spindle_service_vm::classify(&translation.regions, page as u64, kind, Pte::ABSENT);
-        if fault.class != FaultClass::PageNotPresent || fault.kind != Some(VmKind::Anonymous) {
+        let mut guard = translation.lock();
+        let fault = spindle_service_vm::classify(&guard.regions, page as u64, kind, Pte::ABSENT);
+        if fault.class != FaultClass::PageNotPresent {
             continue;
         }
-        if let Outcome::DemandZero { page, protection } = spindle_service_vm::default_outcome(&translation.regions, &fault)
-            && let Ok(run) = crate::services::vm::allocate(id, page)
-        {
-            // On failure the page stays absent and the check refuses it.
-            let _ = map_vm_page(root, &mut translation, page, run, protection, kind == AccessKind::Write);
+        match spindle_service_vm::default_outcome(&guard.regions, &fault) {
+            Outcome::DemandZero { page, protection } => {
+                if let Ok(run) = crate::services::vm::allocate(id, page) {
+                    let _ = map_vm_page(root, &mut guard, page, run, protection, kind == AccessKind::Write);
+                }
+            }
+            Outcome::Fill { page, protection } => {
+                let from_file = guard.image.as_ref().is_some_and(|image| matches!(image.source, ImageSource::File(_)));
+                drop(guard);
+                if !from_file || crate::sched::can_block() {
+                    let _ = fill_image(root, id, translation, page, protection, kind == AccessKind::Write);
+                }
+            }
+            _ => {}
         }
     }
 }
 
-/// If `address` lies in the program's image and its page has no leaf: fills the page from
-/// the program's bytes into a fresh frame and maps it with its segment's permissions
-/// (`Some(Ok)`), or refuses an `access` the segment does not allow (the process is killed
-/// for the protection violation, as when the page was mapped) or a frame that cannot be had
-/// (`Some(Err)`). `None` for an address outside the image, or a page already filled.
-fn fill_image_page(root: PageTableRoot, id: u64, translation: &spin::Mutex<Translation>, address: usize, access: AccessKind) -> Option<Result<(), FaultKill>> {
-    let page = address - address % PAGE_SIZE;
-    let permissions = {
+/// Fills image page `page` of space `id` (a page of a file-backed region, with the
+/// region's `protection`) into a fresh frame of the space from the program's bytes — the
+/// bundle's, or its file's through the buffer cache, with no lock held (the disk may be
+/// read) — and maps it, its leaf dirty if `written` (the access that faulted is a store).
+/// The caller made room under the space's limit. Nothing to do for a page that got a frame,
+/// went to swap or is in transit meanwhile (another strand), or a space that is gone.
+/// Errors: no frame (for the page or a page table), `mm.Allocate` refused, the file could
+/// not be read ([`FaultKill::Image`]; the console says why).
+fn fill_image(root: PageTableRoot, id: u64, translation: &spin::Mutex<Translation>, page: u64, protection: spindle_service_vm::Protection, written: bool) -> Result<(), FaultKill> {
+    let (source, segment) = {
         let translation = translation.lock();
-        let image = translation.image.as_ref()?;
-        let segment = image.segment_of(page)?;
-        // Without the program's bytes (a program from a file) only an all-zero page is
-        // filled here; the others were filled at load.
-        if image.bytes.is_none() && ImageBacking::holds_file_bytes(segment, page) {
-            return None;
-        }
-        if translation.image_pages.contains_key(&(page as u64)) {
-            return None;
-        }
-        segment.permissions
+        let Some(image) = translation.image.as_ref().filter(|_| !translation.dead) else { return Ok(()) };
+        let Some(segment) = image.segment_of(page as usize).copied() else { return Ok(()) };
+        (image.source.clone(), segment)
     };
-    let allowed = match access {
-        AccessKind::Read => permissions.read,
-        AccessKind::Write => permissions.write,
-        AccessKind::Execute => permissions.execute,
-    };
-    if !allowed {
-        return Some(Err(FaultKill::Vm(KillCause::ProtectionViolation)));
+    let mut run = crate::services::vm::allocate_page(id, page, crate::services::vm::PageSource::Image).map_err(FaultKill::from)?;
+    if let Err(why) = ImageBacking::fill(&source, &segment, page as usize, run.first_page_mut()) {
+        crate::println!("[vm] space {id}: image page {page:#x} cannot be filled: {why}");
+        crate::services::vm::release(run);
+        return Err(FaultKill::Image);
     }
-    // Under memory pressure, room first (the cache's clean buffers, another image page, or
-    // another page); the space's own limit does not apply (the frame is the kernel's).
-    relieve_pressure(id);
-    Some(fill_page(root, translation, page, None))
-}
-
-/// Fills image page `page` into a fresh frame from `bytes` (or the bundle's bytes the
-/// image keeps; a page without file bytes needs none) and maps it with its segment's
-/// permissions; nothing to do for a page filled already, a space that is gone, or a page
-/// of file bytes with no bytes at hand. Errors: no frame (for the page or a page
-/// table).
-fn fill_page(root: PageTableRoot, translation: &spin::Mutex<Translation>, page: usize, bytes: Option<&[u8]>) -> Result<(), FaultKill> {
-    let mut run = frame::allocate_zeroed(1).ok_or(FaultKill::OutOfMemory)?;
-    let mut translation = translation.lock();
-    let translation = &mut *translation;
-    if translation.dead || translation.image_pages.contains_key(&(page as u64)) {
-        // Gone meanwhile, or filled by another strand: nothing to do (the frame goes back).
+    let mut guard = translation.lock();
+    let taken = guard.pages.contains_key(&page) || guard.swapped.contains_key(&page) || guard.in_transit.contains_key(&page);
+    if guard.dead || taken {
+        // Gone meanwhile, or filled (and perhaps paged out) by another strand: the frame
+        // goes back and the access runs again.
+        drop(guard);
+        crate::services::vm::release(run);
         return Ok(());
     }
-    let Some(image) = translation.image.as_ref() else { return Ok(()) };
-    let Some(segment) = image.segment_of(page).copied() else { return Ok(()) };
-    // A page without file bytes stays zero.
-    if let Some(bytes) = bytes.or(image.bytes) {
-        ImageBacking::fill(bytes, &segment, page, run.first_page_mut());
-    } else if ImageBacking::holds_file_bytes(&segment, page) {
-        return Ok(());
-    }
-    let flags = AddressSpace::user_flags(segment.permissions);
-    root.map_range(page, run.address(), PAGE_SIZE, flags, &mut TableFrames(&mut translation.tables)).map_err(|_| FaultKill::OutOfMemory)?;
-    translation.image_pages.insert(page as u64, run);
-    crate::services::vm::counted_image_page();
-    // New code must be visible to instruction fetch; the leaf to the page walker.
-    if segment.permissions.execute {
+    map_vm_page(root, &mut guard, page, run, protection, written)?;
+    drop(guard);
+    // New code must be visible to instruction fetch.
+    if protection.executable() {
         crate::arch::csr::fence_instructions();
     }
-    crate::arch::csr::flush_tlb();
     Ok(())
 }
 
@@ -1231,7 +1202,7 @@ const IMAGE_DROP_BATCH: usize = 8;
 /// the program's bytes still hold them) of live spaces other than `requester` and the
 /// wired ones. A page whose leaf was accessed since the last look keeps its frame this time
 /// (its accessed bit is cleared: a second chance). A dropped page is filled again on its
-/// next touch ([`fill_image_page`]). Returns how many went.
+/// next touch ([`fill_image`]). Returns how many went.
 fn drop_image_pages(requester: u64, wanted: usize) -> usize {
     let spaces: Vec<(PageTableRoot, Arc<spin::Mutex<Translation>>)> = crate::arch::csr::without_interrupts(|| {
         SPACES
@@ -1251,13 +1222,12 @@ fn drop_image_pages(requester: u64, wanted: usize) -> usize {
         crate::arch::csr::without_interrupts(|| {
             let Some(mut guard) = translation.try_lock().filter(|translation| !translation.dead) else { return };
             let translation = &mut *guard;
-            // Only a bundle program's pages can be filled again.
-            let Some(image) = translation.image.as_ref().filter(|image| image.bytes.is_some()) else { return };
+            let regions = &translation.regions;
             let read_only: Vec<u64> = translation
-                .image_pages
+                .pages
                 .keys()
                 .copied()
-                .filter(|&page| image.segment_of(page as usize).is_some_and(|segment| !segment.permissions.write))
+                .filter(|&page| regions.containing(page).is_some_and(|region| region.kind == VmKind::FileBacked && !region.protection.writable()))
                 .collect();
             for page in read_only {
                 if dropped >= wanted {
@@ -1269,7 +1239,9 @@ fn drop_image_pages(requester: u64, wanted: usize) -> usize {
                     }
                     Some(_) => {
                         let _ = root.unmap_range(page as usize, PAGE_SIZE);
-                        drop(translation.image_pages.remove(&page));
+                        if let Some(run) = translation.pages.remove(&page) {
+                            crate::services::vm::release(run);
+                        }
                         crate::services::vm::counted_image_drop();
                         dropped += 1;
                     }
@@ -1294,8 +1266,7 @@ fn make_room(root: PageTableRoot, id: u64, translation: &spin::Mutex<Translation
     Ok(())
 }
 
-/// The global part of [`make_room`], also for a frame of space `id` that is not under its
-/// limit (an image page, which is the kernel's): under global memory pressure the buffer
+/// The global part of [`make_room`]: under global memory pressure the buffer
 /// cache gives back up to [`CACHE_GIVE_BACK_BATCH`] clean buffers, else other processes'
 /// read-only image pages are dropped ([`drop_image_pages`]), else one page goes — the one
 /// the global clock chooses, of this space or any other ([`reclaim_globally`]).
@@ -1510,9 +1481,8 @@ impl Drop for AddressSpace {
         free_slots(&mut translation.copies, 0..u64::MAX);
         translation.written_before_page_out.clear();
         // A view may outlive the space (kept by a withdrawn registration): its page tables
-        // and image pages go now, with the space.
+        // go now, with the space, and so does its hold on the program's file.
         drop(core::mem::take(&mut translation.tables));
-        drop(core::mem::take(&mut translation.image_pages));
         translation.image = None;
         drop(translation);
         crate::services::vm::forget_space(self.id);
@@ -1543,13 +1513,21 @@ fn live_space(id: u64) -> Option<LiveSpace> {
     crate::arch::csr::without_interrupts(|| SPACES.lock().get(&id).map(|(root, translation)| (*root, translation.clone())))
 }
 
-/// Kernel tests: the lowest resident page of live space `id` below the stack (its first
-/// `vm_map` page), if any.
+/// Kernel tests: the resident pages of live space `id`'s `vm_map` regions (not its image,
+/// not its stack), in address order.
+#[cfg(feature = "tests")]
+pub fn resident_vm_map_pages(id: u64) -> Vec<u64> {
+    let Some((_, translation)) = live_space(id) else { return Vec::new() };
+    let translation = translation.lock();
+    let in_vm_map = |page: u64| page < STACK_BOTTOM as u64 && translation.regions.containing(page).is_some_and(|region| region.kind != VmKind::FileBacked);
+    translation.pages.keys().copied().filter(|&page| in_vm_map(page)).collect()
+}
+
+/// Kernel tests: the lowest resident page of live space `id`'s `vm_map` regions (its
+/// first `vm_map` page), if any.
 #[cfg(feature = "tests")]
 pub fn lowest_resident_page(id: u64) -> Option<u64> {
-    let (_, translation) = live_space(id)?;
-    let translation = translation.lock();
-    translation.pages.keys().copied().find(|&page| page < STACK_BOTTOM as u64)
+    resident_vm_map_pages(id).first().copied()
 }
 
 /// Kernel tests: pages out resident `page` of live space `id` as memory pressure does

@@ -39,7 +39,7 @@ pub mod capabilities;
 /// What the kernel tests reach inside the translation of a live space (by process id).
 #[cfg(feature = "tests")]
 pub mod testing {
-    pub use super::address_space::{in_transit, lowest_resident_page, page_out_page, read_word};
+    pub use super::address_space::{in_transit, lowest_resident_page, page_out_page, read_word, resident_vm_map_pages};
 }
 
 use alloc::collections::BTreeMap;
@@ -53,7 +53,7 @@ use spindle_abi::syscall::{Error, ExitStatus, KillCause, MAX_COMMAND_LINE};
 use spindle_process::layout::STACK_TOP;
 use spindle_process::{Executable, ExecutableError};
 
-pub use address_space::{AddressSpace, FaultKill, ImageBytes, SpaceError, SpaceView, copy_user_page};
+pub use address_space::{AddressSpace, FaultKill, ImageSource, SpaceError, SpaceView, copy_user_page};
 pub use capabilities::{Grants, ProcessCapabilities};
 
 use crate::arch::csr;
@@ -224,14 +224,45 @@ pub fn programs() -> Vec<&'static str> {
         .unwrap_or_default()
 }
 
+/// Most bytes of ELF and program headers a program file may have (its first bytes, read
+/// at spawn).
+const MAX_PROGRAM_HEADERS: usize = 64 * 1024;
+
+/// Opens program file `path` as a running program's image and reads its ELF and program
+/// headers: the open file, those bytes, the file's length. Errors as [`spawn`]'s for a file.
+fn read_program_head(path: &str) -> Result<(Arc<crate::services::fs::OpenFile>, Vec<u8>, u64), SpawnError> {
+    let refused = |error: crate::services::fs::FsCallError| match error.code() {
+        Error::NotFound | Error::NotADirectory | Error::IsADirectory => SpawnError::Refused(Error::NoSuchProgram),
+        code => SpawnError::Refused(code),
+    };
+    let (file, length) = crate::services::fs::open_program(path).map_err(refused)?;
+    let read = |wanted: usize| -> Result<Vec<u8>, SpawnError> {
+        let mut bytes = alloc::vec![0u8; wanted];
+        let count = crate::services::fs::read_at(&file, 0, &mut bytes).map_err(refused)?;
+        bytes.truncate(count);
+        Ok(bytes)
+    };
+    // The first block holds the headers of every program we build; a file whose table lies
+    // further in is read again as far as it ends.
+    let mut head = read(crate::arch::PAGE_SIZE.min(length as usize))?;
+    let wanted = Executable::header_length(&head).map_err(SpawnError::BadProgram)?;
+    if wanted > head.len() && (wanted as u64) <= length && wanted <= MAX_PROGRAM_HEADERS {
+        head = read(wanted)?;
+    }
+    Ok((file, head, length))
+}
+
 /// Starts `command_line` (`NAME [ARGUMENTS…]`): program `bin/NAME` of the boot bundle
 /// (or, for a NAME starting with `/`, the ELF file at that path of the file system), as a
 /// child of `parent`, holding the console and `grants` (the caller decides what it
 /// may pass on).
 ///
+/// A file program's file stays open as its image while the process lives (its pages are
+/// read from it on first touch): it cannot be written or removed meanwhile.
+///
 /// Errors: `Refused(BadArgument)` (no name), `Refused(BadLength)` (longer than
-/// `MAX_COMMAND_LINE`, or a file above `services::fs::MAX_WHOLE_FILE`),
-/// `Refused(NoSuchProgram)` (no such program or file), `Refused(NoDevice | Io | Corrupt)`
+/// `MAX_COMMAND_LINE`), `Refused(NoSuchProgram)` (no such program or file),
+/// `Refused(Busy)` (the file is open for writing), `Refused(NoDevice | Io | Corrupt)`
 /// (the file system could not read the file), `BadProgram`, `Space` (out of memory),
 /// `Refused(TooMany)` (`MAX_PROCESSES` exist), `Refused(NoMemory)` (no strand stack).
 pub fn spawn(command_line: &str, parent: Parent, grants: Grants) -> Result<Arc<Process>, SpawnError> {
@@ -239,24 +270,24 @@ pub fn spawn(command_line: &str, parent: Parent, grants: Grants) -> Result<Arc<P
         return Err(SpawnError::Refused(Error::BadLength));
     }
     let name = command_line.split_ascii_whitespace().next().ok_or(SpawnError::Refused(Error::BadArgument))?;
-    let image = if name.starts_with('/') {
-        // An ELF file of the file system (`run /bin/NAME`): its pages are all filled at load.
-        let bytes = crate::services::fs::read_file(name).map_err(|error| match error.code() {
-            Error::NotFound | Error::NotADirectory | Error::IsADirectory => SpawnError::Refused(Error::NoSuchProgram),
-            code => SpawnError::Refused(code),
-        })?;
-        ImageBytes::File(bytes)
+    // An ELF file of the file system (`run /bin/NAME`) is read only as far as its headers:
+    // its pages come from the file through the buffer cache when first touched.
+    let head: Vec<u8>;
+    let (source, executable) = if name.starts_with('/') {
+        let (file, head_bytes, length) = read_program_head(name)?;
+        head = head_bytes;
+        (ImageSource::File(file), Executable::parse_headers(&head, length).map_err(SpawnError::BadProgram)?)
     } else {
-        ImageBytes::Bundle(crate::ext::bundle::payload(&alloc::format!("{PROGRAM_PREFIX}{name}")).ok_or(SpawnError::Refused(Error::NoSuchProgram))?)
+        let bytes = crate::ext::bundle::payload(&alloc::format!("{PROGRAM_PREFIX}{name}")).ok_or(SpawnError::Refused(Error::NoSuchProgram))?;
+        (ImageSource::Bundle(bytes), Executable::parse(bytes).map_err(SpawnError::BadProgram)?)
     };
-    let executable = Executable::parse(image.bytes()).map_err(SpawnError::BadProgram)?;
     if with_table(|table| table.len()) >= MAX_PROCESSES {
         return Err(SpawnError::Refused(Error::TooMany));
     }
     let capabilities = ProcessCapabilities::new(grants).map_err(SpawnError::Refused)?;
     let pid = NEXT_PID.fetch_add(1, Ordering::Relaxed);
     let mut space = AddressSpace::new(pid).map_err(SpawnError::Space)?;
-    space.load(&executable, &image).map_err(SpawnError::Space)?;
+    space.load(&executable, source).map_err(SpawnError::Space)?;
     space.map_stack().map_err(SpawnError::Space)?;
     let process = Arc::new(Process {
         pid,

@@ -92,7 +92,10 @@ fn read_name(space: &AddressSpace, pointer: usize, length: usize) -> Result<Stri
 pub fn register(process: &Arc<Process>, space: &AddressSpace, [pointer, length, entry, stack_top, ..]: [usize; 6]) -> Result<usize, Option<Error>> {
     let name = read_name(space, pointer, length).map_err(Some)?;
     migrate::check_target(space, entry, stack_top).map_err(Some)?;
-    // Its code runs inside calls with preemption off: memory pressure leaves its pages alone.
+    // Its code runs inside calls with preemption off, where its strand cannot wait for the
+    // disk: a file program's image is read in whole now, and memory pressure leaves its
+    // pages alone from now on.
+    space.fill_whole_image().map_err(Some)?;
     crate::services::vm::wire(process.pid());
     let service = Arc::new(Service {
         name,

@@ -39,7 +39,10 @@
 //!
 //! **Open files** are counted per inode: a file or directory that is open cannot be
 //! removed ([`FsCallError::Busy`]), so an inode number is never freed — and reused by
-//! another file — under a handle that still names it.
+//! another file — under a handle that still names it. A running program's file
+//! ([`open_program`]: its image pages are read from it on demand) cannot be opened for
+//! writing ([`FsCallError::Running`]), and a file open for writing cannot be run
+//! ([`FsCallError::Busy`]): the pages a process reads later are the bytes it started with.
 //!
 //! Limitations: one file system; no rename or hard links; no deferred removal of an open
 //! file (POSIX lets `unlink` succeed and frees the file at its last close).
@@ -264,8 +267,11 @@ pub enum FsCallError {
     TooLarge(u64),
     /// A seek to a negative or overflowing offset, or an unknown origin.
     BadSeek,
-    /// The file is open (by this or another process): it cannot be removed.
+    /// The file is open (by this or another process): it cannot be removed (or, open for
+    /// writing, run).
     Busy,
+    /// The file is a running program's image: it cannot be written.
+    Running,
 }
 
 impl fmt::Display for FsCallError {
@@ -277,6 +283,7 @@ impl fmt::Display for FsCallError {
             FsCallError::TooLarge(size) => write!(formatter, "the file has {size} bytes, more than {MAX_WHOLE_FILE} can be read at once"),
             FsCallError::BadSeek => formatter.write_str("bad seek (negative or overflowing offset, or unknown origin)"),
             FsCallError::Busy => formatter.write_str("the file is open"),
+            FsCallError::Running => formatter.write_str("the file is a running program's image"),
         }
     }
 }
@@ -296,7 +303,7 @@ impl FsCallError {
             FsCallError::NotPermitted => Error::NotPermitted,
             FsCallError::TooLarge(_) => Error::BadLength,
             FsCallError::BadSeek => Error::BadArgument,
-            FsCallError::Busy => Error::Busy,
+            FsCallError::Busy | FsCallError::Running => Error::Busy,
             FsCallError::Fs(error) => match error {
                 FsError::NotFound => Error::NotFound,
                 FsError::Exists => Error::Exists,
@@ -627,33 +634,80 @@ pub struct OpenMode {
     pub append: bool,
 }
 
+impl OpenMode {
+    /// Whether the file may be changed through it.
+    fn writes(self) -> bool {
+        self.write || self.truncate || self.append
+    }
+}
+
 /// An open file: its inode and position. A capability object (kind `File`): user space
 /// holds it through its capability table.
 pub struct OpenFile {
     inode: u32,
     mode: OpenMode,
     position: spin::Mutex<u64>,
+    /// Opened by [`open_program`]: a running program's image.
+    program: bool,
 }
 
 impl KernelObject for OpenFile {
     const KIND: ObjectKind = ObjectKind::File;
 }
 
+/// How often one inode is open: in all, for writing, as a running program.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct Opens {
+    all: u32,
+    writers: u32,
+    programs: u32,
+}
+
 /// Open files per inode (see the module's note on open files).
-static OPEN_COUNTS: spin::Mutex<alloc::collections::BTreeMap<u32, u32>> = spin::Mutex::new(alloc::collections::BTreeMap::new());
+static OPEN_COUNTS: spin::Mutex<alloc::collections::BTreeMap<u32, Opens>> = spin::Mutex::new(alloc::collections::BTreeMap::new());
 
 /// Whether `inode` is open.
 fn is_open(inode: u32) -> bool {
     crate::arch::csr::without_interrupts(|| OPEN_COUNTS.lock().contains_key(&inode))
 }
 
+/// Counts one more open of `inode` with `mode` (as a running program's image if
+/// `program`), unless that would write a running program's file
+/// ([`FsCallError::Running`]) or run a file open for writing ([`FsCallError::Busy`]).
+/// Called under the file system's lock, so an unlink cannot slip in between.
+fn count_open(inode: u32, mode: OpenMode, program: bool) -> Result<(), FsCallError> {
+    crate::arch::csr::without_interrupts(|| {
+        let mut counts = OPEN_COUNTS.lock();
+        let opens = counts.entry(inode).or_default();
+        let refused = if mode.writes() && opens.programs > 0 {
+            Some(FsCallError::Running)
+        } else if program && opens.writers > 0 {
+            Some(FsCallError::Busy)
+        } else {
+            None
+        };
+        if let Some(refusal) = refused {
+            if opens.all == 0 {
+                counts.remove(&inode);
+            }
+            return Err(refusal);
+        }
+        opens.all += 1;
+        opens.writers += u32::from(mode.writes());
+        opens.programs += u32::from(program);
+        Ok(())
+    })
+}
+
 impl Drop for OpenFile {
     fn drop(&mut self) {
         crate::arch::csr::without_interrupts(|| {
             let mut counts = OPEN_COUNTS.lock();
-            if let Some(count) = counts.get_mut(&self.inode) {
-                *count -= 1;
-                if *count == 0 {
+            if let Some(opens) = counts.get_mut(&self.inode) {
+                opens.all -= 1;
+                opens.writers -= u32::from(self.mode.writes());
+                opens.programs -= u32::from(self.program);
+                if opens.all == 0 {
                     counts.remove(&self.inode);
                 }
             }
@@ -693,13 +747,52 @@ pub fn open(path: &str, mode: OpenMode) -> Result<Arc<OpenFile>, FsCallError> {
         if stat.kind == Kind::Directory && (mode.write || mode.truncate || mode.append) {
             return Err(FsError::IsADirectory.into());
         }
+        // Counted (or refused: a running program's file) before it is truncated.
+        count_open(inode, mode, false)?;
+        let file = Arc::new(OpenFile { inode, mode, position: spin::Mutex::new(0), program: false });
         if mode.truncate && mode.write {
             fs.truncate(inode, 0)?;
             fs.store_mut().0.invalidate_file(inode, 0);
         }
-        // Counted under the file system's lock, so an unlink cannot slip in between.
-        crate::arch::csr::without_interrupts(|| *OPEN_COUNTS.lock().entry(inode).or_insert(0) += 1);
-        Ok(Arc::new(OpenFile { inode, mode, position: spin::Mutex::new(0) }))
+        Ok(file)
+    })
+}
+
+/// Opens the regular file `path` as a program's image (read only) and answers its size:
+/// while the handle lives the file cannot be written or removed, so the process's image
+/// pages read from it later ([`read_at`]) are the bytes it was started with. Errors:
+/// [`FsCallError::Busy`] if it is open for writing; the file system's (not found, a
+/// directory: `IsADirectory`).
+pub fn open_program(path: &str) -> Result<(Arc<OpenFile>, u64), FsCallError> {
+    with_fs(|fs| {
+        let inode = fs.lookup(path)?;
+        let stat = fs.stat(inode)?;
+        if stat.kind == Kind::Directory {
+            return Err(FsError::IsADirectory.into());
+        }
+        let mode = OpenMode { read: true, ..OpenMode::default() };
+        count_open(inode, mode, true)?;
+        Ok((Arc::new(OpenFile { inode, mode, position: spin::Mutex::new(0), program: true }), stat.size))
+    })
+}
+
+/// Reads up to `buffer.len()` bytes of `file` at `offset` through the buffer cache (the
+/// handle's position is neither used nor moved); fewer only at the file's end. For a
+/// program's image pages, on the faulting process's strand (it blocks on the disk).
+pub fn read_at(file: &OpenFile, offset: u64, buffer: &mut [u8]) -> Result<usize, FsCallError> {
+    if !file.mode.read {
+        return Err(FsCallError::NotPermitted);
+    }
+    with_fs(|fs| {
+        let mut done = 0;
+        while done < buffer.len() {
+            let (count, _) = fs.read_at_sized(file.inode, offset + done as u64, &mut buffer[done..])?;
+            if count == 0 {
+                break;
+            }
+            done += count;
+        }
+        Ok(done)
     })
 }
 

@@ -204,8 +204,8 @@ pub struct Stats {
     pub allocate_refused: u64,
     /// Handler answers the check refused (a grant above the limit or the free frames).
     pub allocate_rejected: u64,
-    /// Pages of programs' images filled from the program's bytes on their first touch
-    /// (again after a drop).
+    /// Pages of programs' images filled from the program's bytes (the bundle's, or the
+    /// file's through the buffer cache) on their first touch (again after a drop).
     pub image_pages: u64,
     /// Read-only image pages dropped under memory pressure (filled again when touched).
     pub image_drops: u64,
@@ -601,7 +601,7 @@ fn finish(decision: Decision) -> Decision {
         Outcome::Kill(_) => count(&COUNTERS.kills),
         Outcome::Retry => count(&COUNTERS.retries),
         Outcome::Protect(_) => count(&COUNTERS.protects),
-        Outcome::DemandZero { .. } | Outcome::Map { .. } => {}
+        Outcome::DemandZero { .. } | Outcome::Map { .. } | Outcome::Fill { .. } => {}
     }
     decision
 }
@@ -635,6 +635,8 @@ pub enum PageSource {
     Stack,
     /// The caller fills it: a page coming back from swap.
     Swap,
+    /// The caller fills it from the program's image (first touch, or again after a drop).
+    Image,
 }
 
 /// A zeroed frame for `page` of `space`, recorded as [`allocate`] does, after `mm.Allocate`
@@ -653,15 +655,11 @@ pub fn allocate_page(space: u64, page: u64, source: PageSource) -> Result<FrameR
     match source {
         PageSource::DemandZero => count(&COUNTERS.demand_zero),
         PageSource::Stack => count(&COUNTERS.stack_pages),
+        PageSource::Image => count(&COUNTERS.image_pages),
         PageSource::Swap => {}
     }
     COUNTERS.frames_held.fetch_add(1, Ordering::Relaxed);
     Ok(run)
-}
-
-/// Counts a page of a program's image filled on its first touch.
-pub fn counted_image_page() {
-    count(&COUNTERS.image_pages);
 }
 
 /// Counts a read-only image page dropped under memory pressure.

@@ -69,6 +69,12 @@
 //!   word. Exits 0 if every word was right.
 //! - `swapkill`: writes 16 pages under a limit of 6, then loads from no region: killed
 //!   with pages on swap (the kernel tests check that their slots come back).
+//! - `image PASSES LIMIT`: the program's own image under its memory limit. Limits itself
+//!   to LIMIT frames, checks the initial words of a 24-page `.data` array (bytes of the
+//!   program file) and a 24-page `.bss` array (zero), then PASSES times writes every word of
+//!   both and checks them all. The written image pages go to swap and come back like any
+//!   other page; code pages are dropped and filled again from the image. Exits 0 if every
+//!   word was right.
 //! - `child WORD`: exits 0 if WORD is `swapped-ok`.
 //!
 //! The raw accesses need `unsafe`: the one place this crate allows it ([`raw`]).
@@ -119,6 +125,10 @@ fn main(arguments: &Arguments) -> i32 {
             _ => usage(),
         },
         Some("swapkill") => swapkill(),
+        Some("image") => match (number(1), number(2)) {
+            (Some(passes), Some(limit)) => image(passes, limit),
+            _ => usage(),
+        },
         Some("checkpoint") => match (number(1), number(2)) {
             (Some(pages), Some(technology)) if pages > 0 => checkpoint(pages, technology),
             _ => usage(),
@@ -137,7 +147,7 @@ fn main(arguments: &Arguments) -> i32 {
 }
 
 fn usage() -> i32 {
-    println!("vmtest: usage: vmtest zero PAGES TOUCH | bad | readonly | managed PAGES PAGER TECHNOLOGY [keep] | barrier PAGES TECHNOLOGY | errors | chain PAGES [TECHNOLOGY] | bench | bench-trap TECHNOLOGY LABEL | swap PAGES LIMIT PASSES | idle PAGES TICKS | swapkill | checkpoint PAGES TECHNOLOGY | hotscan HOT SCAN ROUNDS LIMIT hot|plain | child WORD");
+    println!("vmtest: usage: vmtest zero PAGES TOUCH | bad | readonly | managed PAGES PAGER TECHNOLOGY [keep] | barrier PAGES TECHNOLOGY | errors | chain PAGES [TECHNOLOGY] | bench | bench-trap TECHNOLOGY LABEL | swap PAGES LIMIT PASSES | idle PAGES TICKS | swapkill | image PASSES LIMIT | checkpoint PAGES TECHNOLOGY | hotscan HOT SCAN ROUNDS LIMIT hot|plain | child WORD");
     2
 }
 
@@ -311,6 +321,64 @@ fn checkpoint(pages: usize, technology: usize) -> i32 {
     let saved = (0..pages).filter(|&page| written(page)).count();
     println!("vmtest: checkpoint over {pages} pages: {saved} saved on their first store, rolled back; status {status}");
     status
+}
+
+/// Words in each of `image`'s arrays: 24 pages.
+const IMAGE_WORDS: usize = 24 * 512;
+
+/// The initial value of word `index` of [`IMAGE_DATA`] (never zero, so the array is
+/// bytes of the program file, not `.bss`).
+const fn image_initial(index: usize) -> u64 {
+    (index as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1
+}
+
+/// The initial contents of [`IMAGE_DATA`].
+const fn initial_image_data() -> [u64; IMAGE_WORDS] {
+    let mut words = [0; IMAGE_WORDS];
+    let mut index = 0;
+    while index < IMAGE_WORDS {
+        words[index] = image_initial(index);
+        index += 1;
+    }
+    words
+}
+
+/// `.data` for `image` (reached only through [`raw`], by address).
+static mut IMAGE_DATA: [u64; IMAGE_WORDS] = initial_image_data();
+
+/// `.bss` for `image` (reached only through [`raw`], by address).
+static mut IMAGE_BSS: [u64; IMAGE_WORDS] = [0; IMAGE_WORDS];
+
+fn image(passes: usize, limit: usize) -> i32 {
+    if let Err(error) = arch::vm_limit(limit) {
+        println!("vmtest: vm_limit({limit}): {error:?}");
+        return 2;
+    }
+    let data = &raw const IMAGE_DATA as usize;
+    let bss = &raw const IMAGE_BSS as usize;
+    for index in 0..IMAGE_WORDS {
+        let (initial, zero) = (raw::load(data + 8 * index), raw::load(bss + 8 * index));
+        if initial != image_initial(index) || zero != 0 {
+            println!("vmtest: image word {index}: .data {initial:#x} (expected {:#x}), .bss {zero:#x}", image_initial(index));
+            return 3;
+        }
+    }
+    let value = |pass: usize, index: usize| ((pass as u64) << 48) ^ (index as u64).wrapping_mul(0x2545_F491_4F6C_DD1D);
+    for pass in 1..=passes {
+        for index in 0..IMAGE_WORDS {
+            raw::store(data + 8 * index, value(pass, index));
+            raw::store(bss + 8 * index, !value(pass, index));
+        }
+        for index in 0..IMAGE_WORDS {
+            let (written, inverted) = (raw::load(data + 8 * index), raw::load(bss + 8 * index));
+            if written != value(pass, index) || inverted != !value(pass, index) {
+                println!("vmtest: pass {pass}, image word {index}: .data {written:#x}, .bss {inverted:#x}");
+                return 4;
+            }
+        }
+    }
+    println!("vmtest: image: 48 image pages written {passes} times under a limit of {limit}: every word right");
+    0
 }
 
 fn idle(pages: usize, ticks: usize) -> i32 {

@@ -24,7 +24,8 @@
 //! fields). A `BadAddress` fault has no region, so no handler: it takes the default at
 //! once. The handler answers an [`Answer`]; [`check_answer`] is the rule; a refused
 //! answer, or none, takes the default ([`default_outcome`]): demand-zero for a missing
-//! page of an anonymous region, otherwise the process is killed with a [`KillCause`].
+//! page of an anonymous region, a fill from the image for a missing page of a file-backed
+//! one, otherwise the process is killed with a [`KillCause`].
 
 use core::fmt;
 
@@ -250,8 +251,6 @@ pub enum KillCause {
     ProtectionViolation,
     /// A page of a managed region is missing and no handler supplied it.
     NoPager,
-    /// A page of a file-backed region is missing (file-backed regions are not built).
-    FileBackedUnsupported,
 }
 
 impl fmt::Display for KillCause {
@@ -260,7 +259,6 @@ impl fmt::Display for KillCause {
             KillCause::BadAddress => "access to an address in no region",
             KillCause::ProtectionViolation => "access not allowed by the page's protection",
             KillCause::NoPager => "page of a managed region missing and no handler supplied it",
-            KillCause::FileBackedUnsupported => "page of a file-backed region missing (not supported)",
         })
     }
 }
@@ -286,6 +284,14 @@ pub enum Outcome {
         /// The virtual page.
         page: u64,
         /// Its protection (the page's effective protection).
+        protection: Protection,
+    },
+    /// Fill a frame for the address space from the region's backing (a program's image),
+    /// map it at `page` with `protection`, resume.
+    Fill {
+        /// The virtual page.
+        page: u64,
+        /// Its protection (the region's).
         protection: Protection,
     },
     /// Resume at once (a spurious fault).
@@ -362,7 +368,9 @@ pub fn default_outcome(table: &RegionTable, fault: &Fault) -> Outcome {
             Outcome::DemandZero { page: fault.page, protection: table.protection_of(fault.page).unwrap_or(Protection::NONE) }
         }
         (FaultClass::PageNotPresent, Some(RegionKind::Managed)) => Outcome::Kill(KillCause::NoPager),
-        (FaultClass::PageNotPresent, Some(RegionKind::FileBacked)) => Outcome::Kill(KillCause::FileBackedUnsupported),
+        (FaultClass::PageNotPresent, Some(RegionKind::FileBacked)) => {
+            Outcome::Fill { page: fault.page, protection: table.protection_of(fault.page).unwrap_or(Protection::NONE) }
+        }
     }
 }
 

@@ -10,14 +10,15 @@
 //! | `trap(region, handler)` | [`RegionTable::trap`] / [`RegionTable::untrap`] | raises the region's faults to the handler |
 //!
 //! Argument checks: every address page-aligned and a user address; a range of 1 to
-//! [`MAX_PROT_PAGES`] pages lying inside one region; a protection within the region's.
+//! [`MAX_PROT_PAGES`] pages lying inside one region; a protection within the region's; a
+//! region that is not a program's image ([`RegionKind::FileBacked`]).
 //! A [`ProtChange`] is what the kernel applies to the page table; the table has already
 //! recorded it when the call returns `Ok`.
 
 use core::fmt;
 
 use crate::fault::Pte;
-use crate::region::{PAGE_SIZE, Protection, RegionId, RegionTable, Trap, is_user_address};
+use crate::region::{PAGE_SIZE, Protection, RegionId, RegionKind, RegionTable, Trap, is_user_address};
 
 /// Most pages one `protN` / `unprotN` may change.
 pub const MAX_PROT_PAGES: u64 = 1 << 16;
@@ -61,6 +62,8 @@ pub enum PrimitiveError {
     AlreadyTrapped(Trap),
     /// The region is not trapped by this owner (an untrap).
     NotTrapped(RegionId),
+    /// The region is a program's image (file-backed): not the program's to protect or trap.
+    Image(RegionId),
 }
 
 impl fmt::Display for PrimitiveError {
@@ -77,6 +80,7 @@ impl fmt::Display for PrimitiveError {
             PrimitiveError::NoSuchRegion(id) => write!(formatter, "no region {id}"),
             PrimitiveError::AlreadyTrapped(trap) => write!(formatter, "the region is already trapped by {} (handler {})", trap.owner, trap.handler),
             PrimitiveError::NotTrapped(id) => write!(formatter, "region {id} is not trapped by this owner"),
+            PrimitiveError::Image(id) => write!(formatter, "region {id} is the program's image"),
         }
     }
 }
@@ -120,6 +124,9 @@ impl RegionTable {
             return Err(PrimitiveError::BadCount(count));
         }
         let region = self.check_page_region(start)?;
+        if region.kind == RegionKind::FileBacked {
+            return Err(PrimitiveError::Image(region.id));
+        }
         let end = count.checked_mul(PAGE_SIZE).and_then(|bytes| start.checked_add(bytes));
         if end.is_none_or(|end| end > region.end()) {
             return Err(PrimitiveError::CrossesRegion { start, count });
@@ -192,6 +199,9 @@ impl RegionTable {
     /// another owner's handler has it.
     pub fn trap(&mut self, region: RegionId, trap: Trap) -> Result<Option<Trap>, PrimitiveError> {
         let entry = self.region_mut(region).ok_or(PrimitiveError::NoSuchRegion(region))?;
+        if entry.kind == RegionKind::FileBacked {
+            return Err(PrimitiveError::Image(region));
+        }
         match entry.trap {
             Some(existing) if existing.owner != trap.owner => Err(PrimitiveError::AlreadyTrapped(existing)),
             previous => {

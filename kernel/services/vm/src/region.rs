@@ -102,7 +102,10 @@ pub enum RegionKind {
     /// Managed by an extension or a user-level pager: faults go to its trap handler;
     /// without an answer the process is killed.
     Managed,
-    /// Backed by a file (reserved: not built yet; faults without an answer kill).
+    /// Backed by a program's image (the boot bundle's copy or its ELF file): a missing page
+    /// is filled from it ([`crate::Outcome::Fill`]). A page written since is the process's
+    /// own from then on: paged out to swap like anonymous memory (a clean one is dropped
+    /// and filled again). Not the program's to protect or trap.
     FileBacked,
 }
 

@@ -246,7 +246,7 @@ fn declines_and_defaults() {
         (classify(&w.regions, HEAP, AccessKind::Write, Pte::ABSENT), Outcome::DemandZero { page: HEAP, protection: Protection::READ_WRITE }),
         (classify(&w.regions, HEAP, AccessKind::Execute, Pte::ABSENT), Outcome::Kill(KillCause::ProtectionViolation)),
         (classify(&w.regions, managed_page(0), AccessKind::Read, Pte::ABSENT), Outcome::Kill(KillCause::NoPager)),
-        (code, Outcome::Kill(KillCause::FileBackedUnsupported)),
+        (code, Outcome::Fill { page: CODE, protection: Protection::READ_EXECUTE }),
         (classify(&w.regions, 0, AccessKind::Read, Pte::ABSENT), Outcome::Kill(KillCause::BadAddress)),
         (classify(&w.regions, HEAP, AccessKind::Read, Pte::mapped(Protection::READ_WRITE)), Outcome::Retry),
     ];
@@ -311,6 +311,25 @@ fn primitive_arguments_are_checked() {
     assert_eq!(table.protected_pages(), 0, "a refused call records nothing");
     assert_eq!(table.region(heap).unwrap().protection, Protection::READ_WRITE);
     assert!(PrimitiveError::BadCount(0).to_string().contains("1 to 65536"));
+}
+
+#[test]
+fn an_image_region_is_not_the_programs_to_protect_or_trap() {
+    let (mut table, _, _, code) = regions();
+    let mine = Trap { owner: Owner::AddressSpace(SPACE), handler: 1 };
+    assert_eq!(table.prot1(CODE, Protection::READ), Err(PrimitiveError::Image(code)));
+    assert_eq!(table.prot_n(CODE, 2, Protection::NONE), Err(PrimitiveError::Image(code)));
+    assert_eq!(table.unprot_n(CODE, 1), Err(PrimitiveError::Image(code)));
+    assert_eq!(table.check_protect(CODE, 1, Protection::READ), Err(PrimitiveError::Image(code)));
+    assert_eq!(table.trap(code, mine), Err(PrimitiveError::Image(code)));
+    assert_eq!(table.protected_pages(), 0, "nothing recorded");
+    // Its faults: a missing page is filled; a store into code is a protection fault.
+    let store = classify(&table, CODE + PAGE_SIZE, AccessKind::Write, Pte::ABSENT);
+    assert_eq!(store.class, FaultClass::ProtectionFault);
+    assert_eq!(default_outcome(&table, &store), Outcome::Kill(KillCause::ProtectionViolation));
+    let fetch = classify(&table, CODE + PAGE_SIZE + 12, AccessKind::Execute, Pte::ABSENT);
+    assert_eq!(default_outcome(&table, &fetch), Outcome::Fill { page: CODE + PAGE_SIZE, protection: Protection::READ_EXECUTE });
+    assert!(PrimitiveError::Image(code).to_string().contains("image"));
 }
 
 #[test]
