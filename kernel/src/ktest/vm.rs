@@ -157,7 +157,7 @@ fn clean(test: impl FnOnce() -> TestResult) -> TestResult {
 
 /// `vmtest zero 16 5`: the five touched pages read zero and the untouched page the kernel
 /// copied into is faulted in — six pages mapped, no more; of the 16-page stack only the
-/// pages the program touched get frames; all given back at exit.
+/// pages the program touched get frames, and so do its image's; all given back at exit.
 fn demand_zero_maps_only_touched_pages() -> TestResult {
     let before = stats();
     let frames_before = crate::mm::frame::stats().allocated;
@@ -167,7 +167,8 @@ fn demand_zero_maps_only_touched_pages() -> TestResult {
     ensure!(change.demand_zero == 6, "{} pages were mapped for 5 touched pages and one kernel copy: {change:?}", change.demand_zero);
     // The stack is demand-zero too: the pages the program touched of its 16, counted apart.
     ensure!((1..16).contains(&change.stack_pages), "stack pages: {change:?}");
-    ensure!(change.faults == 5 + change.stack_pages && change.raised == 0 && change.kills == 0, "counters: {change:?}");
+    // And its image's pages, filled on their first touch.
+    ensure!(change.image_pages >= 1 && change.faults == 5 + change.stack_pages + change.image_pages && change.raised == 0 && change.kills == 0, "counters: {change:?}");
     ensure!(change.frames_held == 0, "{} frames still held after exit", change.frames_held as i64);
     ensure!(crate::services::vm::held_by(process.pid()) == 0, "the frame table still records frames of pid {}", process.pid());
     crate::sched::sleep_ticks(1);
@@ -421,7 +422,7 @@ fn in_kernel_handler_protects_through_kernel_functions() -> TestResult {
     let chain = handler_fn("test.vm.chain", |record: &TranslationRecord| {
         DIRTY[0].fetch_add(spindle_abi::host::vm_dirty(record.space, record.page()), Ordering::Relaxed);
         DIRTY[1].fetch_add(u64::from(spindle_abi::host::vm_dirty(record.space, record.page() + 8) == u64::MAX), Ordering::Relaxed);
-        DIRTY[2].fetch_add(u64::from(spindle_abi::host::vm_dirty(record.space, 0x10_0000_0000) == u64::MAX), Ordering::Relaxed);
+        DIRTY[2].fetch_add(u64::from(spindle_abi::host::vm_dirty(record.space, 0x18_0000_0000) == u64::MAX), Ordering::Relaxed);
         spindle_abi::host::vm_protect(record.space, record.page() + 0x1000, 1, u64::from(TranslationAnswer::READ));
         Ok::<TranslationAnswer, HandlerFault>(TranslationAnswer {
             action: TranslationAnswer::PROTECT,
@@ -803,11 +804,13 @@ fn allocate_event_grants_refuses_and_is_checked() -> TestResult {
     ensure!(change.allocate_refused == 1 && change.demand_zero + change.stack_pages == 0 && change.frames_held == 0, "refused: counters {change:?}");
     let (process, status, change) = with_answer(7, "vmtest zero 16 5")?;
     ensure!(status == ExitStatus::Exited(0), "malformed: vmtest zero ended {status} ({:?})", process.fault_cause());
-    // Every page the program takes is asked for: its 6 `vm_map` pages and its stack's.
-    ensure!(change.allocate_raises == 6 + change.stack_pages && change.allocate_refused == 0 && change.demand_zero == 6, "malformed: counters {change:?}");
+    // Every page the program takes is asked for: its 6 `vm_map` pages, its stack's and its
+    // image's.
+    let pages = |change: &Stats| 6 + change.stack_pages + change.image_pages;
+    ensure!(change.allocate_raises == pages(&change) && change.allocate_refused == 0 && change.demand_zero == 6, "malformed: counters {change:?}");
     let (process, status, change) = with_answer(FrameAnswer::GRANT, "vmtest zero 16 5")?;
     ensure!(status == ExitStatus::Exited(0), "granted: vmtest zero ended {status} ({:?})", process.fault_cause());
-    ensure!(change.allocate_raises == 6 + change.stack_pages && change.allocate_rejected == 0 && change.demand_zero == 6, "granted: counters {change:?}");
+    ensure!(change.allocate_raises == pages(&change) && change.allocate_rejected == 0 && change.demand_zero == 6, "granted: counters {change:?}");
     with_unmodelled_disk(|| {
         let (process, status, change) = with_answer(FrameAnswer::GRANT, "vmtest swap 24 8 1")?;
         ensure!(status == ExitStatus::Exited(0), "granted under a limit: vmtest swap ended {status} ({:?})", process.fault_cause());
