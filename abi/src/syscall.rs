@@ -741,12 +741,14 @@ declare_syscalls! {
     /// running process `pid`), `Refused` (already loaded, the loader refused, or it binds
     /// `lock.Grant`, whose record names no process; see [`Syscall::LastError`]).
     SetProcessPolicy = 50, "setpolicy_process", (pid, name_pointer, name_length, technology) -> "0";
-    /// `vm_limit(pages) -> 0`: the caller's `vm_map` pages (and `map_anonymous` memory,
-    /// which is one) may hold at most `pages` frames (0: no limit). Above it, each page
-    /// the process touches first pages one of its pages out — the clock hand's choice,
-    /// which an `mm.Reclaim` handler may change — to the swap area at the end of the disk;
-    /// a page on swap comes back when touched. Errors: `BadArgument` (1 to 3 pages: an
-    /// instruction may need two pages at once).
+    /// `vm_limit(pages) -> 0`: the caller's pages — its image, its stack, its `vm_map`
+    /// regions (and `map_anonymous` memory, which is one); not its page tables — may hold
+    /// at most `pages` frames (0: no limit). Above it, each page the process touches first
+    /// pages one of its pages out — the clock hand's choice, which an `mm.Reclaim` handler
+    /// may change — to the swap area at the end of the disk (a page never written is
+    /// dropped: it is zero, or its image still holds it); a page comes back when touched.
+    /// Errors: `BadArgument` (1 to 3 pages: an instruction may need two pages of code and
+    /// two of data at once).
     VmLimit = 51, "vm_limit", (pages) -> "0";
     /// `vm_hot(address, slot) -> frame`: puts the page at `address` (of a `vm_map`
     /// region; faulted in if needed) into hot-list slot `slot` (`0..64`): the kernel raises

@@ -603,10 +603,11 @@ const DISK_CLOCK_LACKS: &[&str] = &["killed:", "KILLED", "DEGRADED", "DISABLED",
 
 /// The paging clock tests' script: a process four times its memory limit, then the hot-list
 /// workload with the `hotlist` graft steering reclaim (swap on the HP 97560 model).
-const PAGING_CLOCK_LINES: &[&str] = &["run vmtest swap 48 12 2", "ext load hotlist", "run vmtest hotscan 8 64 6 16 hot", "mem", "ext list"];
+const PAGING_CLOCK_LINES: &[&str] = &["run vmtest swap 48 12 2", "run /bin/vmtest image 2 8", "ext load hotlist", "run vmtest hotscan 8 64 6 16 hot", "mem", "ext list"];
 /// What the paging clock tests' logs must contain, besides the clock line.
-const PAGING_CLOCK_CONTAINS: [&str; 4] = [
+const PAGING_CLOCK_CONTAINS: [&str; 5] = [
     "vmtest: swap: 48 pages under a limit of 12, 2 passes, every word right",
+    "vmtest: image: 48 image pages written 2 times under a limit of 8: every word right",
     "loaded `hotlist` 0.1.0 (native)",
     "vmtest: hotscan: 8 hot pages, 6 rounds of 32 scan pages under 16 frames",
     "0 volunteers refused",
@@ -722,12 +723,13 @@ const HOST_CLOCK_TESTS: &[HostClockTest] = &[
         heartbeat_reports: 0,
     },
     // Paging to disk in the clocks users run: the reclaim handler's budget follows the clock,
-    // swap transfers wait for the modelled disk; every word comes back.
+    // swap transfers wait for the modelled disk, a file program's image pages are read
+    // through the buffer cache and its written ones go to swap; every word comes back.
     HostClockTest {
         name: "paging-to-swap-with-the-hot-list",
         clock: crate::qemu::Clock::Host,
         lines: PAGING_CLOCK_LINES,
-        log_contains: &["clock host: guest time is host time", PAGING_CLOCK_CONTAINS[0], PAGING_CLOCK_CONTAINS[1], PAGING_CLOCK_CONTAINS[2], PAGING_CLOCK_CONTAINS[3]],
+        log_contains: &["clock host: guest time is host time", PAGING_CLOCK_CONTAINS[0], PAGING_CLOCK_CONTAINS[1], PAGING_CLOCK_CONTAINS[2], PAGING_CLOCK_CONTAINS[3], PAGING_CLOCK_CONTAINS[4]],
         log_lacks: DISK_CLOCK_LACKS,
         heartbeat_reports: 0,
     },
@@ -735,7 +737,7 @@ const HOST_CLOCK_TESTS: &[HostClockTest] = &[
         name: "paging-to-swap-with-the-hot-list",
         clock: crate::qemu::Clock::ExactInteractive,
         lines: PAGING_CLOCK_LINES,
-        log_contains: &["clock exact: budgets are guest time", PAGING_CLOCK_CONTAINS[0], PAGING_CLOCK_CONTAINS[1], PAGING_CLOCK_CONTAINS[2], PAGING_CLOCK_CONTAINS[3]],
+        log_contains: &["clock exact: budgets are guest time", PAGING_CLOCK_CONTAINS[0], PAGING_CLOCK_CONTAINS[1], PAGING_CLOCK_CONTAINS[2], PAGING_CLOCK_CONTAINS[3], PAGING_CLOCK_CONTAINS[4]],
         log_lacks: DISK_CLOCK_LACKS,
         heartbeat_reports: 0,
     },

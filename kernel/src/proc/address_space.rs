@@ -1367,8 +1367,9 @@ fn reclaim_globally(requester: u64) -> Result<bool, FaultKill> {
 
 /// Takes resident `page` (with frame `frame`) of space `id` away, `guard` being the
 /// space's translation locked by the caller: its leaf goes and its frame is given back —
-/// after writing it to a swap slot if it was written since it came from swap or from
-/// demand-zero (a clean page needs no write: its slot still holds it, or it is zero). Any
+/// after writing it to a swap slot if it was written since it came from swap, from
+/// demand-zero or from the image (a clean page needs no write: its slot still holds it, it
+/// is zero, or the image holds it). Any
 /// strand may evict any live space's page: the look at the leaf's dirty bit, the unmap
 /// and the page's change of state happen under the lock with interrupts off (so neither
 /// the space's program nor a kernel copy writes the page between the look and the
@@ -1395,7 +1396,8 @@ fn evict(root: PageTableRoot, id: u64, translation: &spin::Mutex<Translation>, m
     });
     let Some((run, dirty, written)) = taken else { return Err(FaultKill::NothingToPageOut) };
     if !dirty {
-        // Clean: its slot (if it came from swap) still holds it; else it is still zero.
+        // Clean: its slot (if it came from swap) still holds it; else it is still zero, or
+        // (an image page) still what the program's bytes say.
         if let Some(slot) = guard.copies.remove(&page) {
             guard.swapped.insert(page, slot);
         }

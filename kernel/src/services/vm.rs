@@ -153,7 +153,8 @@ static ASSIGNMENTS: spin::Mutex<BTreeMap<String, (u64, u64)>> = spin::Mutex::new
 /// The service's counters.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Stats {
-    /// User page faults in `vm_map` regions or in no region.
+    /// User page faults handled by the service (every user page fault: `vm_map` regions,
+    /// the stack, the image, no region).
     pub faults: u64,
     /// Pages mapped to a fresh zeroed frame by the default (demand-zero), including the
     /// ones kernel copies faulted in.
