@@ -323,7 +323,7 @@ fn mem(arguments: &[&str]) -> Result<(), CommandError> {
     crate::println!("heap:   {} KiB total, {} bytes requested, {} bytes allocated", heap.total_bytes / 1024,
         heap.requested_bytes, heap.allocated_bytes);
     let vm = crate::services::vm::stats();
-    crate::println!("vm:     {} frames held by vm_map regions; {} faults: {} demand-zero, {} from pagers, {} protection changes, {} retried, {} killed; {} events raised, {} answers refused; {} image pages filled on first touch, {} dropped under pressure",
+    crate::println!("vm:     {} frames held by address spaces' pages (image, stack, vm_map); {} faults: {} demand-zero, {} from pagers, {} protection changes, {} retried, {} killed; {} events raised, {} answers refused; {} image pages filled on first touch, {} dropped under pressure",
         vm.frames_held, vm.faults, vm.demand_zero, vm.pager_maps, vm.protects, vm.retries, vm.kills, vm.raised, vm.rejected, vm.image_pages, vm.image_drops);
     let swap = match crate::services::vm::swap_usage() {
         Ok((slots, used)) => alloc::format!("{used} of {slots} swap slots in use"),
@@ -349,7 +349,7 @@ fn frames_by_owner_line(allocated: u64) -> alloc::string::String {
         Err(why) => alloc::format!("MISMATCH: {why}"),
     };
     alloc::format!(
-        "by owner: {spaces} to {space_count} address space(s), {arenas} to {arena_count} extension arena(s), {cache} to the buffer cache, {kernel} to the kernel (page tables, stacks, images, device rings, private heaps) of {allocated} allocated; {agreement}"
+        "by owner: {spaces} to {space_count} address space(s), {arenas} to {arena_count} extension arena(s), {cache} to the buffer cache, {kernel} to the kernel (page tables, strand stacks, extension images, device rings, private heaps) of {allocated} allocated; {agreement}"
     )
 }
 

@@ -687,7 +687,7 @@ pub fn release(run: FrameRun) {
 }
 
 /// Frames each owner holds in the frame table (`mem`), in owner order: every allocated
-/// frame is someone's (the kernel's: page tables, stacks, images, device rings, …).
+/// frame is someone's (the kernel's: page tables, strand stacks, extension images, device rings, …).
 pub fn frames_by_owner() -> Vec<(Owner, u64)> {
     with_frames(|frames| frames.owners().collect())
 }
