@@ -413,7 +413,7 @@ fn upcall(
     words: [u64; UPCALL_RECORD_WORDS],
 ) -> Result<[u64; UPCALL_RECORD_WORDS], HandlerFault> {
     let arguments = [index, argument_size, result_size, words[0] as usize, words[1] as usize, words[2] as usize, words[3] as usize];
-    serving.context.prepare_call(serving.entry, serving.stack_top, &arguments);
+    serving.context.prepare_call(serving.entry, serving.stack_top, arguments);
     let domains = &user.domains;
     let view = &serving.view;
     let mut answer = |call: Syscall, arguments: [usize; 6]| match call {

@@ -76,13 +76,15 @@ pub fn call(
     // Off from the switch to the mark, so no abort can fall between them (`run` keeps them
     // off except where it lets an interrupt in).
     let interrupts_were_on = csr::disable_interrupts();
-    let previous = sched::replace_address_space(view.root_address());
+    let previous = sched::replace_address_space_interrupts_off(view.root_address());
     if deadline == u64::MAX
         && let Some(mark) = mark_migration(previous, interrupts_were_on)
     {
-        // The result goes straight back: no recovery point, no `Abort` to map.
+        // The result goes straight back: no recovery point, no `Abort` to map. `run`
+        // returns with interrupts off (U-mode traps with them off; it lets one in only
+        // between two entries).
         let result = run(view, context, return_call, answer);
-        sched::replace_address_space(previous);
+        sched::replace_address_space_interrupts_off(previous);
         unmark_migration(mark);
         restore_interrupts(interrupts_were_on);
         return result;
@@ -115,6 +117,11 @@ fn run(
     loop {
         context.run();
         crate::arch::hart::current().trap_count.fetch_add(1, core::sync::atomic::Ordering::Relaxed);
+        // The call's end first, before the trap is decoded: its results are `a0`..`a4`
+        // (the context is prepared afresh for the next call, so its pc stays).
+        if context.made_system_call(return_call.number()) {
+            return Ok(context.arguments());
+        }
         match context.cause() {
             TrapCause::TimerInterrupt | TrapCause::SoftwareInterrupt | TrapCause::ExternalInterrupt => {
                 // Taken again at once in S-mode: the tick runs (no preemption: the caller
@@ -127,7 +134,6 @@ fn run(
                 context.skip_ecall();
                 let arguments: [usize; 6] = core::array::from_fn(|index| context.register(reg::A0 + index));
                 let result = match Syscall::from_number(context.register(reg::A7)) {
-                    Some(call) if call == return_call => return Ok(core::array::from_fn(|index| arguments[index])),
                     Some(Syscall::Exit) => return Err(CallFault::Exited),
                     Some(Syscall::Write) => write(view, arguments),
                     Some(other) => answer(other, arguments).unwrap_or(Err(Error::WrongState)),

@@ -147,7 +147,7 @@ pub fn call_service(service: &Service, argument: usize) -> Result<usize, Error> 
     if service.withdrawn.load(Ordering::Acquire) {
         return Err(Error::NotFound);
     }
-    context.prepare_call(service.entry, service.stack_top, &[argument]);
+    context.prepare_call(service.entry, service.stack_top, [argument]);
     let deadline = crate::time::now() + CALL_BUDGET_TICKS;
     let returned = migrate::call(&service.view, &mut context, deadline, Syscall::ServiceReturn, &mut |_, _| None);
     drop(context);

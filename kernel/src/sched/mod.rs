@@ -312,11 +312,18 @@ pub fn current_process() -> u64 {
 /// copy (`HartLocal::address_space`), which the scheduler saves in the strand when it
 /// switches away.
 pub fn replace_address_space(root_address: usize) -> usize {
-    csr::without_interrupts(|| {
-        let previous = hart::current().address_space.swap(root_address, Ordering::Relaxed);
-        crate::mm::kernel_space::activate(root_address);
-        previous
-    })
+    csr::without_interrupts(|| replace_address_space_interrupts_off(root_address))
+}
+
+/// [`replace_address_space`] for a caller that has interrupts off already (a migrating
+/// call, which keeps them off around its switches): no save and restore of the interrupt
+/// state around it.
+#[inline]
+pub fn replace_address_space_interrupts_off(root_address: usize) -> usize {
+    debug_assert!(!csr::interrupts_enabled(), "replace_address_space_interrupts_off with interrupts on");
+    let previous = hart::current().address_space.swap(root_address, Ordering::Relaxed);
+    crate::mm::kernel_space::activate(root_address);
+    previous
 }
 
 /// Ends the current strand.

@@ -264,6 +264,9 @@ pub mod reg {
 /// Width of a RISC-V `ecall` instruction (it has no compressed form).
 const ECALL_SIZE: usize = 4;
 
+/// `scause` of an environment call from U-mode (exception 8).
+const SCAUSE_USER_ECALL: usize = 8;
+
 impl UserContext {
     /// A context that starts at `entry` with the stack pointer at `stack_top`, every other
     /// register zero and the floating-point unit clean.
@@ -323,15 +326,31 @@ impl UserContext {
     /// stack pointer at `stack_top` and `arguments` in `a0`..`a7` (upcalls and
     /// cross-address-space calls reuse one context per target this way; the other
     /// registers keep the target's own earlier values).
-    pub fn prepare_call(&mut self, entry: usize, stack_top: usize, arguments: &[usize]) {
+    pub fn prepare_call<const N: usize>(&mut self, entry: usize, stack_top: usize, arguments: [usize; N]) {
+        const { assert!(N <= 8, "a call passes at most eight arguments, in a0..a7") };
         self.pc = entry;
         self.registers[reg::SP] = stack_top;
         // A return from the entry (which must end with a system call) jumps to 0 and
         // faults instead of running stale code.
         self.registers[reg::RA] = 0;
-        for (index, value) in arguments.iter().take(8).enumerate() {
-            self.registers[reg::A0 + index] = *value;
-        }
+        self.registers[reg::A0..reg::A0 + N].copy_from_slice(&arguments);
+    }
+
+    /// Whether U-mode last trapped by making system call `number` (an `ecall` with
+    /// `number` in `a7`): the one test a migrating call's loop makes before decoding the
+    /// trap, for the call that ends it.
+    #[inline]
+    pub fn made_system_call(&self, number: usize) -> bool {
+        self.scause == SCAUSE_USER_ECALL && self.registers[reg::A7] == number
+    }
+
+    /// The first `N` argument registers, `a0`.. (`N` at most 8).
+    #[inline]
+    pub fn arguments<const N: usize>(&self) -> [usize; N] {
+        const { assert!(N <= 8, "there are eight argument registers, a0..a7") };
+        let mut arguments = [0; N];
+        arguments.copy_from_slice(&self.registers[reg::A0..reg::A0 + N]);
+        arguments
     }
 
     /// Why U-mode last trapped.
