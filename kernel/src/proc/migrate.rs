@@ -89,6 +89,22 @@ pub fn call(
         restore_interrupts(interrupts_were_on);
         return result;
     }
+    call_bounded(view, context, deadline, return_call, answer, (previous, interrupts_were_on))
+}
+
+/// [`call`] under a recovery point of its own (a real deadline, or no enclosing bounded
+/// call to mark): an overrun or a fault on the target's behalf lands here, is switched back
+/// from (`previous` space, interrupt state) and reported as a [`CallFault`]. Out of line,
+/// so that the marked path keeps a small frame.
+#[inline(never)]
+fn call_bounded(
+    view: &SpaceView,
+    context: &mut UserContext,
+    deadline: u64,
+    return_call: Syscall,
+    answer: &mut dyn FnMut(Syscall, [usize; 6]) -> Option<Result<usize, Error>>,
+    (previous, interrupts_were_on): (usize, bool),
+) -> Result<[usize; 5], CallFault> {
     let outcome = run_bounded(deadline, || run(view, context, return_call, answer));
     sched::replace_address_space(previous);
     restore_interrupts(interrupts_were_on);
@@ -108,20 +124,44 @@ fn restore_interrupts(were_on: bool) {
     }
 }
 
+/// Enters the target and, in the common case — it makes the return call at once, as an
+/// upcall's handler does — returns that call's results with nothing else decoded; any
+/// other trap goes to [`serve`]. Small, so that the call's one trap costs few register
+/// saves.
+#[inline(always)]
 fn run(
     view: &SpaceView,
     context: &mut UserContext,
     return_call: Syscall,
     answer: &mut dyn FnMut(Syscall, [usize; 6]) -> Option<Result<usize, Error>>,
 ) -> Result<[usize; 5], CallFault> {
+    enter(context);
+    // The call's end first, before the trap is decoded: its results are `a0`..`a4` (the
+    // context is prepared afresh for the next call, so its pc stays).
+    if context.made_system_call(return_call.number()) {
+        return Ok(context.arguments());
+    }
+    serve(view, context, return_call, answer)
+}
+
+/// Runs the target until it traps (counted as the hart's trap).
+#[inline(always)]
+fn enter(context: &mut UserContext) {
+    context.run();
+    crate::arch::hart::current().trap_count.fetch_add(1, core::sync::atomic::Ordering::Relaxed);
+}
+
+/// The rest of [`run`]'s loop: handles the trap the target just took — an interrupt, a
+/// system call other than the return, a page fault — and enters it again, until it makes
+/// the return call (its results) or the call ends in a [`CallFault`].
+#[inline(never)]
+fn serve(
+    view: &SpaceView,
+    context: &mut UserContext,
+    return_call: Syscall,
+    answer: &mut dyn FnMut(Syscall, [usize; 6]) -> Option<Result<usize, Error>>,
+) -> Result<[usize; 5], CallFault> {
     loop {
-        context.run();
-        crate::arch::hart::current().trap_count.fetch_add(1, core::sync::atomic::Ordering::Relaxed);
-        // The call's end first, before the trap is decoded: its results are `a0`..`a4`
-        // (the context is prepared afresh for the next call, so its pc stays).
-        if context.made_system_call(return_call.number()) {
-            return Ok(context.arguments());
-        }
         match context.cause() {
             TrapCause::TimerInterrupt | TrapCause::SoftwareInterrupt | TrapCause::ExternalInterrupt => {
                 // Taken again at once in S-mode: the tick runs (no preemption: the caller
@@ -162,6 +202,10 @@ fn run(
                 }
             }
             _ => return Err(CallFault::Trapped(context.fault_report().scause)),
+        }
+        enter(context);
+        if context.made_system_call(return_call.number()) {
+            return Ok(context.arguments());
         }
     }
 }
