@@ -95,11 +95,27 @@ pub mod glue {
         outcome
     }
 
-    /// Ends the running upcall with `code` (0: `words` hold the result record).
+    /// Ends the running upcall with `code` (0: `words` hold the result record): the code
+    /// and the words go straight from registers to the kernel (`a0`..`a4`), with none of a
+    /// general system call's argument array.
+    #[inline(always)]
     pub fn upcall_return(code: usize, words: [u64; UPCALL_RECORD_WORDS]) -> ! {
-        let arguments = [code, words[0] as usize, words[1] as usize, words[2] as usize, words[3] as usize, 0];
-        // SAFETY: upcall_return reads only registers and does not return to this frame.
-        let _ = unsafe { call(Syscall::UpcallReturn, arguments) };
+        // SAFETY: `ecall` traps to the kernel, which reads a0..a4 and a7 and, inside an
+        // upcall, does not come back to this frame; outside one it answers `WrongState` in
+        // a0/a1 and preserves every other register (the call convention of `crate::user`).
+        // The call touches no memory.
+        unsafe {
+            core::arch::asm!(
+                "ecall",
+                inlateout("a0") code => _,
+                inlateout("a1") words[0] => _,
+                in("a2") words[1],
+                in("a3") words[2],
+                in("a4") words[3],
+                in("a7") Syscall::UpcallReturn.number(),
+                options(nostack),
+            );
+        }
         // Reached only outside an upcall (`WrongState`): nothing sensible is left to do.
         crate::user::exit(1)
     }
