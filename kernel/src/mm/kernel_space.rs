@@ -102,8 +102,14 @@ pub fn init() -> Result<(), MapError> {
     // window the kernel uses, so execution continues seamlessly after the switch.
     unsafe { root.activate() };
     KERNEL_ROOT.call_once(|| root);
+    KERNEL_ROOT_PAGE.store(root.physical_address() / PAGE_SIZE, core::sync::atomic::Ordering::Relaxed);
     Ok(())
 }
+
+/// The kernel root table's page number once paging is on (0 before): what [`activate`]
+/// reads on every address-space switch, a plain load where [`KERNEL_ROOT`]'s `Once` costs
+/// an acquire fence.
+static KERNEL_ROOT_PAGE: core::sync::atomic::AtomicUsize = core::sync::atomic::AtomicUsize::new(0);
 
 /// The kernel page table.
 pub fn root() -> Option<PageTableRoot> {
@@ -125,16 +131,20 @@ pub fn share_with(user_root: PageTableRoot, user_slots: core::ops::Range<usize>)
 /// A non-zero `root_address` must be a root prepared with [`share_with`] and not freed
 /// while any strand may activate it (process address spaces switch back to 0 before
 /// they are dropped).
+#[inline]
 pub fn activate(root_address: usize) {
-    let Some(kernel) = root() else { return };
-    let wanted = if root_address == 0 { kernel.physical_address() } else { root_address };
-    if crate::arch::csr::satp() & crate::arch::csr::SATP_PPN_MASK != wanted / PAGE_SIZE {
+    let kernel = KERNEL_ROOT_PAGE.load(core::sync::atomic::Ordering::Relaxed);
+    if kernel == 0 {
+        return;
+    }
+    let wanted = if root_address == 0 { kernel } else { root_address / PAGE_SIZE };
+    if crate::arch::csr::satp() & crate::arch::csr::SATP_PPN_MASK != wanted {
         crate::arch::hart::current().satp_writes.fetch_add(1, core::sync::atomic::Ordering::Relaxed);
         // `wanted` is the kernel root or, by this function's contract, a live root prepared
         // with `share_with`, whose entries outside the user slots are the kernel's.
         // SAFETY: the kernel makes no root entries after boot (module documentation), so
         // either root maps the running code, every stack and all kernel memory.
-        unsafe { crate::arch::csr::write_satp_sv39(wanted / PAGE_SIZE) };
+        unsafe { crate::arch::csr::write_satp_sv39(wanted) };
     }
 }
 
