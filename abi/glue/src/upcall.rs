@@ -64,11 +64,11 @@ pub mod glue {
     /// returns the result words (or the failure code) to the kernel.
     pub fn handle(declaration: &ExtensionDecl, index: usize, argument_size: usize, result_size: usize, words: [u64; UPCALL_RECORD_WORDS]) -> ! {
         // The words are the records' little-endian bytes: a generated declaration decodes
-        // and encodes them as they are; a hand-written one goes through bytes.
+        // and encodes them as they are (its record types say how many words they take, so
+        // it gets all four either way); a hand-written one goes through bytes, cut to the
+        // sizes the kernel passed.
         let mut out = [0u64; UPCALL_RECORD_WORDS];
-        let argument_words = argument_size.div_ceil(8).min(UPCALL_RECORD_WORDS);
-        let result_words = result_size.div_ceil(8).min(UPCALL_RECORD_WORDS);
-        let outcome = match invoke_words(declaration, index, &words[..argument_words], &mut out[..result_words]) {
+        let outcome = match invoke_words(declaration, index, &words, &mut out) {
             Some(outcome) => outcome,
             None => invoke_bytes(declaration, index, argument_size, result_size, words, &mut out),
         };
