@@ -100,10 +100,10 @@ pub mod glue {
     /// general system call's argument array.
     #[inline(always)]
     pub fn upcall_return(code: usize, words: [u64; UPCALL_RECORD_WORDS]) -> ! {
+        // Outside an upcall the kernel answers `WrongState` in a0/a1 and preserves every
+        // other register (the call convention of `crate::user`).
         // SAFETY: `ecall` traps to the kernel, which reads a0..a4 and a7 and, inside an
-        // upcall, does not come back to this frame; outside one it answers `WrongState` in
-        // a0/a1 and preserves every other register (the call convention of `crate::user`).
-        // The call touches no memory.
+        // upcall, does not come back to this frame; the call touches no memory.
         unsafe {
             core::arch::asm!(
                 "ecall",

@@ -570,6 +570,13 @@ fn scan_barrier_in_every_technology() -> TestResult {
 /// Create → touch → exit, demand-zero and through a pager, over and over: the heap and the
 /// free frames are exactly where they were, and the service holds no frame.
 fn frames_come_back_after_create_touch_exit() -> TestResult {
+    // An earlier test's process (a user-level extension's server after its unload) may
+    // still be ending, its pages with it: the count starts once every process is gone.
+    let mut waited = 0;
+    while !proc::list().is_empty() && waited < 500 {
+        crate::sched::sleep_ticks(1);
+        waited += 1;
+    }
     let held = stats().frames_held;
     super::leaks::repeat("vm_map, touch, exit", || {
         let (_, status) = run("vmtest zero 16 5")?;
