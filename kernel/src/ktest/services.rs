@@ -19,11 +19,18 @@ pub static TESTS: &[KernelTest] = &[
     KernelTest { name: "service::faulting_server_is_withdrawn", run: || contained("fault", "trapped") },
     KernelTest { name: "service::panicking_server_is_withdrawn", run: || contained("panic", "exited") },
     KernelTest { name: "service::exiting_server_is_withdrawn", run: || contained("exit", "exited") },
+    KernelTest { name: "service::a_server_from_a_file_reads_its_image_in_before_serving", run: server_from_a_file },
 ];
 
 /// Starts `ubench serve NAME MODE` and waits (at most 2 s) until the service is offered.
 fn start_server(name: &str, mode: &str) -> Result<(u64, alloc::sync::Arc<service::Service>), String> {
-    let server = proc::spawn(&alloc::format!("ubench serve {name} {mode}"), Parent::Kernel, Grants::NONE).map_err(text)?;
+    start_server_from("ubench", name, mode)
+}
+
+/// [`start_server`] with the program `program` (`ubench`, or `/bin/ubench` from the file
+/// system).
+fn start_server_from(program: &str, name: &str, mode: &str) -> Result<(u64, alloc::sync::Arc<service::Service>), String> {
+    let server = proc::spawn(&alloc::format!("{program} serve {name} {mode}"), Parent::Kernel, Grants::NONE).map_err(text)?;
     let deadline = crate::time::ticks() + 200;
     loop {
         if let Some(offered) = service::find(name) {
@@ -45,6 +52,34 @@ fn call_reaches_the_server() -> TestResult {
     ensure!(answers == [Ok(1), Ok(42), Ok(0)], "answers {answers:?}");
     ensure!(status == ExitStatus::Killed(KillCause::Request), "server {status}");
     ensure!(service::find("test-echo").is_none(), "the service outlived its server");
+    ensure!(crate::mm::frame::stats() == frames_before, "frames changed: {:?} -> {:?}", frames_before, crate::mm::frame::stats());
+    Ok(())
+}
+
+/// A server run from its ELF file: its strand cannot wait for the disk inside a call, so
+/// `service_register` reads its whole image in before it is offered — every page of the
+/// image has a frame by then (counted as filled), and calls run with no page of it left
+/// to read; all frames come back after the kill.
+fn server_from_a_file() -> TestResult {
+    let bytes = crate::ext::bundle::payload("bin/ubench").ok_or("no program ubench in the bundle")?;
+    let executable = spindle_process::Executable::parse(bytes).map_err(text)?;
+    let image_pages = executable.segments().iter().map(|segment| (segment.pages().len() / crate::arch::PAGE_SIZE) as u64).sum::<u64>();
+    // The file system mounted and its cache full first (reading the program must not
+    // change the cache's frames between the two counts).
+    crate::services::fs::status().map_err(text)?;
+    crate::services::fs::refill_buffers(usize::MAX);
+    let frames_before = crate::mm::frame::stats();
+    let filled_before = crate::services::vm::stats().image_pages;
+    let (pid, echo) = start_server_from("/bin/ubench", "test-file-echo", "echo")?;
+    let filled = crate::services::vm::stats().image_pages - filled_before;
+    let answers: alloc::vec::Vec<_> = [0usize, 41].iter().map(|&argument| service::call_service(&echo, argument)).collect();
+    drop(echo);
+    proc::kill(pid, Parent::Kernel).map_err(text)?;
+    let status = proc::wait(pid, Parent::Kernel, &|| false).map_err(|error| alloc::format!("{error:?}"))?;
+    ensure!(filled >= image_pages, "{filled} image pages filled by the time the service was offered, of {image_pages}");
+    ensure!(answers == [Ok(1), Ok(42)], "answers {answers:?}");
+    ensure!(status == ExitStatus::Killed(KillCause::Request), "server {status}");
+    crate::sched::sleep_ticks(1);
     ensure!(crate::mm::frame::stats() == frames_before, "frames changed: {:?} -> {:?}", frames_before, crate::mm::frame::stats());
     Ok(())
 }
