@@ -98,9 +98,10 @@ struct Translation {
     /// Pages named in hot-list slots (`vm_hot`): page → slot. When such a page gets another
     /// frame, `mm.HotListSet` is raised again for its slot.
     hot: BTreeMap<u64, u64>,
-    /// Pages being written to swap (no frame in `pages`, no leaf), by page address: the
-    /// slot the writer holds. A fault on one waits until the write is done. Removing an
-    /// entry cancels it (the region went, or the space): the writer then frees the slot.
+    /// Pages being written to swap or read back from it (no frame in `pages`, no leaf), by
+    /// page address: the slot the writer or reader holds. A fault on one waits until the
+    /// transfer is done. Removing an entry cancels it (the region went, or the space): the
+    /// writer or reader then frees the slot.
     in_transit: BTreeMap<u64, Slot>,
     /// The space is gone ([`AddressSpace`]'s drop): its page tables may be freed, so a
     /// strand holding this translation from [`SPACES`] must not touch them.
@@ -337,28 +338,31 @@ impl AddressSpace {
         Ok(())
     }
 
-    /// Fills every image page of a program from a file that has no frame yet (and is not on
-    /// swap): for a process about to serve migrating calls, whose strand may not block on
-    /// the disk there (its pages are wired from then on). Nothing to do for a bundle
-    /// program (its pages are filled from memory). Errors: `NoMemory` (no frame, or over
-    /// its limit with nothing to page out), `Io` (the file could not be read).
+    /// Makes every image page of a program from a file resident — filled from the file, or
+    /// back from swap — for a process that serves migrating calls (wired: memory pressure
+    /// leaves its pages alone), whose strand may not block on the disk there; its own limit
+    /// then never gives up an image page ([`page_out`]). Nothing to do for a bundle program
+    /// (its pages are filled from memory). Errors: `NoMemory` (no frame, or over its limit
+    /// with nothing else to page out), `Io` (the file or swap could not be read).
     pub fn fill_whole_image(&self) -> Result<(), Error> {
         let pages: Vec<(u64, spindle_service_vm::Protection)> = {
             let translation = self.translation.lock();
             let Some(image) = translation.image.as_ref().filter(|image| matches!(image.source, ImageSource::File(_))) else { return Ok(()) };
-            image
-                .segments
-                .iter()
-                .flat_map(|segment| pages(&segment.pages()).map(|page| (page as u64, image_protection(segment.permissions))))
-                .filter(|(page, _)| !translation.pages.contains_key(page) && !translation.swapped.contains_key(page))
-                .collect()
+            image.segments.iter().flat_map(|segment| pages(&segment.pages()).map(|page| (page as u64, image_protection(segment.permissions)))).collect()
+        };
+        let failed = |kill: FaultKill| match kill {
+            FaultKill::Image | FaultKill::Swap => Error::Io,
+            _ => Error::NoMemory,
         };
         for (page, protection) in pages {
-            make_room(self.root, self.id, &self.translation).map_err(|_| Error::NoMemory)?;
-            fill_image(self.root, self.id, &self.translation, page, protection, false).map_err(|kill| match kill {
-                FaultKill::Image => Error::Io,
-                _ => Error::NoMemory,
-            })?;
+            if self.root.translate(page as usize).is_some() {
+                continue;
+            }
+            if page_in(self.root, self.id, &self.translation, page, AccessKind::Read).map_err(failed)? {
+                continue;
+            }
+            make_room(self.root, self.id, &self.translation).map_err(failed)?;
+            fill_image(self.root, self.id, &self.translation, page, protection, false).map_err(failed)?;
         }
         Ok(())
     }
@@ -1158,18 +1162,39 @@ fn page_in(root: PageTableRoot, id: u64, translation: &spin::Mutex<Translation>,
     };
     make_room(root, id, translation)?;
     let mut run = crate::services::vm::allocate_page(id, page, crate::services::vm::PageSource::Swap).map_err(FaultKill::from)?;
-    // Another strand faulting the same page in (a migrating call) may have taken the slot.
-    let Some(slot) = translation.lock().swapped.remove(&page) else {
+    // The page is in transit while its slot is read (with no lock held): a fault on it on
+    // another strand waits rather than filling it from the image or with zeros, and an
+    // unmap or the space's end cancels it (then the slot is freed here). Another strand
+    // faulting the same page in may have taken the slot already.
+    let taken = {
+        let mut guard = translation.lock();
+        let slot = guard.swapped.remove(&page);
+        if let Some(slot) = slot {
+            guard.in_transit.insert(page, slot);
+        }
+        slot
+    };
+    let Some(slot) = taken else {
         crate::services::vm::release(run);
         return Ok(true);
     };
-    if let Err(failure) = crate::services::vm::swap_read(slot, &mut run) {
+    let read = crate::services::vm::swap_read(slot, &mut run);
+    let mut translation = translation.lock();
+    if translation.in_transit.get(&page) != Some(&slot) {
+        // Cancelled meanwhile: the page or the space is gone.
+        drop(translation);
+        crate::services::vm::swap_free(slot);
+        crate::services::vm::release(run);
+        return Ok(true);
+    }
+    translation.in_transit.remove(&page);
+    if let Err(failure) = read {
         crate::println!("[vm] space {id}: page {page:#x} cannot come back from swap slot {slot}: {failure}");
-        translation.lock().swapped.insert(page, slot);
+        translation.swapped.insert(page, slot);
+        drop(translation);
         crate::services::vm::release(run);
         return Err(FaultKill::Swap);
     }
-    let mut translation = translation.lock();
     if let Err(kill) = map_vm_page(root, &mut translation, page, run, protection, access == AccessKind::Write) {
         translation.swapped.insert(page, slot);
         return Err(kill);
@@ -1305,9 +1330,16 @@ fn samples_of(root: PageTableRoot, translation: &Translation) -> impl Iterator<I
 /// `mm.Reclaim`'s handlers) choose, clears the accessed bits the hand consumed, then
 /// [`evict`]s the victim.
 fn page_out(root: PageTableRoot, id: u64, translation: &spin::Mutex<Translation>) -> Result<(), FaultKill> {
-    // (frame, page) of every resident page, and the samples.
-    let (mut frames, samples): (Vec<(u64, u64)>, Vec<crate::services::vm::PageSample>) =
-        samples_of(root, &translation.lock()).map(|(page, sample)| ((sample.frame, page), sample)).unzip();
+    // (frame, page) of every resident page that may go, and the samples. A wired space of
+    // a program from a file keeps its image pages: its strand serves migrating calls,
+    // where a page of the file cannot be read again ([`AddressSpace::fill_whole_image`]).
+    let keeps_image = crate::services::vm::is_wired(id);
+    let (mut frames, samples): (Vec<(u64, u64)>, Vec<crate::services::vm::PageSample>) = {
+        let guard = translation.lock();
+        let file_image = keeps_image && guard.image.as_ref().is_some_and(|image| matches!(image.source, ImageSource::File(_)));
+        let is_image = |page: u64| guard.regions.containing(page).is_some_and(|region| region.kind == VmKind::FileBacked);
+        samples_of(root, &guard).filter(|&(page, _)| !(file_image && is_image(page))).map(|(page, sample)| ((sample.frame, page), sample)).unzip()
+    };
     frames.sort_unstable();
     let page_of = |frame: u64| frames.binary_search_by_key(&frame, |&(frame, _)| frame).ok().map(|index| frames[index].1);
     let victim = crate::services::vm::choose_victim(id, &samples);

@@ -93,10 +93,10 @@ pub fn register(process: &Arc<Process>, space: &AddressSpace, [pointer, length, 
     let name = read_name(space, pointer, length).map_err(Some)?;
     migrate::check_target(space, entry, stack_top).map_err(Some)?;
     // Its code runs inside calls with preemption off, where its strand cannot wait for the
-    // disk: a file program's image is read in whole now, and memory pressure leaves its
-    // pages alone from now on.
-    space.fill_whole_image().map_err(Some)?;
+    // disk: memory pressure leaves its pages alone from now on (wired first, so none goes
+    // while the rest comes in), and a file program's image is read in whole now.
     crate::services::vm::wire(process.pid());
+    space.fill_whole_image().map_err(Some)?;
     let service = Arc::new(Service {
         name,
         pid: process.pid(),
