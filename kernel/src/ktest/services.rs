@@ -61,9 +61,7 @@ fn call_reaches_the_server() -> TestResult {
 /// image has a frame by then (counted as filled), and calls run with no page of it left
 /// to read; all frames come back after the kill.
 fn server_from_a_file() -> TestResult {
-    let bytes = crate::ext::bundle::payload("bin/ubench").ok_or("no program ubench in the bundle")?;
-    let executable = spindle_process::Executable::parse(bytes).map_err(text)?;
-    let image_pages = executable.segments().iter().map(|segment| (segment.pages().len() / crate::arch::PAGE_SIZE) as u64).sum::<u64>();
+    let (image_pages, _) = super::vm::image_pages_of("ubench")?;
     // The file system mounted and its cache full first (reading the program must not
     // change the cache's frames between the two counts).
     crate::services::fs::status().map_err(text)?;

@@ -448,7 +448,7 @@ fn in_kernel_handler_protects_through_kernel_functions() -> TestResult {
 
 /// Pages of the image of bundle program `name`: all of them, and those that hold bytes of
 /// the file (the others are all zero: `.bss`).
-fn image_pages_of(name: &str) -> Result<(u64, u64), String> {
+pub(super) fn image_pages_of(name: &str) -> Result<(u64, u64), String> {
     let bytes = crate::ext::bundle::payload(&format!("bin/{name}")).ok_or_else(|| format!("no program {name} in the bundle"))?;
     let executable = spindle_process::Executable::parse(bytes).map_err(|error| format!("{name}: {error}"))?;
     let page = crate::arch::PAGE_SIZE;

@@ -112,6 +112,19 @@ struct Translation {
     image: Option<ImageBacking>,
 }
 
+impl Translation {
+    /// Whether the program's image is read from a file (its pages can be filled again only
+    /// where the strand may block on the disk).
+    fn image_from_file(&self) -> bool {
+        self.image.as_ref().is_some_and(|image| matches!(image.source, ImageSource::File(_)))
+    }
+
+    /// Whether `page` lies in the program's image (a file-backed region).
+    fn is_image_page(&self, page: u64) -> bool {
+        self.regions.containing(page).is_some_and(|region| region.kind == VmKind::FileBacked)
+    }
+}
+
 /// Where a program's bytes come from; an image page is filled from there on its first
 /// touch, and again after memory pressure dropped it clean.
 #[derive(Clone)]
@@ -347,7 +360,7 @@ impl AddressSpace {
     pub fn fill_whole_image(&self) -> Result<(), Error> {
         let pages: Vec<(u64, spindle_service_vm::Protection)> = {
             let translation = self.translation.lock();
-            let Some(image) = translation.image.as_ref().filter(|image| matches!(image.source, ImageSource::File(_))) else { return Ok(()) };
+            let Some(image) = translation.image.as_ref().filter(|_| translation.image_from_file()) else { return Ok(()) };
             image.segments.iter().flat_map(|segment| pages(&segment.pages()).map(|page| (page as u64, image_protection(segment.permissions)))).collect()
         };
         let failed = |kill: FaultKill| match kill {
@@ -1024,7 +1037,7 @@ fn fault_in(root: PageTableRoot, id: u64, translation: &spin::Mutex<Translation>
                 }
             }
             Outcome::Fill { page, protection } => {
-                let from_file = guard.image.as_ref().is_some_and(|image| matches!(image.source, ImageSource::File(_)));
+                let from_file = guard.image_from_file();
                 drop(guard);
                 if !from_file || crate::sched::can_block() {
                     let _ = fill_image(root, id, translation, page, protection, kind == AccessKind::Write);
@@ -1247,12 +1260,11 @@ fn drop_image_pages(requester: u64, wanted: usize) -> usize {
         crate::arch::csr::without_interrupts(|| {
             let Some(mut guard) = translation.try_lock().filter(|translation| !translation.dead) else { return };
             let translation = &mut *guard;
-            let regions = &translation.regions;
             let read_only: Vec<u64> = translation
                 .pages
                 .keys()
                 .copied()
-                .filter(|&page| regions.containing(page).is_some_and(|region| region.kind == VmKind::FileBacked && !region.protection.writable()))
+                .filter(|&page| translation.is_image_page(page) && translation.regions.protection_of(page).is_some_and(|protection| !protection.writable()))
                 .collect();
             for page in read_only {
                 if dropped >= wanted {
@@ -1336,9 +1348,8 @@ fn page_out(root: PageTableRoot, id: u64, translation: &spin::Mutex<Translation>
     let keeps_image = crate::services::vm::is_wired(id);
     let (mut frames, samples): (Vec<(u64, u64)>, Vec<crate::services::vm::PageSample>) = {
         let guard = translation.lock();
-        let file_image = keeps_image && guard.image.as_ref().is_some_and(|image| matches!(image.source, ImageSource::File(_)));
-        let is_image = |page: u64| guard.regions.containing(page).is_some_and(|region| region.kind == VmKind::FileBacked);
-        samples_of(root, &guard).filter(|&(page, _)| !(file_image && is_image(page))).map(|(page, sample)| ((sample.frame, page), sample)).unzip()
+        let file_image = keeps_image && guard.image_from_file();
+        samples_of(root, &guard).filter(|&(page, _)| !(file_image && guard.is_image_page(page))).map(|(page, sample)| ((sample.frame, page), sample)).unzip()
     };
     frames.sort_unstable();
     let page_of = |frame: u64| frames.binary_search_by_key(&frame, |&(frame, _)| frame).ok().map(|index| frames[index].1);
@@ -1553,7 +1564,7 @@ fn live_space(id: u64) -> Option<LiveSpace> {
 pub fn resident_vm_map_pages(id: u64) -> Vec<u64> {
     let Some((_, translation)) = live_space(id) else { return Vec::new() };
     let translation = translation.lock();
-    let in_vm_map = |page: u64| page < STACK_BOTTOM as u64 && translation.regions.containing(page).is_some_and(|region| region.kind != VmKind::FileBacked);
+    let in_vm_map = |page: u64| page < STACK_BOTTOM as u64 && translation.regions.containing(page).is_some() && !translation.is_image_page(page);
     translation.pages.keys().copied().filter(|&page| in_vm_map(page)).collect()
 }
 

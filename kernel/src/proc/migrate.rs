@@ -135,20 +135,20 @@ fn run(
     return_call: Syscall,
     answer: &mut dyn FnMut(Syscall, [usize; 6]) -> Option<Result<usize, Error>>,
 ) -> Result<[usize; 5], CallFault> {
-    enter(context);
-    // The call's end first, before the trap is decoded: its results are `a0`..`a4` (the
-    // context is prepared afresh for the next call, so its pc stays).
-    if context.made_system_call(return_call.number()) {
+    if enter(context, return_call) {
         return Ok(context.arguments());
     }
     serve(view, context, return_call, answer)
 }
 
-/// Runs the target until it traps (counted as the hart's trap).
+/// Runs the target until it traps (counted as the hart's trap); true if the trap is the
+/// return call. That is checked first, before the trap is decoded: its results are
+/// `a0`..`a4` (the context is prepared afresh for the next call, so its pc stays).
 #[inline(always)]
-fn enter(context: &mut UserContext) {
+fn enter(context: &mut UserContext, return_call: Syscall) -> bool {
     context.run();
     crate::arch::hart::current().trap_count.fetch_add(1, core::sync::atomic::Ordering::Relaxed);
+    context.made_system_call(return_call.number())
 }
 
 /// The rest of [`run`]'s loop: handles the trap the target just took — an interrupt, a
@@ -203,8 +203,7 @@ fn serve(
             }
             _ => return Err(CallFault::Trapped(context.fault_report().scause)),
         }
-        enter(context);
-        if context.made_system_call(return_call.number()) {
+        if enter(context, return_call) {
             return Ok(context.arguments());
         }
     }
