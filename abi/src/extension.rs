@@ -216,9 +216,9 @@ pub trait BindingDecl: Sync {
     fn guards(&self) -> &'static [GuardDecl];
     /// The handler's name (`crate::function`).
     fn handler_name(&self) -> &'static str;
-    /// The typed declaration, for the built-in technology to downcast to
-    /// [`TypedBinding<A, R>`] once it knows the event's types from its id.
-    fn as_any(&self) -> &dyn Any;
+    /// The handler as a `fn(&A) -> R`, for the built-in technology to downcast once it
+    /// knows the event's record types from its id.
+    fn handler_as_any(&self) -> &dyn Any;
     /// Decodes the arguments from `arguments`, runs the handler and encodes its result
     /// into `result` (the native, Wasm and user-level glue call this).
     fn invoke_bytes(&self, arguments: &[u8], result: &mut [u8]) -> Result<(), MarshalError>;
@@ -232,23 +232,55 @@ pub trait BindingDecl: Sync {
 /// themselves — `#[repr(C)]`, the same declaration on both sides, checked by the event's
 /// fingerprint — so nothing is marshalled; a handler that panics or traps never returns
 /// here (the kernel's recovery point ends the call).
-pub extern "C" fn direct_entry<A: EventRecord, R: EventRecord>(binding: &TypedBinding<A, R>, arguments: &A, result: &mut core::mem::MaybeUninit<R>) {
-    result.write((binding.handler)(arguments));
+///
+/// One function per handler: `F` is the handler's own type (a function item or a closure
+/// that captures nothing), so the call below is a direct one that the compiler may
+/// inline — no function pointer is loaded on the way.
+pub extern "C" fn direct_entry<A: EventRecord, R: EventRecord, F: Fn(&A) -> R>(binding: &Direct<A, R, F>, arguments: &A, result: &mut core::mem::MaybeUninit<R>) {
+    result.write((binding.call)(arguments));
+}
+
+/// The C signature of [`direct_entry`] for one handler type.
+pub type DirectEntry<A, R, F> = extern "C" fn(&Direct<A, R, F>, &A, &mut core::mem::MaybeUninit<R>);
+
+/// A binding's handler as its own type, with the [`direct_entry`] made for it: the
+/// context the native glue reports beside the entry.
+pub struct Direct<A: EventRecord, R: EventRecord, F> {
+    /// The handler (a function item or a closure that captures nothing).
+    pub call: F,
+    /// `direct_entry::<A, R, F>`, taken where `F` is known to be a handler of the event
+    /// ([`Direct::new`]), so nothing else needs that bound.
+    pub entry: DirectEntry<A, R, F>,
+}
+
+impl<A: EventRecord, R: EventRecord, F: Fn(&A) -> R> Direct<A, R, F> {
+    /// `handler`, checked to be a handler of `event`, with its direct entry; for
+    /// [`extension!`](crate::extension) (a closure's signature is inferred from the event
+    /// here).
+    pub const fn new(_event: &Event<A, R>, handler: F) -> Self {
+        Direct { call: handler, entry: direct_entry::<A, R, F> }
+    }
 }
 
 /// A binding of event `Event<A, R>` to a handler `fn(&A) -> R`.
-pub struct TypedBinding<A: EventRecord, R: EventRecord> {
+///
+/// The handler is kept twice: as a function pointer (`handler`, for the built-in
+/// technology and the marshalling paths) and as its own type (`direct`, for the native
+/// direct entry).
+pub struct TypedBinding<A: EventRecord, R: EventRecord, F = fn(&A) -> R> {
     /// The event.
     pub event: &'static Event<A, R>,
     /// Declarative guards.
     pub guards: &'static [GuardDecl],
     /// The handler.
     pub handler: fn(&A) -> R,
+    /// The handler as its own type, with its direct entry.
+    pub direct: Direct<A, R, F>,
     /// The handler's name.
     pub handler_name: &'static str,
 }
 
-impl<A: EventRecord, R: EventRecord> BindingDecl for TypedBinding<A, R> {
+impl<A: EventRecord, R: EventRecord, F: Sync + 'static> BindingDecl for TypedBinding<A, R, F> {
     fn event(&self) -> EventDescriptor {
         self.event.descriptor()
     }
@@ -258,16 +290,15 @@ impl<A: EventRecord, R: EventRecord> BindingDecl for TypedBinding<A, R> {
     fn handler_name(&self) -> &'static str {
         self.handler_name
     }
-    fn as_any(&self) -> &dyn Any {
-        self
+    fn handler_as_any(&self) -> &dyn Any {
+        &self.handler
     }
     fn invoke_bytes(&self, arguments: &[u8], result: &mut [u8]) -> Result<(), MarshalError> {
         let arguments: A = decode(arguments)?;
         encode(&(self.handler)(&arguments), result)
     }
     fn direct_entry(&self) -> (usize, usize) {
-        let entry: extern "C" fn(&TypedBinding<A, R>, &A, &mut core::mem::MaybeUninit<R>) = direct_entry::<A, R>;
-        (entry as usize, core::ptr::from_ref(self) as usize)
+        (self.direct.entry as usize, core::ptr::from_ref(&self.direct) as usize)
     }
 }
 
@@ -426,6 +457,7 @@ macro_rules! extension {
                         // Through a function, so a handler of the wrong type is an error
                         // at the handler's name, not at the macro.
                         handler: $crate::extension::handler_for(&$event, $handler),
+                        direct: $crate::extension::Direct::new(&$event, $handler),
                         handler_name: concat!($name, ".", stringify!($handler)),
                     }
                 ),*],
@@ -521,6 +553,7 @@ mod tests {
                 BENCH_PROBE when [key in (10, 20)] => double,
                 BENCH_PROBE when [key & (0xf0) == (0x30)] => double,
                 BENCH_PROBE => double,
+                BENCH_PROBE when [key == (99)] => |probe| crate::event::ProbeResult { value: probe.value + 1 },
             ],
         }
     }
@@ -529,7 +562,7 @@ mod tests {
     fn macro_builds_the_declaration() {
         let declaration = declared::spindle_extension();
         assert_eq!(declaration.name, "unit");
-        assert_eq!(declaration.bindings.len(), 4);
+        assert_eq!(declaration.bindings.len(), 5);
         assert_eq!(declaration.bindings[0].event().name, CONSOLE_LINE.name());
         assert_eq!(
             declaration.bindings[0].guards(),
@@ -583,9 +616,9 @@ mod tests {
     #[test]
     fn builtin_downcast_recovers_the_typed_handler() {
         let declaration = declared::spindle_extension();
-        let typed = declaration.bindings[1].as_any().downcast_ref::<TypedBinding<Probe, ProbeResult>>().expect("typed");
-        assert_eq!((typed.handler)(&Probe { key: 0, value: 21 }).value, 42);
-        assert!(declaration.bindings[0].as_any().downcast_ref::<TypedBinding<Probe, ProbeResult>>().is_none());
+        let handler = declaration.bindings[1].handler_as_any().downcast_ref::<fn(&Probe) -> ProbeResult>().expect("typed");
+        assert_eq!(handler(&Probe { key: 0, value: 21 }).value, 42);
+        assert!(declaration.bindings[0].handler_as_any().downcast_ref::<fn(&Probe) -> ProbeResult>().is_none());
     }
 
     #[test]
@@ -596,6 +629,11 @@ mod tests {
         let mut result = [0u8; 8];
         declaration.bindings[3].invoke_bytes(&arguments, &mut result).unwrap();
         assert_eq!(decode::<ProbeResult>(&result).unwrap().value, 10);
+        // A direct entry per handler type; its context is the binding's own.
+        let (double_entry, double_context) = declaration.bindings[3].direct_entry();
+        let (closure_entry, closure_context) = declaration.bindings[4].direct_entry();
+        assert_eq!(declaration.bindings[2].direct_entry().0, double_entry, "one entry for one handler");
+        assert!(closure_entry != double_entry && closure_context != double_context);
         assert_eq!(
             declaration.bindings[3].invoke_bytes(&arguments[..8], &mut result),
             Err(MarshalError::BufferTooSmall { needed: 16, available: 8 })
@@ -621,7 +659,10 @@ mod tests {
         let mut verdict = [0u8; core::mem::size_of::<ConsoleVerdict>()];
         assert_eq!(invoke(0, &line, &mut verdict), Some(Ok(())));
         assert_eq!(decode::<ConsoleVerdict>(&verdict).unwrap().claimed, 5);
-        assert_eq!(invoke(4, &arguments, &mut [0u8; 8]), None, "no fifth binding");
+        let mut result = [0u8; 8];
+        assert_eq!(invoke(4, &arguments, &mut result), Some(Ok(())), "the closure's binding");
+        assert_eq!(decode::<ProbeResult>(&result).unwrap().value, 6);
+        assert_eq!(invoke(5, &arguments, &mut [0u8; 8]), None, "no sixth binding");
         assert_eq!(
             invoke(3, &arguments[..8], &mut [0u8; 8]),
             Some(Err(MarshalError::BufferTooSmall { needed: 16, available: 8 }))

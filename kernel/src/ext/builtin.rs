@@ -12,7 +12,7 @@ use alloc::sync::{Arc, Weak};
 
 
 use spindle_abi::event::{Event, EventRecord};
-use spindle_abi::extension::{BindingDecl, ExtensionDecl, GuardDecl, TypedBinding};
+use spindle_abi::extension::{BindingDecl, ExtensionDecl, GuardDecl};
 use spindle_dispatch::{BindingId, BindingSpec, DeclarativeGuard, Handler, HandlerDescription, HandlerFault, Mode, Technology};
 
 use super::{ExtensionError, LoadedExtension};
@@ -62,18 +62,18 @@ fn install_typed<A: EventRecord, R: EventRecord>(
     extension: &Arc<LoadedExtension>,
     installer: &mut super::Installer,
 ) -> Result<BindingId, ExtensionError> {
-    let typed = binding
-        .as_any()
-        .downcast_ref::<TypedBinding<A, R>>()
+    let function = *binding
+        .handler_as_any()
+        .downcast_ref::<fn(&A) -> R>()
         .ok_or(ExtensionError::Install { event: event.name(), reason: String::from("handler type does not match the event") })?;
     let budget = crate::time::budget_from_micros(declaration.budget_microseconds);
     let handler = Arc::new(BuiltinHandler {
-        function: typed.handler,
-        name: typed.handler_name,
+        function,
+        name: binding.handler_name(),
         extension: Arc::downgrade(extension),
     });
     let mut spec = BindingSpec::new(declaration.name, handler).mode(Mode::Bounded { budget });
-    for guard in typed.guards {
+    for guard in binding.guards() {
         spec = spec.when(dispatcher_guard(guard));
     }
     installer.install(event, spec).map_err(|error| ExtensionError::Install { event: event.name(), reason: alloc::format!("{error}") })
