@@ -10,6 +10,7 @@
 //! [`Protection`]); the kernel then rewrites its leaves and flushes the TLB.
 
 use alloc::collections::BTreeMap;
+use alloc::vec::Vec;
 
 use spindle_abi::syscall::{ACCESS_READ, ACCESS_WRITE, Error, MAX_ANONYMOUS_BYTES, MAX_ANONYMOUS_REGIONS, MAX_MAP_LENGTH};
 
@@ -95,7 +96,10 @@ pub enum InsertRefusal {
 /// The regions of one address space, by start address.
 #[derive(Debug, Default)]
 pub struct Regions {
-    by_start: BTreeMap<usize, Region>,
+    /// Sorted by start; regions never overlap. A sorted vector rather than a tree: few
+    /// regions, and every `vm_map` system call and user fault looks one up (a binary
+    /// search is a few instructions per level).
+    by_start: Vec<Region>,
     anonymous_bytes: usize,
     anonymous_count: usize,
     /// Anonymous regions whose access `protect` changed from read-write, by start.
@@ -110,7 +114,7 @@ impl Regions {
 
     /// Every region, in address order.
     pub fn iter(&self) -> impl Iterator<Item = &Region> {
-        self.by_start.values()
+        self.by_start.iter()
     }
 
     /// Bytes of anonymous memory held.
@@ -120,7 +124,8 @@ impl Regions {
 
     /// The region containing `address`, if any.
     pub fn containing(&self, address: usize) -> Option<&Region> {
-        self.by_start.range(..=address).next_back().map(|(_, region)| region).filter(|region| address < region.end())
+        let after = self.by_start.partition_point(|region| region.start <= address);
+        after.checked_sub(1).map(|index| &self.by_start[index]).filter(|region| address < region.end())
     }
 
     /// Records a region (for the image and the stack, and after [`Self::place_anonymous`]).
@@ -129,7 +134,9 @@ impl Regions {
             return Err(InsertRefusal::Misaligned);
         }
         let end = region.start.checked_add(region.length).ok_or(InsertRefusal::Misaligned)?;
-        let before = self.by_start.range(..end).next_back().map(|(_, other)| *other);
+        // After every region starting below `end`; only the one before may overlap it.
+        let position = self.by_start.partition_point(|other| other.start < end);
+        let before = position.checked_sub(1).map(|index| self.by_start[index]);
         if before.is_some_and(|other| other.end() > region.start) {
             return Err(InsertRefusal::Overlaps);
         }
@@ -137,7 +144,7 @@ impl Regions {
             self.anonymous_bytes += region.length;
             self.anonymous_count += 1;
         }
-        self.by_start.insert(region.start, region);
+        self.by_start.insert(position, region);
         Ok(())
     }
 
@@ -161,7 +168,7 @@ impl Regions {
         // Each mapping is followed by a guard page, so a candidate needs length + one page.
         let needed = length + PAGE_SIZE;
         let mut candidate = ANONYMOUS_REGION.start;
-        for region in self.by_start.range(ANONYMOUS_REGION).map(|(_, region)| region) {
+        for region in self.by_start.iter().filter(|region| ANONYMOUS_REGION.contains(&region.start)) {
             if candidate + needed <= region.start {
                 break;
             }
@@ -229,7 +236,8 @@ impl Regions {
     /// Forgets the region starting at `start`; returns it.
     pub fn remove(&mut self, start: usize) -> Option<Region> {
         self.protections.remove(&start);
-        let region = self.by_start.remove(&start)?;
+        let index = self.by_start.iter().position(|region| region.start == start)?;
+        let region = self.by_start.remove(index);
         if region.kind == RegionKind::Anonymous {
             self.anonymous_bytes -= region.length;
             self.anonymous_count -= 1;

@@ -664,8 +664,11 @@ impl AddressSpace {
     /// `Ok`: resume the faulting instruction; `Err`: kill the process with that cause.
     pub fn handle_fault(&mut self, address: usize, access: AccessKind) -> Result<(), FaultKill> {
         let id = self.id;
+        // Leaves change only under the translation lock, so one look under it holds.
+        let mut translation = self.translation.lock();
         let pte = self.pte(address);
         if !pte.present {
+            drop(translation);
             // A page on swap comes back without an event (it is the process's, only moved).
             let page = address as u64 - address as u64 % PAGE_SIZE as u64;
             if page_in(self.root, id, &self.translation, page, access)? {
@@ -673,12 +676,12 @@ impl AddressSpace {
             }
             // Any frame this fault may take must fit under the space's limit.
             make_room(self.root, id, &self.translation)?;
-        }
-        let mut translation = self.translation.lock();
-        if self.pte(address).present != pte.present {
-            // The page came or went between the look and the lock (memory pressure took
-            // it, or a failed swap write put it back): run the access again.
-            return Ok(());
+            translation = self.translation.lock();
+            if self.pte(address).present {
+                // The page came back while the lock was not held (a failed swap write
+                // put it back): run the access again.
+                return Ok(());
+            }
         }
         let fault = spindle_service_vm::classify(&translation.regions, address as u64, access, pte);
         let decision = crate::services::vm::decide(&translation.regions, &fault, self.root);

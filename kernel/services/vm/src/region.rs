@@ -7,7 +7,7 @@
 //! protection to anything within it. The effective protection of a page is its own if
 //! one was set, else the region's ([`RegionTable::protection_of`]).
 
-use alloc::collections::BTreeMap;
+use alloc::vec::Vec;
 
 use crate::runs::ProtectionRuns;
 use core::fmt;
@@ -192,7 +192,10 @@ impl core::error::Error for RegionError {}
 #[derive(Debug)]
 pub struct RegionTable {
     space: u64,
-    by_start: BTreeMap<u64, Region>,
+    /// The regions, sorted by start (they never overlap). A sorted vector rather than a
+    /// tree: at most [`MAX_REGIONS`], and the fault path looks a region up several times
+    /// per fault (a binary search here is a few instructions per level).
+    by_start: Vec<Region>,
     next_id: RegionId,
     /// Pages whose protection differs from their region's.
     pub(crate) page_protection: ProtectionRuns,
@@ -201,7 +204,7 @@ pub struct RegionTable {
 impl RegionTable {
     /// No regions, for address space `space`.
     pub fn new(space: u64) -> RegionTable {
-        RegionTable { space, by_start: BTreeMap::new(), next_id: 1, page_protection: ProtectionRuns::new() }
+        RegionTable { space, by_start: Vec::new(), next_id: 1, page_protection: ProtectionRuns::new() }
     }
 
     /// The address space's id.
@@ -211,17 +214,19 @@ impl RegionTable {
 
     /// Every region, in address order.
     pub fn regions(&self) -> impl Iterator<Item = &Region> {
-        self.by_start.values()
+        self.by_start.iter()
     }
 
     /// The region with id `id`.
     pub fn region(&self, id: RegionId) -> Option<&Region> {
-        self.by_start.values().find(|region| region.id == id)
+        self.by_start.iter().find(|region| region.id == id)
     }
 
     /// The region containing `address`.
     pub fn containing(&self, address: u64) -> Option<&Region> {
-        self.by_start.range(..=address).next_back().map(|(_, region)| region).filter(|region| region.contains(address))
+        // The last region starting at or below `address`.
+        let after = self.by_start.partition_point(|region| region.start <= address);
+        after.checked_sub(1).map(|index| &self.by_start[index]).filter(|region| region.contains(address))
     }
 
     /// Adds a region of `length` bytes at `start`; returns its id.
@@ -242,7 +247,10 @@ impl RegionTable {
             return Err(RegionError::NotUserAddress(start));
         }
         let end = start.checked_add(length).filter(|&end| end <= USER_END).ok_or(RegionError::NotUserAddress(start.saturating_add(length)))?;
-        if let Some(other) = self.by_start.range(..end).next_back().map(|(_, region)| region).filter(|region| region.end() > start) {
+        // Where it goes: after every region starting below `end`; the one before that is
+        // the only one that may overlap it.
+        let position = self.by_start.partition_point(|region| region.start < end);
+        if let Some(other) = position.checked_sub(1).map(|index| &self.by_start[index]).filter(|region| region.end() > start) {
             return Err(RegionError::Overlaps(other.id));
         }
         if self.by_start.len() >= MAX_REGIONS {
@@ -250,7 +258,7 @@ impl RegionTable {
         }
         let id = self.next_id;
         self.next_id += 1;
-        self.by_start.insert(start, Region { id, start, length, protection, kind, trap: None });
+        self.by_start.insert(position, Region { id, start, length, protection, kind, trap: None });
         Ok(id)
     }
 
@@ -258,8 +266,8 @@ impl RegionTable {
     ///
     /// Errors: [`RegionError::NoSuchRegion`].
     pub fn remove(&mut self, id: RegionId) -> Result<Region, RegionError> {
-        let start = self.region(id).ok_or(RegionError::NoSuchRegion(id))?.start;
-        let region = self.by_start.remove(&start).ok_or(RegionError::NoSuchRegion(id))?;
+        let index = self.by_start.iter().position(|region| region.id == id).ok_or(RegionError::NoSuchRegion(id))?;
+        let region = self.by_start.remove(index);
         self.page_protection.clear(region.start, region.end());
         Ok(region)
     }
@@ -274,7 +282,7 @@ impl RegionTable {
     }
 
     pub(crate) fn region_mut(&mut self, id: RegionId) -> Option<&mut Region> {
-        self.by_start.values_mut().find(|region| region.id == id)
+        self.by_start.iter_mut().find(|region| region.id == id)
     }
 
     /// The effective protection of the page containing `address`: its own, else its
