@@ -309,17 +309,48 @@ impl<A: EventRecord, R: EventRecord> EventTable<A, R> {
             // the single binding of the fast path does; with one contribution every
             // combiner returns it unchanged. This is the common case of declarative
             // dispatch (`port == k`): 64 such bindings cost what one costs.
-            [only] if plan.single_candidate_fast => {
-                if let Some(binding) = plan.bindings.get(usize::from(*only))
+            &[only] => {
+                if plan.single_candidate_fast
+                    && let Some(binding) = plan.bindings.get(usize::from(only))
                     && binding.plain
                     && binding.health.load(Ordering::Relaxed) == 0
                 {
                     return binding.handler.raise_fast(binding, self, args);
                 }
+                // The only candidate is bounded (a loaded extension's binding, guarded):
+                // its other guards, then the single bounded binding's way.
+                if let Some(result) = self.raise_one_bounded_candidate(plan, only, args) {
+                    return result;
+                }
             }
             _ => {}
         }
         self.raise_candidates(plan, candidates, args)
+    }
+
+    /// A raise whose index lookup left one candidate, a healthy bounded binding: its
+    /// remaining guards are checked (and counted) as the general loop does; if they fail
+    /// the raise defaults, else the binding runs as the single bounded binding does
+    /// ([`ErasedHandler::raise_bounded`]: one fast invocation, the result validated where
+    /// it is returned). With one contribution every combiner returns it unchanged, so the
+    /// result is the general loop's. `None`: not such a candidate (the general loop runs).
+    #[inline]
+    fn raise_one_bounded_candidate(&self, plan: &Plan<A, R>, position: Position, args: &A) -> Option<R> {
+        let binding = plan.bindings.get(usize::from(position))?;
+        if !matches!(binding.mode, Mode::Bounded { .. }) || binding.health.load(Ordering::Relaxed) != 0 {
+            return None;
+        }
+        let mut evaluations = 0u64;
+        let hold = binding.other_guards_hold(args, &mut evaluations);
+        if evaluations != 0 {
+            self.guard_evaluations.fetch_add(evaluations, Ordering::Relaxed);
+        }
+        if !hold {
+            binding.counters.guard_rejections.fetch_add(1, Ordering::Relaxed);
+            self.defaulted.fetch_add(1, Ordering::Relaxed);
+            return Some(self.primary.default_result(args));
+        }
+        Some(binding.handler.raise_bounded(binding, self, plan.account_instructions, args))
     }
 
     /// The general path when more than one field is indexed: the candidates are the union
@@ -335,6 +366,11 @@ impl<A: EventRecord, R: EventRecord> EventTable<A, R> {
         for (slot, position) in candidates.iter_mut().zip(union.members()) {
             *slot = position;
             count += 1;
+        }
+        if count == 1
+            && let Some(result) = self.raise_one_bounded_candidate(plan, candidates[0], args)
+        {
+            return result;
         }
         self.raise_candidates(plan, &candidates[..count], args)
     }

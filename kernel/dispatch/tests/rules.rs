@@ -694,3 +694,37 @@ impl PrimaryModule<Packet, Seen> for WhoPrimary {
         Ok(Authorization::allow())
     }
 }
+
+#[test]
+fn one_bounded_candidate_after_the_index_runs_as_the_single_bounded_binding_does() {
+    let mut primary = TestPrimary::new(Combiner::FirstNonDefault);
+    primary.reject_above = Some(100);
+    let (_dispatcher, table) = packet_table(primary);
+    let bounded = |value: u64, port: u64, cost: u64| {
+        BindingSpec::new("ext", costly(cost, value))
+            .mode(Mode::Bounded { budget: 100 })
+            .when(DeclarativeGuard::equals(PORT, port))
+            .when(DeclarativeGuard::in_range(LENGTH, 0, 9))
+    };
+    let first = table.install(bounded(7, 1, 1)).unwrap();
+    let second = table.install(bounded(8, 2, 1)).unwrap();
+    let rejected = table.install(bounded(500, 3, 1)).unwrap();
+    let overruns = table.install(bounded(9, 4, 1000)).unwrap();
+    // The index leaves one candidate; its residual guard holds, or does not.
+    assert_eq!(table.raise(&packet(1, 5)).value, 7);
+    assert_eq!(table.raise(&packet(2, 5)).value, 8);
+    assert_eq!(table.raise(&packet(2, 50)), DEFAULT_ANSWER, "the residual guard fails");
+    assert_eq!(table.raise(&packet(5, 5)), DEFAULT_ANSWER, "no candidate");
+    // A result the primary module rejects, and an overrun: the default, each a fault.
+    assert_eq!(table.raise(&packet(3, 5)), DEFAULT_ANSWER);
+    assert_eq!(table.raise(&packet(4, 5)), DEFAULT_ANSWER);
+    let snapshot = table.snapshot();
+    assert_eq!((snapshot.raises, snapshot.defaulted), (6, 2), "every raise counted once");
+    assert_eq!(snapshot.guard_evaluations, 5, "one residual guard per candidate");
+    let counters = |id| snapshot.binding(id).unwrap().counters;
+    assert_eq!((counters(first).invocations, counters(first).guard_rejections), (1, 0));
+    assert_eq!((counters(second).invocations, counters(second).guard_rejections), (1, 1));
+    assert_eq!((counters(rejected).invocations, counters(rejected).faults), (1, 1));
+    assert_eq!((counters(overruns).invocations, counters(overruns).faults, counters(overruns).overruns), (1, 1, 1));
+    assert_eq!(snapshot.binding(rejected).unwrap().last_fault, Some(Fault::InvalidResult(ResultRejection { reason: "value too large" })));
+}

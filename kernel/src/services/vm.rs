@@ -358,8 +358,11 @@ fn authorize_for_region(request: &InstallRequest<'_, TranslationRecord>) -> Resu
         return Err(Refusal::Other("the record has no space or region field"));
     };
     Ok(match without_interrupts(|| ASSIGNMENTS.lock().get(request.owner).copied()) {
+        // The region first: the dispatcher indexes a binding by its first equality, and a
+        // region's id names one region of a space (a space has several trapped regions,
+        // so its id would leave them all as candidates); the space is checked after.
         Some((space, region)) => {
-            Authorization::allow().impose(DeclarativeGuard::equals(space_field, space)).impose(DeclarativeGuard::equals(region_field, region))
+            Authorization::allow().impose(DeclarativeGuard::equals(region_field, region)).impose(DeclarativeGuard::equals(space_field, space))
         }
         None => Authorization::allow(),
     })
