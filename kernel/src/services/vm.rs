@@ -144,7 +144,10 @@ impl Raises {
 
     fn remove(&mut self, space: &u64) -> Option<RaiseState> {
         let index = self.0.iter().position(|(id, _)| id == space)?;
-        Some(self.0.swap_remove(index).1)
+        // Usually the only entry: `pop` moves it out without `swap_remove`'s copy of the
+        // last entry onto itself (a call of `memmove`).
+        let entry = if index + 1 == self.0.len() { self.0.pop() } else { Some(self.0.swap_remove(index)) };
+        entry.map(|(_, state)| state)
     }
 }
 /// Owners whose bindings are imposed `space == S` and `region == R`.
