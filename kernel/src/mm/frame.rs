@@ -98,7 +98,8 @@ impl FrameRun {
         // SAFETY: the run is owned by `self` (borrowed mutably, so nobody else writes it
         // through this run), identity-mapped read-write for the kernel, and the range lies
         // inside it (checked above).
-        unsafe { core::ptr::copy_nonoverlapping(bytes.as_ptr(), (self.start + offset) as *mut u8, bytes.len()) };
+        let target = unsafe { core::slice::from_raw_parts_mut((self.start + offset) as *mut u8, bytes.len()) };
+        copy_bytes(target, bytes);
         true
     }
 
@@ -110,7 +111,8 @@ impl FrameRun {
         }
         // SAFETY: the run is owned by `self`, identity-mapped for the kernel, and the range
         // lies inside it (checked above); its bytes are plain data, so any value is valid.
-        unsafe { core::ptr::copy_nonoverlapping((self.start + offset) as *const u8, buffer.as_mut_ptr(), buffer.len()) };
+        let source = unsafe { core::slice::from_raw_parts((self.start + offset) as *const u8, buffer.len()) };
+        copy_bytes(buffer, source);
         true
     }
 
@@ -192,9 +194,65 @@ pub fn allocate_zeroed_for(count: usize, owner: Owner) -> Option<FrameRun> {
         recorded.then_some(run)
     })?;
     // SAFETY: the frames were just taken from the allocator, so nothing else refers to
-    // them; RAM is identity-mapped read-write for the kernel.
-    unsafe { core::ptr::write_bytes(run.start as *mut u8, 0, run.size()) };
+    // them; RAM is identity-mapped read-write for the kernel; a run is whole pages,
+    // page-aligned.
+    unsafe { zero_blocks(run.start as *mut u64, run.size() / BLOCK) };
     Some(run)
+}
+
+/// Bytes per unrolled step of [`zero_blocks`] and [`copy_blocks`].
+const BLOCK: usize = 64;
+
+/// Zeroes `blocks` × 64 bytes at `start`, eight word stores per step. The library's
+/// `memset` stores one word per three instructions (1,557 instructions a page, traced);
+/// this, ten per eight words (about 640). Volatile stores, so the compiler keeps the
+/// unrolled loop instead of turning it back into a `memset` call.
+///
+/// # Safety
+/// `start` is 8-aligned, and `[start, start + 64 × blocks)` is mapped writable memory that
+/// nothing else refers to during the call.
+unsafe fn zero_blocks(start: *mut u64, blocks: usize) {
+    for block in 0..blocks {
+        // SAFETY: block `block` lies inside the range the caller vouches for.
+        let words = unsafe { start.add(block * BLOCK / 8) };
+        for word in 0..BLOCK / 8 {
+            // SAFETY: word `word` of that block, 8-aligned.
+            unsafe { words.add(word).write_volatile(0) };
+        }
+    }
+}
+
+/// Copies `source` into `target` (the shorter's length): the 64-byte blocks eight words
+/// at a time when both start 8-aligned (a page of a program's image, of swap, of a
+/// buffer), the rest as `copy_from_slice` does.
+pub fn copy_bytes(target: &mut [u8], source: &[u8]) {
+    let length = target.len().min(source.len());
+    let (target, source) = (&mut target[..length], &source[..length]);
+    let aligned = (target.as_ptr() as usize | source.as_ptr() as usize).is_multiple_of(8);
+    let blocks = if aligned { length / BLOCK * BLOCK } else { 0 };
+    // SAFETY: both slices are live for the call and cannot overlap (one is borrowed
+    // mutably); their first `blocks` bytes are whole 64-byte blocks, 8-aligned (tested).
+    unsafe { copy_blocks(source.as_ptr().cast::<u64>(), target.as_mut_ptr().cast::<u64>(), blocks / BLOCK) };
+    target[blocks..].copy_from_slice(&source[blocks..]);
+}
+
+/// Copies `blocks` × 64 bytes from `source` to `destination`, eight words per step (the
+/// library's `memcpy` moves a word per five instructions when both ends are aligned, and
+/// about ten when they are not; traced: 5,182 instructions for a page of a program's
+/// image). Volatile accesses, as in [`zero_blocks`].
+///
+/// # Safety
+/// Both pointers are 8-aligned; `[source, +64 × blocks)` is readable and
+/// `[destination, +64 × blocks)` writable, they do not overlap, and nothing writes either
+/// during the call.
+unsafe fn copy_blocks(source: *const u64, destination: *mut u64, blocks: usize) {
+    for block in 0..blocks {
+        let offset = block * BLOCK / 8;
+        for word in 0..BLOCK / 8 {
+            // SAFETY: word `word` of block `block` of both ranges, as the caller vouches.
+            unsafe { destination.add(offset + word).write_volatile(source.add(offset + word).read_volatile()) };
+        }
+    }
 }
 
 /// Frame counters.

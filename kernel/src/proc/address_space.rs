@@ -165,7 +165,7 @@ impl ImageBacking {
         match source {
             // The parser checked `file_offset + file_size` lies inside the file.
             ImageSource::Bundle(bytes) => match bytes.get(from..from + target.len()) {
-                Some(bytes) => target.copy_from_slice(bytes),
+                Some(bytes) => crate::mm::frame::copy_bytes(target, bytes),
                 None => return Err(alloc::format!("bytes {from:#x}.. are past the program's end")),
             },
             ImageSource::File(file) => {
