@@ -93,13 +93,14 @@ pub struct BindingInfo {
     pub guards: [RawGuard; MAX_GUARDS],
     /// The binding's direct entry (used for native extensions only; 0 from Wasm and C,
     /// ignored for user-level ones): the address of
-    /// [`direct_entry`](crate::extension::direct_entry) for the binding's record types,
+    /// [`direct_entry`](crate::extension::direct_entry) made for the binding's handler,
     /// which the kernel calls with [`direct_context`](Self::direct_context) and pointers
     /// to the records themselves instead of marshalling them through
     /// [`INVOKE_SYMBOL`]. The loader uses it only if it lies in the image's executable
     /// mapping; 0 makes it marshal.
     pub direct_entry: u64,
-    /// What the direct entry is passed first: the address of the binding's declaration.
+    /// What the direct entry is passed first: the address of the binding's
+    /// [`Direct`](crate::extension::Direct) (its handler, in the declaration).
     pub direct_context: u64,
 }
 

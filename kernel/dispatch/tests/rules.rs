@@ -695,11 +695,53 @@ impl PrimaryModule<Packet, Seen> for WhoPrimary {
     }
 }
 
-#[test]
-fn one_bounded_candidate_after_the_index_runs_as_the_single_bounded_binding_does() {
+/// A bounded executor that counts the calls handed to it as a plain function
+/// (`run_bounded_raw`: the single bounded binding's way) apart from the general loop's.
+struct CountingExecutor {
+    raw: AtomicU64,
+}
+
+impl spindle_dispatch::BoundedExecutor for CountingExecutor {
+    fn run_bounded(&self, budget: u64, prepared: u64, body: &mut dyn FnMut() -> Result<(), HandlerFault>) -> Result<(), HandlerFault> {
+        FakeExecutor.run_bounded(budget, prepared, body)
+    }
+
+    unsafe fn run_bounded_raw(
+        &self,
+        budget: u64,
+        prepared: u64,
+        counter: fn() -> u64,
+        spent: Option<&mut u64>,
+        function: unsafe extern "C" fn(*mut u8),
+        data: *mut u8,
+    ) -> Result<(), HandlerFault> {
+        self.raw.fetch_add(1, Ordering::Relaxed);
+        let mut called = false;
+        let mut body = || {
+            if !called {
+                called = true;
+                // SAFETY: the trait's contract: one call, here, while `data` is live.
+                unsafe { function(data) };
+            }
+            Ok(())
+        };
+        match spent {
+            Some(spent) => self.run_bounded_counted(budget, prepared, counter, spent, &mut body),
+            None => self.run_bounded(budget, prepared, &mut body),
+        }
+    }
+}
+
+/// Raises on a table of bounded bindings keyed on the port, each with a residual guard
+/// `length <= 9`; with `second_index`, one more binding keyed on the length makes the
+/// table index two fields (candidates are then the union of two lookups).
+fn one_bounded_candidate(second_index: bool) {
+    // Its own executor (tests run in parallel): leaked, as a platform's is `'static`.
+    let executor: &'static CountingExecutor = Box::leak(Box::new(CountingExecutor { raw: AtomicU64::new(0) }));
     let mut primary = TestPrimary::new(Combiner::FirstNonDefault);
     primary.reject_above = Some(100);
-    let (_dispatcher, table) = packet_table(primary);
+    let dispatcher = spindle_dispatch::Dispatcher::new(spindle_dispatch::Platform::new(fake_instruction_counter, HARTS).with_bounded_executor(executor));
+    let table = dispatcher.register(&PACKET, Arc::new(primary)).unwrap();
     let bounded = |value: u64, port: u64, cost: u64| {
         BindingSpec::new("ext", costly(cost, value))
             .mode(Mode::Bounded { budget: 100 })
@@ -710,6 +752,11 @@ fn one_bounded_candidate_after_the_index_runs_as_the_single_bounded_binding_does
     let second = table.install(bounded(8, 2, 1)).unwrap();
     let rejected = table.install(bounded(500, 3, 1)).unwrap();
     let overruns = table.install(bounded(9, 4, 1000)).unwrap();
+    if second_index {
+        table.install(BindingSpec::new("ext", answer(11)).mode(Mode::Bounded { budget: 100 }).when(DeclarativeGuard::equals(LENGTH, 77))).unwrap();
+    }
+    let raw = || executor.raw.load(Ordering::Relaxed);
+    let before = raw();
     // The index leaves one candidate; its residual guard holds, or does not.
     assert_eq!(table.raise(&packet(1, 5)).value, 7);
     assert_eq!(table.raise(&packet(2, 5)).value, 8);
@@ -718,13 +765,27 @@ fn one_bounded_candidate_after_the_index_runs_as_the_single_bounded_binding_does
     // A result the primary module rejects, and an overrun: the default, each a fault.
     assert_eq!(table.raise(&packet(3, 5)), DEFAULT_ANSWER);
     assert_eq!(table.raise(&packet(4, 5)), DEFAULT_ANSWER);
+    assert_eq!(raw() - before, 4, "the four runs took the single bounded binding's way");
+    // With a fault streak the candidate goes the general way (which knows streaks).
+    assert_eq!(table.raise(&packet(4, 5)), DEFAULT_ANSWER);
+    assert_eq!(raw() - before, 4, "a streaked candidate is run by the general loop");
     let snapshot = table.snapshot();
-    assert_eq!((snapshot.raises, snapshot.defaulted), (6, 2), "every raise counted once");
-    assert_eq!(snapshot.guard_evaluations, 5, "one residual guard per candidate");
+    assert_eq!((snapshot.raises, snapshot.defaulted), (7, 2), "every raise counted once");
+    assert_eq!(snapshot.guard_evaluations, 6, "one residual guard per candidate");
     let counters = |id| snapshot.binding(id).unwrap().counters;
     assert_eq!((counters(first).invocations, counters(first).guard_rejections), (1, 0));
     assert_eq!((counters(second).invocations, counters(second).guard_rejections), (1, 1));
     assert_eq!((counters(rejected).invocations, counters(rejected).faults), (1, 1));
-    assert_eq!((counters(overruns).invocations, counters(overruns).faults, counters(overruns).overruns), (1, 1, 1));
+    assert_eq!((counters(overruns).invocations, counters(overruns).faults, counters(overruns).overruns), (2, 2, 2));
     assert_eq!(snapshot.binding(rejected).unwrap().last_fault, Some(Fault::InvalidResult(ResultRejection { reason: "value too large" })));
+}
+
+#[test]
+fn one_bounded_candidate_after_the_index_runs_as_the_single_bounded_binding_does() {
+    one_bounded_candidate(false);
+}
+
+#[test]
+fn one_bounded_candidate_of_two_indexes_runs_as_the_single_bounded_binding_does() {
+    one_bounded_candidate(true);
 }

@@ -225,7 +225,8 @@ fn pte_flags(permissions: Permissions) -> PteFlags {
 type CountFunction = extern "C" fn() -> usize;
 type InfoFunction = extern "C" fn(usize, *mut BindingInfo) -> i32;
 type InvokeFunction = extern "C" fn(usize, *const u8, usize, *mut u8, usize) -> i32;
-/// A binding's direct entry (`spindle_abi::extension::direct_entry::<A, R>`): context,
+/// A binding's direct entry (`spindle_abi::extension::direct_entry::<A, R, F>`, made for its
+/// handler `F`): context,
 /// the argument record, the result record to write.
 type DirectFunction<A, R> = extern "C" fn(usize, &A, &mut MaybeUninit<R>);
 
@@ -331,7 +332,7 @@ fn install_typed<A: EventRecord, R: EventRecord>(
     let guards = checked_guards(&event.descriptor(), info, index).map_err(NativeError::BadBinding)?;
     let entry = info.direct_entry;
     let direct = if entry != 0 && executable.iter().any(|&(start, size)| entry >= start && entry - start < size) {
-        // The builder's glue reports `direct_entry::<A, R>` for this binding, whose event (id,
+        // The builder's glue reports `direct_entry::<A, R, F>` for this binding, whose event (id,
         // fingerprint and record sizes, checked above) is `event`'s.
         // SAFETY: in the image's executable mapping (kept while any binding can call it), a
         // function whose C signature is therefore `DirectFunction<A, R>`.

@@ -42,7 +42,9 @@ use alloc::string::String;
 use alloc::sync::{Arc, Weak};
 use alloc::vec::Vec;
 use core::fmt;
+use core::cell::UnsafeCell;
 use core::marker::PhantomData;
+use core::sync::atomic::{AtomicU32, Ordering};
 
 use spindle_abi::event::{Event, EventRecord};
 use spindle_abi::extension::{decode_words, encode_words};
@@ -152,7 +154,7 @@ pub struct UserExtension {
     /// An upcall aborted by its bounded call leaks its guard: the lock then stays held
     /// and `end` cannot empty it, which keeps every later upcall out just as well; the
     /// `Serving` (and its view of the space) goes when this extension is dropped.
-    serving: spin::Mutex<Option<Serving>>,
+    serving: TryLock<Option<Serving>>,
     ending: spin::Mutex<Option<Ending>>,
     server: Arc<Strand>,
 }
@@ -184,6 +186,61 @@ impl UserExtension {
             });
             sched::unblock(&self.server);
         }
+    }
+}
+
+/// A lock that is only ever tried, never waited for (`UserExtension::serving`: a busy
+/// server refuses the upcall). Its flag is a whole word, so taking it is one `amoswap.w`;
+/// `spin::Mutex`'s flag is a byte, which RISC-V reaches through a masked `amoor.w` (eight
+/// more instructions on every upcall).
+struct TryLock<T> {
+    locked: AtomicU32,
+    value: UnsafeCell<T>,
+}
+
+// SAFETY: the value is reached only through a `TryLockGuard`, and at most one exists at a
+// time (the flag), so sharing the lock between harts hands the value to one at a time:
+// `T: Send` is what that needs.
+unsafe impl<T: Send> Sync for TryLock<T> {}
+
+impl<T> TryLock<T> {
+    const fn new(value: T) -> Self {
+        TryLock { locked: AtomicU32::new(0), value: UnsafeCell::new(value) }
+    }
+
+    /// The value, if nobody holds it.
+    #[inline(always)]
+    fn try_lock(&self) -> Option<TryLockGuard<'_, T>> {
+        (self.locked.swap(1, Ordering::Acquire) == 0).then_some(TryLockGuard { lock: self })
+    }
+}
+
+/// The held [`TryLock`]; dropping it releases the lock. (An aborted upcall never drops it:
+/// the lock then stays held, as `UserExtension::serving` describes.)
+struct TryLockGuard<'a, T> {
+    lock: &'a TryLock<T>,
+}
+
+impl<T> core::ops::Deref for TryLockGuard<'_, T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        // SAFETY: this guard holds the lock (it set the flag and has not cleared it), so no
+        // other reference to the value exists while the returned one lives.
+        unsafe { &*self.lock.value.get() }
+    }
+}
+
+impl<T> core::ops::DerefMut for TryLockGuard<'_, T> {
+    fn deref_mut(&mut self) -> &mut T {
+        // SAFETY: as in `deref`; `&mut self` makes this the only reference through the guard.
+        unsafe { &mut *self.lock.value.get() }
+    }
+}
+
+impl<T> Drop for TryLockGuard<'_, T> {
+    #[inline(always)]
+    fn drop(&mut self) {
+        self.lock.locked.store(0, Ordering::Release);
     }
 }
 
@@ -292,7 +349,7 @@ fn install(
         pid,
         domains: manifest.domains.clone(),
         budget,
-        serving: spin::Mutex::new(Some(Serving { view, entry, stack_top, context: Box::new(UserContext::new(entry, stack_top)) })),
+        serving: TryLock::new(Some(Serving { view, entry, stack_top, context: Box::new(UserContext::new(entry, stack_top)) })),
         ending: spin::Mutex::new(None),
         server,
     });

@@ -95,9 +95,11 @@ impl FrameRun {
         if offset.checked_add(bytes.len()).is_none_or(|end| end > self.size()) {
             return false;
         }
-        // SAFETY: the run is owned by `self` (borrowed mutably, so nobody else writes it
-        // through this run), identity-mapped read-write for the kernel, and the range lies
-        // inside it (checked above).
+        // SAFETY: the run is owned by `self`, borrowed mutably for the slice's life, so no
+        // other Rust reference reaches these bytes meanwhile (a run's frames are reached
+        // only through it; one mapped into a user space is not written by the kernel
+        // elsewhere while its owner writes here); identity-mapped read-write for the
+        // kernel; the range lies inside the run (checked above).
         let target = unsafe { core::slice::from_raw_parts_mut((self.start + offset) as *mut u8, bytes.len()) };
         copy_bytes(target, bytes);
         true
@@ -109,8 +111,11 @@ impl FrameRun {
         if offset.checked_add(buffer.len()).is_none_or(|end| end > self.size()) {
             return false;
         }
-        // SAFETY: the run is owned by `self`, identity-mapped for the kernel, and the range
+        // SAFETY: the run is owned by `self`, borrowed for the slice's life, so nothing
+        // writes it through the run meanwhile; identity-mapped for the kernel; the range
         // lies inside it (checked above); its bytes are plain data, so any value is valid.
+        // (A page still mapped into a user space could change under its program; the one
+        // caller, a swap write, copies a page whose leaf is already gone.)
         let source = unsafe { core::slice::from_raw_parts((self.start + offset) as *const u8, buffer.len()) };
         copy_bytes(buffer, source);
         true
@@ -226,14 +231,18 @@ unsafe fn zero_blocks(start: *mut u64, blocks: usize) {
 /// at a time when both start 8-aligned (a page of a program's image, of swap, of a
 /// buffer), the rest as `copy_from_slice` does.
 pub fn copy_bytes(target: &mut [u8], source: &[u8]) {
+    debug_assert_eq!(target.len(), source.len(), "copy_bytes: slices of different lengths");
     let length = target.len().min(source.len());
     let (target, source) = (&mut target[..length], &source[..length]);
     let aligned = (target.as_ptr() as usize | source.as_ptr() as usize).is_multiple_of(8);
-    let blocks = if aligned { length / BLOCK * BLOCK } else { 0 };
-    // SAFETY: both slices are live for the call and cannot overlap (one is borrowed
-    // mutably); their first `blocks` bytes are whole 64-byte blocks, 8-aligned (tested).
-    unsafe { copy_blocks(source.as_ptr().cast::<u64>(), target.as_mut_ptr().cast::<u64>(), blocks / BLOCK) };
-    target[blocks..].copy_from_slice(&source[blocks..]);
+    let block_bytes = if aligned { length / BLOCK * BLOCK } else { 0 };
+    if block_bytes > 0 {
+        // SAFETY: both slices are live for the call and cannot overlap (one is borrowed
+        // mutably); both start 8-aligned (tested), and their first `block_bytes` bytes
+        // are whole 64-byte blocks inside them.
+        unsafe { copy_blocks(source.as_ptr().cast::<u64>(), target.as_mut_ptr().cast::<u64>(), block_bytes / BLOCK) };
+    }
+    target[block_bytes..].copy_from_slice(&source[block_bytes..]);
 }
 
 /// Copies `blocks` × 64 bytes from `source` to `destination`, eight words per step (the

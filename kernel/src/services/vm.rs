@@ -19,8 +19,8 @@
 //!
 //! Isolation: every record field is guardable. For an extension, whose guards are fixed
 //! when it is built, [`assign`] (the `vm_manage` system call) names the address space and
-//! region its bindings are for: the primary modules impose `space == S` and `region == R` on
-//! every binding that owner installs afterwards.
+//! region its bindings are for: the primary modules impose `region == R` and `space == S` on
+//! every binding that owner installs afterwards (the region first: it is the index key).
 //!
 //! Frame accounting: every frame mapped for a `vm_map` region (demand-zero or a pager's) is
 //! recorded in the frame table (owner: the address space) and released with the region or
@@ -150,7 +150,7 @@ impl Raises {
         entry.map(|(_, state)| state)
     }
 }
-/// Owners whose bindings are imposed `space == S` and `region == R`.
+/// Owners whose bindings are imposed `region == R` and `space == S`.
 static ASSIGNMENTS: spin::Mutex<BTreeMap<String, (u64, u64)>> = spin::Mutex::new(BTreeMap::new());
 
 /// The service's counters.
@@ -361,9 +361,11 @@ fn authorize_for_region(request: &InstallRequest<'_, TranslationRecord>) -> Resu
         return Err(Refusal::Other("the record has no space or region field"));
     };
     Ok(match without_interrupts(|| ASSIGNMENTS.lock().get(request.owner).copied()) {
-        // The region first: the dispatcher indexes a binding by its first equality, and a
-        // region's id names one region of a space (a space has several trapped regions,
-        // so its id would leave them all as candidates); the space is checked after.
+        // The region first: the dispatcher indexes a binding by its first equality. A
+        // space's trapped regions have different ids, so the index separates them (keyed
+        // by the space, all of a space's pagers would be candidates of each of its faults);
+        // ids are per space, so two spaces' regions may share an id, and the space guard,
+        // checked after the lookup, separates those.
         Some((space, region)) => {
             Authorization::allow().impose(DeclarativeGuard::equals(region_field, region)).impose(DeclarativeGuard::equals(space_field, space))
         }
