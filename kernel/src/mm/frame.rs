@@ -95,10 +95,10 @@ impl FrameRun {
         if offset.checked_add(bytes.len()).is_none_or(|end| end > self.size()) {
             return false;
         }
+        // A run's frames are reached only through it (one mapped into a user space is not
+        // written by the kernel elsewhere while its owner writes here).
         // SAFETY: the run is owned by `self`, borrowed mutably for the slice's life, so no
-        // other Rust reference reaches these bytes meanwhile (a run's frames are reached
-        // only through it; one mapped into a user space is not written by the kernel
-        // elsewhere while its owner writes here); identity-mapped read-write for the
+        // other reference reaches these bytes meanwhile; identity-mapped read-write for the
         // kernel; the range lies inside the run (checked above).
         let target = unsafe { core::slice::from_raw_parts_mut((self.start + offset) as *mut u8, bytes.len()) };
         copy_bytes(target, bytes);
@@ -111,11 +111,10 @@ impl FrameRun {
         if offset.checked_add(buffer.len()).is_none_or(|end| end > self.size()) {
             return false;
         }
+        // A page still mapped into a user space could change under its program; the one
+        // caller, a swap write, copies a page whose leaf is already gone.
         // SAFETY: the run is owned by `self`, borrowed for the slice's life, so nothing
-        // writes it through the run meanwhile; identity-mapped for the kernel; the range
-        // lies inside it (checked above); its bytes are plain data, so any value is valid.
-        // (A page still mapped into a user space could change under its program; the one
-        // caller, a swap write, copies a page whose leaf is already gone.)
+        // writes it meanwhile; identity-mapped; the range lies inside it (checked above).
         let source = unsafe { core::slice::from_raw_parts((self.start + offset) as *const u8, buffer.len()) };
         copy_bytes(buffer, source);
         true
