@@ -90,6 +90,6 @@ pub use handler::{
     BindingId, BindingSpec, BudgetSpan, FnHandler, Handler, HandlerDescription, HandlerFault, Mode, Order, Technology, handler_fn,
 };
 pub use introspect::{AsyncSnapshot, BindingSnapshot, Counters, DisabledReason, EventSnapshot, Fault, GuardKind, GuardSnapshot};
-pub use platform::{BoundedExecutor, Platform};
+pub use platform::{BoundedExecutor, Platform, run_function_bounded};
 pub use primary::{Authorization, DEFAULT_BREAKER_THRESHOLD, InstallRequest, PrimaryModule, Refusal, ResultRejection};
 pub use table::EventTable;

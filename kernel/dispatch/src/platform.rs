@@ -76,21 +76,42 @@ pub trait BoundedExecutor: Send + Sync {
         function: unsafe extern "C" fn(*mut u8),
         data: *mut u8,
     ) -> Result<(), HandlerFault> {
-        // At most one call, whatever `run_bounded` does with the body.
-        let mut called = false;
-        let mut body = || {
-            if !called {
-                called = true;
-                // SAFETY: the caller's contract: one call, here, while `data` is live (the
-                // flag keeps it to one).
-                unsafe { function(data) };
-            }
-            Ok(())
-        };
-        match spent {
-            Some(spent) => self.run_bounded_counted(budget, prepared, counter, spent, &mut body),
-            None => self.run_bounded(budget, prepared, &mut body),
+        // SAFETY: forwarded from the caller.
+        unsafe { run_function_bounded(self, budget, prepared, counter, spent, function, data) }
+    }
+}
+
+/// What [`BoundedExecutor::run_bounded_raw`] does unless an executor overrides it:
+/// `function(data)` once, in a closure, under [`BoundedExecutor::run_bounded`] (or the
+/// counted form with `spent`). Public for executors that wrap the default (a test's
+/// executor that counts the calls).
+///
+/// # Safety
+///
+/// As for [`BoundedExecutor::run_bounded_raw`].
+pub unsafe fn run_function_bounded<E: BoundedExecutor + ?Sized>(
+    executor: &E,
+    budget: u64,
+    prepared: u64,
+    counter: fn() -> u64,
+    spent: Option<&mut u64>,
+    function: unsafe extern "C" fn(*mut u8),
+    data: *mut u8,
+) -> Result<(), HandlerFault> {
+    // At most one call, whatever `run_bounded` does with the body.
+    let mut called = false;
+    let mut body = || {
+        if !called {
+            called = true;
+            // SAFETY: the caller's contract: one call, here, while `data` is live (the
+            // flag keeps it to one).
+            unsafe { function(data) };
         }
+        Ok(())
+    };
+    match spent {
+        Some(spent) => executor.run_bounded_counted(budget, prepared, counter, spent, &mut body),
+        None => executor.run_bounded(budget, prepared, &mut body),
     }
 }
 

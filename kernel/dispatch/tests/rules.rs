@@ -716,19 +716,8 @@ impl spindle_dispatch::BoundedExecutor for CountingExecutor {
         data: *mut u8,
     ) -> Result<(), HandlerFault> {
         self.raw.fetch_add(1, Ordering::Relaxed);
-        let mut called = false;
-        let mut body = || {
-            if !called {
-                called = true;
-                // SAFETY: the trait's contract: one call, here, while `data` is live.
-                unsafe { function(data) };
-            }
-            Ok(())
-        };
-        match spent {
-            Some(spent) => self.run_bounded_counted(budget, prepared, counter, spent, &mut body),
-            None => self.run_bounded(budget, prepared, &mut body),
-        }
+        // SAFETY: this method's contract, forwarded.
+        unsafe { spindle_dispatch::run_function_bounded(self, budget, prepared, counter, spent, function, data) }
     }
 }
 
