@@ -381,11 +381,8 @@ impl<A: EventRecord, R: EventRecord> EventTable<A, R> {
             *slot = position;
             count += 1;
         }
-        if count == 1
-            && plan.bounded_candidates
-            && let Some(result) = self.raise_one_bounded_candidate(plan, candidates[0], args)
-        {
-            return result;
+        if count == 1 && plan.bounded_candidates {
+            return self.raise_one_candidate(plan, candidates[0], args);
         }
         self.raise_candidates(plan, &candidates[..count], args)
     }

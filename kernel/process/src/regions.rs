@@ -236,7 +236,7 @@ impl Regions {
     /// Forgets the region starting at `start`; returns it.
     pub fn remove(&mut self, start: usize) -> Option<Region> {
         self.protections.remove(&start);
-        let index = self.by_start.iter().position(|region| region.start == start)?;
+        let index = self.by_start.binary_search_by_key(&start, |region| region.start).ok()?;
         let region = self.by_start.remove(index);
         if region.kind == RegionKind::Anonymous {
             self.anonymous_bytes -= region.length;
