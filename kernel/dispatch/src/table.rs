@@ -522,9 +522,12 @@ impl<A: EventRecord, R: EventRecord> EventTable<A, R> {
     /// rejected result with the default. The raise counts as one fast invocation of the
     /// binding, as a fast-path raise does.
     ///
-    /// A valid result is returned here, without `settle` (the success clears a fault streak
-    /// another hart may have begun meanwhile: one load and test). A rejected result or a
-    /// fault goes to [`Self::fault_contribution`], out of line.
+    /// A valid result is returned here, without `settle`. This path is entered only with a
+    /// zero health word, so a fault streak can exist here only if another hart began one
+    /// meanwhile: a validated success clears it (one load and test); an unvalidated one
+    /// leaves it, and the next raise, seeing a non-zero health word, takes the general
+    /// path, whose first success clears it. A rejected result or a fault goes to
+    /// [`Self::fault_contribution`], out of line.
     #[inline]
     pub(crate) fn finish_single_bounded(&self, binding: &BindingCore<A, R>, outcome: Result<R, HandlerFault>, args: &A) -> R {
         match outcome {

@@ -720,10 +720,10 @@ impl AddressSpace {
                 crate::services::vm::recycle_protects(protects);
                 return fill_image(self.root, id, &self.translation, page, protection, access == AccessKind::Write);
             }
-            Outcome::Protect(change) => {
-                translation.regions.apply(&change).map_err(|_| FaultKill::Vm(KillCause::ProtectionViolation))?;
+            Outcome::Protect(checked) => {
+                translation.regions.apply_checked(&checked).map_err(|_| FaultKill::Vm(KillCause::ProtectionViolation))?;
                 rewritten = true;
-                outcome = self.rewrite_leaves(&mut translation, &change);
+                outcome = self.rewrite_leaves(&mut translation, checked.change());
             }
         }
         // Then the handlers' queued protection changes (in-kernel Appel & Li), each

@@ -31,7 +31,7 @@ use core::fmt;
 
 use spindle_service_frames::{FrameTable, Owner};
 
-use crate::primitives::{PrimitiveError, ProtChange};
+use crate::primitives::{CheckedChange, PrimitiveError};
 use crate::region::{PAGE_SIZE, Protection, RegionId, RegionKind, RegionTable, Trap, is_user_address};
 
 /// The kind of access that faulted.
@@ -275,9 +275,9 @@ pub enum Outcome {
         /// Its protection.
         protection: Protection,
     },
-    /// Apply the change (checked; record it with [`RegionTable::apply`]), then
+    /// Apply the change (checked; record it with [`RegionTable::apply_checked`]), then
     /// resume.
-    Protect(ProtChange),
+    Protect(CheckedChange),
     /// Allocate a zeroed frame for the address space, map it at `page` with `protection`,
     /// resume.
     DemandZero {
@@ -423,15 +423,16 @@ pub fn check_answer(table: &RegionTable, frames: &FrameTable, fault: &Fault, han
             Ok(Outcome::Map { page, frame, protection })
         }
         Answer::Protect { count, .. } => {
-            let change = table.check_protect(page, count, protection).map_err(|error| match error {
+            let checked = table.check_change(page, count, protection).map_err(|error| match error {
                 PrimitiveError::AboveRegion(_) => AnswerRejection::AboveRegion,
                 _ => AnswerRejection::BadRange,
             })?;
+            let change = checked.change();
             let covers = fault.page >= change.start && (fault.page - change.start) / PAGE_SIZE < change.count;
             if !covers || !fault.access.permitted_by(protection) {
                 return Err(AnswerRejection::Unresolved);
             }
-            Ok(Outcome::Protect(change))
+            Ok(Outcome::Protect(checked))
         }
         Answer::Decline => Ok(default_outcome(table, fault)),
     }

@@ -74,7 +74,7 @@ pub use fault::{
     AccessKind, Answer, AnswerRejection, Fault, FaultClass, KillCause, Outcome, Pte, Resolution, TranslationRecord, check_answer, classify,
     default_outcome, resolve,
 };
-pub use primitives::{MAX_PROT_PAGES, PrimitiveError, ProtChange};
+pub use primitives::{CheckedChange, MAX_PROT_PAGES, PrimitiveError, ProtChange};
 pub use region::{MAX_REGIONS, PAGE_SIZE, Protection, Region, RegionError, RegionId, RegionKind, RegionTable, Trap, USER_END, USER_START, is_user_address};
 pub use runs::{ProtectionRuns, Run};
 pub use swap::{MAX_SLOTS, SECTORS_PER_SLOT, SLOT_BYTES, Slot, SwapArea, SwapError};

@@ -36,6 +36,24 @@ pub struct ProtChange {
     pub protection: Protection,
 }
 
+/// A [`ProtChange`] as [`RegionTable::check_change`] passed it: with its region's
+/// protection and the table's count of region changes then, so that
+/// [`RegionTable::apply_checked`] need not check it again while that count stays. Made
+/// only by the check (its fields are private).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CheckedChange {
+    change: ProtChange,
+    ceiling: Protection,
+    generation: u64,
+}
+
+impl CheckedChange {
+    /// The change.
+    pub fn change(&self) -> &ProtChange {
+        &self.change
+    }
+}
+
 /// Why a primitive was refused.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PrimitiveError {
@@ -137,6 +155,14 @@ impl RegionTable {
         Ok((ProtChange { region: region.id, start, count, protection }, region.protection))
     }
 
+    /// [`RegionTable::check_protect`], answering a change that
+    /// [`RegionTable::apply_checked`] records without checking it again while no region
+    /// changes (a fault's answer is checked, then applied under the same lock).
+    pub fn check_change(&self, start: u64, count: u64, protection: Protection) -> Result<CheckedChange, PrimitiveError> {
+        let (change, ceiling) = self.check_protect_in(start, count, protection)?;
+        Ok(CheckedChange { change, ceiling, generation: self.generation })
+    }
+
     /// Records a change [`RegionTable::check_protect_in`] passed (with its region's
     /// protection): one run, however many pages.
     fn record(&mut self, change: &ProtChange, ceiling: Protection) {
@@ -155,6 +181,18 @@ impl RegionTable {
             return Err(PrimitiveError::NoSuchRegion(change.region));
         }
         self.record(&checked, ceiling);
+        Ok(())
+    }
+
+    /// Records a change [`RegionTable::check_change`] passed: as it is if no region changed
+    /// since (the check holds), else checked again as [`RegionTable::apply`] does.
+    ///
+    /// Errors: as [`RegionTable::apply`].
+    pub fn apply_checked(&mut self, checked: &CheckedChange) -> Result<(), PrimitiveError> {
+        if checked.generation != self.generation {
+            return self.apply(&checked.change);
+        }
+        self.record(&checked.change, checked.ceiling);
         Ok(())
     }
 

@@ -199,12 +199,16 @@ pub struct RegionTable {
     next_id: RegionId,
     /// Pages whose protection differs from their region's.
     pub(crate) page_protection: ProtectionRuns,
+    /// Counts the changes to the regions (added, removed, their kind or trap changed): a
+    /// protection change checked at one count holds as long as the count stays
+    /// ([`crate::CheckedChange`]).
+    pub(crate) generation: u64,
 }
 
 impl RegionTable {
     /// No regions, for address space `space`.
     pub fn new(space: u64) -> RegionTable {
-        RegionTable { space, by_start: Vec::new(), next_id: 1, page_protection: ProtectionRuns::new() }
+        RegionTable { space, by_start: Vec::new(), next_id: 1, page_protection: ProtectionRuns::new(), generation: 0 }
     }
 
     /// The address space's id.
@@ -258,6 +262,7 @@ impl RegionTable {
         }
         let id = self.next_id;
         self.next_id += 1;
+        self.generation += 1;
         self.by_start.insert(position, Region { id, start, length, protection, kind, trap: None });
         Ok(id)
     }
@@ -268,6 +273,7 @@ impl RegionTable {
     pub fn remove(&mut self, id: RegionId) -> Result<Region, RegionError> {
         let index = self.by_start.iter().position(|region| region.id == id).ok_or(RegionError::NoSuchRegion(id))?;
         let region = self.by_start.remove(index);
+        self.generation += 1;
         self.page_protection.clear(region.start, region.end());
         Ok(region)
     }
@@ -281,7 +287,9 @@ impl RegionTable {
         Ok(core::mem::replace(&mut region.kind, kind))
     }
 
+    /// Region `id` to change: counted as a change of the regions.
     pub(crate) fn region_mut(&mut self, id: RegionId) -> Option<&mut Region> {
+        self.generation += 1;
         self.by_start.iter_mut().find(|region| region.id == id)
     }
 

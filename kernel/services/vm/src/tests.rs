@@ -206,6 +206,33 @@ fn every_bad_map_is_rejected_with_its_reason() {
     assert!(AnswerRejection::NotGranted.to_string().contains("handler's owner"));
 }
 
+/// `apply` records the change it was last asked to check without checking it again, but
+/// only while no region changed: a region removed, or added again in its place with less
+/// access, makes the same change checked (and refused) afresh.
+#[test]
+fn a_checked_change_is_checked_again_after_the_regions_change() {
+    let (mut table, heap, _, _) = regions();
+    let change = table.check_change(HEAP + PAGE_SIZE, 2, Protection::READ_WRITE).unwrap();
+    assert_eq!(*change.change(), table.check_protect(HEAP + PAGE_SIZE, 2, Protection::READ_WRITE).unwrap());
+    table.remove(heap).unwrap();
+    assert_eq!(table.apply_checked(&change), Err(PrimitiveError::NoRegion(HEAP + PAGE_SIZE)));
+    let again = table.add(HEAP, 16 * PAGE_SIZE, Protection::READ, RegionKind::Anonymous).unwrap();
+    assert_ne!(again, heap);
+    assert_eq!(table.apply_checked(&change), Err(PrimitiveError::AboveRegion(Protection::READ_WRITE)));
+    assert_eq!(table.protected_pages(), 0, "nothing recorded");
+    // Checked now, applied now: recorded; applied again: the same record.
+    let change = table.check_change(HEAP + PAGE_SIZE, 2, Protection::NONE).unwrap();
+    table.apply_checked(&change).unwrap();
+    table.apply_checked(&change).unwrap();
+    assert_eq!(table.protected_pages(), 2);
+    assert_eq!(table.protection_of(HEAP + 2 * PAGE_SIZE), Some(Protection::NONE));
+    // Its kind changed afterwards (the region became the image): checked again, refused.
+    let back = table.check_change(HEAP + PAGE_SIZE, 2, Protection::READ).unwrap();
+    table.set_kind(again, RegionKind::FileBacked).unwrap();
+    assert_eq!(table.apply_checked(&back), Err(PrimitiveError::Image(again)), "an image's pages are not the program's to protect");
+    assert_eq!(table.protection_of(HEAP + 2 * PAGE_SIZE), Some(Protection::NONE), "still the old record");
+}
+
 #[test]
 fn protection_answers_are_checked() {
     let mut w = world();
@@ -215,7 +242,8 @@ fn protection_answers_are_checked() {
     assert_eq!(fault.class, FaultClass::ProtectionFault);
     let protect = |page, count, protection| Answer::Protect { page, count, protection };
     let ok = check_answer(&w.regions, &w.frames, &fault, PAGER, protect(page, 2, Protection::READ_WRITE)).unwrap();
-    let Outcome::Protect(change) = ok else { panic!("{ok:?}") };
+    let Outcome::Protect(checked) = ok else { panic!("{ok:?}") };
+    let change = *checked.change();
     assert_eq!((change.start, change.count), (page, 2));
     assert_eq!(w.regions.protection_of(page), Some(Protection::NONE), "checking records nothing");
     w.regions.apply(&change).unwrap();
