@@ -718,8 +718,9 @@ declare_syscalls! {
     /// `address` their region's protection back. Errors: as `prot_n`.
     UnprotN = 47, "unprot_n", (address, count) -> "0";
     /// `dirty(address) -> 0 or 1`: Appel & Li's `dirty`: 1 if the page at `address` of a
-    /// `vm_map` region was written since it got its frame (a page without a frame, or with
-    /// no access, is clean). Errors: `BadAddress` (not page-aligned, in no `vm_map` region).
+    /// `vm_map` region was written since it got its frame (a page without a frame is clean;
+    /// one protected to no access, or paged out and back, keeps the answer its leaf gave).
+    /// Errors: `BadAddress` (not page-aligned, in no `vm_map` region).
     Dirty = 48, "dirty", (address) -> "1 if dirty";
     /// `vm_trap(address, pointer, length) -> region`: Appel & Li's `trap`: the faults of
     /// the `vm_map` region starting at `address` raise `vm.PageNotPresent` /

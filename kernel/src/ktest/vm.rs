@@ -30,6 +30,7 @@ pub static TESTS: &[KernelTest] = &[
     KernelTest { name: "vm::bad_address_is_announced_in_every_technology", run: bad_address_is_announced_in_every_technology },
     KernelTest { name: "vm::appel_li_write_barrier_in_every_technology", run: appel_li_write_barrier_in_every_technology },
     KernelTest { name: "vm::system_calls_get_every_documented_error", run: system_calls_get_every_documented_error },
+    KernelTest { name: "vm::protection_ranges_cross_a_leaf_table", run: protection_ranges_cross_a_leaf_table },
     KernelTest { name: "vm::in_kernel_handler_protects_through_kernel_functions", run: in_kernel_handler_protects_through_kernel_functions },
     KernelTest { name: "vm::benchmark_modes_run_and_trap_every_time", run: benchmark_modes_run_and_trap_every_time },
     KernelTest { name: "vm::frames_come_back_after_create_touch_exit", run: frames_come_back_after_create_touch_exit },
@@ -374,6 +375,21 @@ fn appel_li_write_barrier_in_every_technology() -> TestResult {
         })?;
     }
     Ok(())
+}
+
+/// `vmtest wide`: `protN` over a region that crosses a 2 MiB boundary (the leaves are
+/// rewritten one level-0 table at a time): read-only and back keeps data and dirty bits;
+/// no access takes every leaf — exactly one trapped fault per page on the next load — and
+/// read-only brings every leaf back — no fault on a load, one per page on a store.
+fn protection_ranges_cross_a_leaf_table() -> TestResult {
+    clean(|| {
+        let before = stats();
+        let (process, status) = run_with("vmtest wide", loader()?)?;
+        let change = delta(before, stats());
+        ensure!(status == ExitStatus::Exited(0), "vmtest wide ended {status} (the failed step; fault {:?})", process.fault_cause());
+        ensure!(change.protects == 1024 && change.raised == 1024 && change.rejected == 0, "counters {change:?}");
+        Ok(())
+    })
 }
 
 /// `vmtest errors`: every documented error of the new calls, in order.

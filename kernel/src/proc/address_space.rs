@@ -528,42 +528,33 @@ impl AddressSpace {
     /// [`Self::apply_protection`] without the TLB flush: the caller flushes before the
     /// space runs again.
     fn rewrite_leaves(&self, translation: &mut Translation, change: &ProtChange) -> Result<(), FaultKill> {
-        let none = change.protection == spindle_service_vm::Protection::NONE;
+        let (start, count) = (change.start as usize, change.count as usize);
+        let root = self.root;
+        if change.protection == spindle_service_vm::Protection::NONE {
+            // Every leaf of a `vm_map` region has its frame in `translation.pages` (see
+            // `map_vm_page`), which keeps it. The leaf's dirty bit goes with the leaf: kept in
+            // the frame table, so paging out does not take a written page for a clean one.
+            root.clear_leaves_in(start, count, |physical, flags| {
+                if flags.contains(PteFlags::DIRTY) {
+                    crate::services::vm::note_dirty((physical / PAGE_SIZE) as u64);
+                }
+            });
+            return Ok(());
+        }
         let wanted = vm_flags(change.protection);
         let mut outcome = Ok(());
-        for index in 0..change.count {
-            let page = change.start + index * PAGE_SIZE as u64;
-            // A page with a leaf: one walk (every leaf of a `vm_map` region has its frame in
-            // `translation.pages`, see `map_vm_page`).
-            if none {
-                if let Some((physical, flags)) = self.root.translate(page as usize) {
-                    // The leaf's dirty bit goes with it: keep it in the frame table, so
-                    // paging out does not take a written page for a clean one.
-                    if flags.contains(PteFlags::DIRTY) {
-                        crate::services::vm::note_dirty((physical / PAGE_SIZE) as u64);
-                    }
-                    let _ = self.root.unmap_range(page as usize, PAGE_SIZE);
-                }
-                continue;
-            }
-            if self.root.set_leaf_permissions(page as usize, wanted).is_some() {
-                continue;
-            }
+        root.set_leaf_permissions_in(start, count, wanted, |page| {
             // No leaf: a page protected to none before gets its leaf back; a page without
             // a frame (never touched, or on swap) is left alone.
-            let Some(physical) = translation.pages.get(&page).map(FrameRun::address) else { continue };
-            if self
-                .root
-                .map_range(page as usize, physical, PAGE_SIZE, vm_flags(change.protection), &mut TableFrames(&mut translation.tables))
-                .is_err()
-            {
+            let Some(physical) = translation.pages.get(&(page as u64)).map(FrameRun::address) else { return };
+            if root.map_range(page, physical, PAGE_SIZE, wanted, &mut TableFrames(&mut translation.tables)).is_err() {
                 outcome = Err(FaultKill::OutOfMemory);
             } else if !crate::services::vm::was_dirty((physical / PAGE_SIZE) as u64) {
                 // A new leaf has its dirty bit set: the page keeps the bit it had before it
                 // was protected to none (kept in the frame table), not a fresh one.
-                let _ = self.root.update_leaf(page as usize, PteFlags::empty(), PteFlags::DIRTY);
+                let _ = root.update_leaf(page, PteFlags::empty(), PteFlags::DIRTY);
             }
-        }
+        });
         outcome
     }
 

@@ -25,6 +25,13 @@
 //!   read-only and stores to every page in order: with a handler that unprotects the
 //!   faulting page and protects the next (`spindle_vm_protect`, Appel & Li from a handler),
 //!   every store traps once. Exits 0 if every page holds what was stored.
+//! - `wide`: `prot_n` over a 512-page region placed after a small one, so that it
+//!   crosses a 2 MiB boundary (the kernel rewrites leaves one level-0 table at a time),
+//!   trapped to `pager_fill` (built in), whose answer to a protection fault gives the page
+//!   its access back: read-only keeps the data and the dirty bits (loads do not fault); no
+//!   access takes every leaf (each load faults once); no access then read-only brings the
+//!   leaves back (no load faults, each store faults once). Exits 0 if every word is right,
+//!   else the number of the step that failed; the caller counts the faults (1,024).
 //! - `errors`: every documented error of `vm_map`, `vm_manage`, `vm_trap`, `prot1`,
 //!   `prot_n`, `unprot_n`, `dirty` and of `protect`/`unmap` on a `vm_map` region, and kernel
 //!   copies from and to a managed region's missing page (refused); exits with the number of
@@ -101,6 +108,7 @@ fn main(arguments: &Arguments) -> i32 {
             _ => usage(),
         },
         Some("errors") => errors(),
+        Some("wide") => wide(),
         Some("chain") => match (number(1), arguments.get(2)) {
             (Some(pages), None) if pages > 0 => chain(pages, None),
             (Some(pages), Some(_)) if pages > 0 => match number(2).and_then(arch::Technology::from_number) {
@@ -147,7 +155,7 @@ fn main(arguments: &Arguments) -> i32 {
 }
 
 fn usage() -> i32 {
-    println!("vmtest: usage: vmtest zero PAGES TOUCH | bad | readonly | managed PAGES PAGER TECHNOLOGY [keep] | barrier PAGES TECHNOLOGY | errors | chain PAGES [TECHNOLOGY] | bench | bench-trap TECHNOLOGY LABEL | swap PAGES LIMIT PASSES | idle PAGES TICKS | swapkill | image PASSES LIMIT | checkpoint PAGES TECHNOLOGY | hotscan HOT SCAN ROUNDS LIMIT hot|plain | child WORD");
+    println!("vmtest: usage: vmtest zero PAGES TOUCH | bad | readonly | managed PAGES PAGER TECHNOLOGY [keep] | barrier PAGES TECHNOLOGY | errors | wide | chain PAGES [TECHNOLOGY] | bench | bench-trap TECHNOLOGY LABEL | swap PAGES LIMIT PASSES | idle PAGES TICKS | swapkill | image PASSES LIMIT | checkpoint PAGES TECHNOLOGY | hotscan HOT SCAN ROUNDS LIMIT hot|plain | child WORD");
     2
 }
 
@@ -739,6 +747,50 @@ impl core::ops::Deref for Name {
     fn deref(&self) -> &str {
         core::str::from_utf8(&self.bytes[..self.length]).unwrap_or("?")
     }
+}
+
+fn wide() -> i32 {
+    let pages = arch::MAX_MAP_LENGTH / arch::PAGE_SIZE;
+    // A small region first: the big one starts a few pages into a 2 MiB window.
+    let (Ok(_), Ok(base)) = (arch::vm_map(4 * arch::PAGE_SIZE, arch::VM_READ), arch::vm_map(pages * arch::PAGE_SIZE, arch::VM_READ | arch::VM_WRITE)) else { return 2 };
+    if base.is_multiple_of(2 * 1024 * 1024) {
+        println!("vmtest: wide: the region starts on a 2 MiB boundary");
+        return 2;
+    }
+    let page = |index: usize| base + index * arch::PAGE_SIZE;
+    for index in 0..pages {
+        raw::store(page(index), index as u64 + 1);
+    }
+    if arch::vm_trap(base, Some("pager_fill")).is_err() || arch::ext_load("pager_fill", arch::Technology::BuiltIn).is_err() {
+        println!("vmtest: wide: trapping the region to pager_fill failed");
+        return 2;
+    }
+    let all = |check: &dyn Fn(usize) -> bool| (0..pages).all(check);
+    let mut status = 0;
+    // Read-only: no fault on a load, the data and the dirty bits kept.
+    if raw::protect(base, pages, Some(arch::VM_READ)).is_err() || !all(&|index| raw::load(page(index)) == index as u64 + 1 && arch::dirty(page(index)) == Ok(true)) {
+        status = 3;
+    }
+    // No access: every leaf goes, so every load faults (the handler gives the page its
+    // access back) and finds the data.
+    if raw::protect(base, pages, Some(0)).is_err() || !all(&|index| raw::load(page(index)) == index as u64 + 1) {
+        status = 4;
+    }
+    // No access, then read-only again: the leaves come back (no load faults), read-only
+    // (every store faults once), dirty as before.
+    let back = raw::protect(base, pages, Some(0)).is_ok() && raw::protect(base, pages, Some(arch::VM_READ)).is_ok();
+    if !back || !all(&|index| raw::load(page(index)) == index as u64 + 1 && arch::dirty(page(index)) == Ok(true)) {
+        status = 5;
+    }
+    for index in 0..pages {
+        raw::store(page(index), index as u64 + 2);
+    }
+    if !all(&|index| raw::load(page(index)) == index as u64 + 2) {
+        status = 6;
+    }
+    let _ = arch::ext_unload("pager_fill");
+    println!("vmtest: wide: {pages} pages from {base:#x} read-only, no access and back; status {status}");
+    status
 }
 
 fn barrier(pages: usize, technology: usize) -> i32 {

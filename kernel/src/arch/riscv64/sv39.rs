@@ -326,6 +326,93 @@ impl PageTableRoot {
         Some((entry_address(entry), PteFlags(entry & 0xff)))
     }
 
+    /// [`Self::set_leaf_permissions`] for the `count` pages from `start` (page-aligned),
+    /// walking the tables once per 2 MiB rather than once per page: each page's 4 KiB leaf
+    /// gets exactly `permissions` among read, write and execute (a larger leaf is rewritten
+    /// as `set_leaf_permissions` does), and `unmapped(page)` is called for each page that
+    /// no leaf maps. Nothing happens if `permissions` is neither readable nor executable.
+    /// The caller flushes the TLB.
+    pub fn set_leaf_permissions_in(self, start: usize, count: usize, permissions: PteFlags, mut unmapped: impl FnMut(usize)) {
+        let rwx = PteFlags::READ.0 | PteFlags::WRITE.0 | PteFlags::EXECUTE.0;
+        if permissions.0 & (PteFlags::READ.0 | PteFlags::EXECUTE.0) == 0 {
+            return;
+        }
+        if count == 1 {
+            // One page (`prot1`, a fault's answer): one walk, without the window's upkeep.
+            if self.set_leaf_permissions(start, permissions).is_none() {
+                unmapped(start);
+            }
+            return;
+        }
+        self.each_entry(start, count, |page, entry| match entry {
+            Some((table, index)) => {
+                let value = read_entry(table, index);
+                if value & PteFlags::VALID.0 != 0 && is_leaf(value) {
+                    write_entry(table, index, (value & !rwx) | (permissions.0 & rwx));
+                } else {
+                    unmapped(page);
+                }
+            }
+            None => {
+                if self.set_leaf_permissions(page, permissions).is_none() {
+                    unmapped(page);
+                }
+            }
+        });
+    }
+
+    /// Removes the 4 KiB leaves of the `count` pages from `start` (page-aligned), walking
+    /// the tables once per 2 MiB; `removed(physical, flags)` is called for each leaf before
+    /// it goes. A page without a leaf is skipped, and one inside a larger leaf stays mapped
+    /// (as [`Self::unmap_range`] refuses to split one). The caller flushes the TLB.
+    pub fn clear_leaves_in(self, start: usize, count: usize, mut removed: impl FnMut(usize, PteFlags)) {
+        self.each_entry(start, count, |_, entry| {
+            if let Some((table, index)) = entry {
+                let value = read_entry(table, index);
+                if value & PteFlags::VALID.0 != 0 && is_leaf(value) {
+                    removed(entry_address(value), PteFlags(value & 0xff));
+                    write_entry(table, index, 0);
+                }
+            }
+        });
+    }
+
+    /// Calls `each(page, entry)` for the `count` pages from `start`, in order, with the
+    /// level-0 table and index holding the page's entry, or `None` where no level-0 table
+    /// covers it (an invalid entry on the way, or a larger leaf). The walk to the level-0
+    /// table is made once per 2 MiB. `each` may map pages (a table it adds for a window
+    /// already found without one is not seen: its later pages get `None` too) but must not
+    /// free tables. Pages past the end of the lower half get `None`.
+    fn each_entry(self, start: usize, count: usize, mut each: impl FnMut(usize, Option<(usize, usize)>)) {
+        let mut window = usize::MAX;
+        let mut table = None;
+        for index in 0..count {
+            let Some(page) = index.checked_mul(PAGE_SIZE).and_then(|offset| start.checked_add(offset)) else { return };
+            if page / MEGAPAGE_SIZE != window {
+                window = page / MEGAPAGE_SIZE;
+                table = self.leaf_table(page);
+            }
+            each(page, table.map(|table| (table, index_at(page, 0))));
+        }
+    }
+
+    /// The level-0 table covering `virtual_address`: `None` if an entry on the way is
+    /// invalid or a leaf (a gigapage or megapage maps the address).
+    fn leaf_table(self, virtual_address: usize) -> Option<usize> {
+        if virtual_address >= LOWER_HALF_END {
+            return None;
+        }
+        let mut table = self.0;
+        for level in [2, 1] {
+            let entry = read_entry(table, index_at(virtual_address, level));
+            if entry & PteFlags::VALID.0 == 0 || is_leaf(entry) {
+                return None;
+            }
+            table = entry_address(entry);
+        }
+        Some(table)
+    }
+
     /// Translates a virtual address: the physical address and leaf flags, if mapped.
     pub fn translate(self, virtual_address: usize) -> Option<(usize, PteFlags)> {
         if virtual_address >= LOWER_HALF_END {
