@@ -423,7 +423,7 @@ pub fn check_answer(table: &RegionTable, frames: &FrameTable, fault: &Fault, han
             Ok(Outcome::Map { page, frame, protection })
         }
         Answer::Protect { count, .. } => {
-            let checked = table.check_change(page, count, protection).map_err(|error| match error {
+            let checked = table.check_change_in(region, page, count, protection).map_err(|error| match error {
                 PrimitiveError::AboveRegion(_) => AnswerRejection::AboveRegion,
                 _ => AnswerRejection::BadRange,
             })?;

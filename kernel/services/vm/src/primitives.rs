@@ -142,6 +142,15 @@ impl RegionTable {
             return Err(PrimitiveError::BadCount(count));
         }
         let region = self.check_page_region(start)?;
+        Self::check_protect_of(region, start, count, protection)
+    }
+
+    /// [`RegionTable::check_protect_in`] once `region` is known to contain `start` (a
+    /// page-aligned user address).
+    fn check_protect_of(region: &crate::region::Region, start: u64, count: u64, protection: Protection) -> Result<(ProtChange, Protection), PrimitiveError> {
+        if count == 0 || count > MAX_PROT_PAGES {
+            return Err(PrimitiveError::BadCount(count));
+        }
         if region.kind == RegionKind::FileBacked {
             return Err(PrimitiveError::Image(region.id));
         }
@@ -160,6 +169,20 @@ impl RegionTable {
     /// changes (a fault's answer is checked, then applied under the same lock).
     pub fn check_change(&self, start: u64, count: u64, protection: Protection) -> Result<CheckedChange, PrimitiveError> {
         let (change, ceiling) = self.check_protect_in(start, count, protection)?;
+        Ok(CheckedChange { change, ceiling, generation: self.generation })
+    }
+
+    /// [`RegionTable::check_change`] when the region is known already (a fault's answer,
+    /// checked against the faulting region first): `region` must be one of this table's
+    /// (a reference into it, not a copy) and contain `start`, a page-aligned address.
+    /// Errors: as `check_change`; [`PrimitiveError::NoRegion`] if `region` is not this
+    /// table's or does not contain `start`.
+    pub fn check_change_in(&self, region: &crate::region::Region, start: u64, count: u64, protection: Protection) -> Result<CheckedChange, PrimitiveError> {
+        let ours = self.regions_in_place().contains(&core::ptr::from_ref(region));
+        if !ours || !region.contains(start) || !start.is_multiple_of(PAGE_SIZE) {
+            return Err(PrimitiveError::NoRegion(start));
+        }
+        let (change, ceiling) = Self::check_protect_of(region, start, count, protection)?;
         Ok(CheckedChange { change, ceiling, generation: self.generation })
     }
 

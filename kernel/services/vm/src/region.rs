@@ -221,6 +221,11 @@ impl RegionTable {
         self.by_start.iter()
     }
 
+    /// Where the regions lie in memory: a `&Region` pointing inside is one of this table's.
+    pub(crate) fn regions_in_place(&self) -> core::ops::Range<*const Region> {
+        self.by_start.as_ptr_range()
+    }
+
     /// The region with id `id`.
     pub fn region(&self, id: RegionId) -> Option<&Region> {
         self.by_start.iter().find(|region| region.id == id)

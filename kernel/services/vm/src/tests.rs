@@ -452,3 +452,28 @@ fn a_region_can_be_marked_managed() {
     assert_eq!(default_outcome(&table, &fault), Outcome::Kill(KillCause::NoPager));
     assert_eq!(table.set_kind(99, RegionKind::Managed), Err(RegionError::NoSuchRegion(99)));
 }
+
+/// `check_change_in` takes only a region of its own table that contains the page, and
+/// then answers what `check_change` answers.
+#[test]
+fn a_change_in_a_known_region_is_checked_as_any() {
+    let (table, heap, managed, code) = regions();
+    let (other, ..) = regions();
+    let region = |id| table.region(id).unwrap();
+    for (id, page, count, protection) in [
+        (heap, HEAP + PAGE_SIZE, 2, Protection::READ),
+        (heap, HEAP + 15 * PAGE_SIZE, 2, Protection::READ),
+        (managed, managed_page(0), 8, Protection::NONE),
+        (managed, managed_page(0), 0, Protection::NONE),
+        (heap, HEAP, 1, Protection::READ_EXECUTE),
+        (code, CODE, 1, Protection::READ),
+    ] {
+        let known = table.check_change_in(region(id), page, count, protection).map(|checked| *checked.change());
+        assert_eq!(known, table.check_protect(page, count, protection), "region {id}, {count} pages from {page:#x}");
+    }
+    let copy = *region(heap);
+    assert_eq!(table.check_change_in(&copy, HEAP, 1, Protection::READ).map(|_| ()), Err(PrimitiveError::NoRegion(HEAP)), "a copy is not the table's");
+    assert_eq!(table.check_change_in(other.region(heap).unwrap(), HEAP, 1, Protection::READ).map(|_| ()), Err(PrimitiveError::NoRegion(HEAP)), "nor another table's");
+    assert_eq!(table.check_change_in(region(managed), HEAP, 1, Protection::READ).map(|_| ()), Err(PrimitiveError::NoRegion(HEAP)), "the page is not in it");
+    assert_eq!(table.check_change_in(region(heap), HEAP + 1, 1, Protection::READ).map(|_| ()), Err(PrimitiveError::NoRegion(HEAP + 1)));
+}
