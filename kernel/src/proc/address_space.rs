@@ -528,6 +528,20 @@ impl AddressSpace {
     /// [`Self::apply_protection`] without the TLB flush: the caller flushes before the
     /// space runs again.
     fn rewrite_leaves(&self, translation: &mut Translation, change: &ProtChange) -> Result<(), FaultKill> {
+        // One page that has a leaf (`prot1`, a fault's answer): one walk, in a small frame.
+        if change.count == 1
+            && change.protection != spindle_service_vm::Protection::NONE
+            && self.root.set_leaf_permissions(change.start as usize, vm_flags(change.protection)).is_some()
+        {
+            return Ok(());
+        }
+        self.rewrite_leaf_range(translation, change)
+    }
+
+    /// [`Self::rewrite_leaves`] for any change: out of line, since walking a range keeps
+    /// more registers live than one page needs.
+    #[inline(never)]
+    fn rewrite_leaf_range(&self, translation: &mut Translation, change: &ProtChange) -> Result<(), FaultKill> {
         let (start, count) = (change.start as usize, change.count as usize);
         let root = self.root;
         if change.protection == spindle_service_vm::Protection::NONE {

@@ -337,13 +337,6 @@ impl PageTableRoot {
         if permissions.0 & (PteFlags::READ.0 | PteFlags::EXECUTE.0) == 0 {
             return;
         }
-        if count == 1 {
-            // One page (`prot1`, a fault's answer): one walk, without the window's upkeep.
-            if self.set_leaf_permissions(start, permissions).is_none() {
-                unmapped(start);
-            }
-            return;
-        }
         self.each_entry(start, count, |page, entry| match entry {
             Some((table, index)) => {
                 let value = read_entry(table, index);
