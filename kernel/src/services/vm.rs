@@ -574,7 +574,9 @@ pub fn decide(table: &RegionTable, fault: &Fault, root: crate::arch::sv39::PageT
     let grant = state.grant;
     // A refused encoding was replaced by the default (DECLINE) by the dispatcher.
     let answer = decode(&answer).unwrap_or(Answer::Decline);
-    let resolution = with_frames(|frames| spindle_service_vm::resolve(table, frames, fault, Some(answer)));
+    // The frame table's lock only if a `Map` answer's frame is looked up.
+    let frames = spindle_service_vm::FrameLookup(|frame| with_frames(|frames| frames.info(frame)));
+    let resolution = spindle_service_vm::resolve(table, &frames, fault, Some(answer));
     if resolution.rejected.is_some() {
         count(&COUNTERS.rejected);
     }

@@ -29,10 +29,33 @@
 
 use core::fmt;
 
-use spindle_service_frames::{FrameTable, Owner};
+use spindle_service_frames::{FrameError, FrameInfo, FrameTable, Owner};
 
 use crate::primitives::{CheckedChange, PrimitiveError};
 use crate::region::{PAGE_SIZE, Protection, RegionId, RegionKind, RegionTable, Trap, is_user_address};
+
+/// Where [`check_answer`] looks up a `Map` answer's frame: the frame table itself, or a
+/// [`FrameLookup`] that reaches it only when asked (the kernel then takes the table's lock
+/// for a `Map` answer alone).
+pub trait Frames {
+    /// What the frame table records for `frame`.
+    fn info(&self, frame: u64) -> Result<FrameInfo, FrameError>;
+}
+
+impl Frames for FrameTable {
+    fn info(&self, frame: u64) -> Result<FrameInfo, FrameError> {
+        FrameTable::info(self, frame)
+    }
+}
+
+/// A function that looks a frame up in the frame table, as [`Frames`].
+pub struct FrameLookup<F>(pub F);
+
+impl<F: Fn(u64) -> Result<FrameInfo, FrameError>> Frames for FrameLookup<F> {
+    fn info(&self, frame: u64) -> Result<FrameInfo, FrameError> {
+        (self.0)(frame)
+    }
+}
 
 /// The kind of access that faulted.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -384,7 +407,7 @@ pub fn default_outcome(table: &RegionTable, fault: &Fault) -> Outcome {
 /// and allows the access. `Decline` is the default outcome.
 ///
 /// Errors: an [`AnswerRejection`] naming the first rule broken.
-pub fn check_answer(table: &RegionTable, frames: &FrameTable, fault: &Fault, handler: Owner, answer: Answer) -> Result<Outcome, AnswerRejection> {
+pub fn check_answer(table: &RegionTable, frames: &impl Frames, fault: &Fault, handler: Owner, answer: Answer) -> Result<Outcome, AnswerRejection> {
     let (page, protection) = match answer {
         Answer::Decline => return Ok(default_outcome(table, fault)),
         Answer::Map { page, protection, .. } | Answer::Protect { page, protection, .. } => (page, protection),
@@ -450,7 +473,7 @@ pub struct Resolution {
 /// A fault end to end: the handler's answer (`None`: no handler, or it failed) if it
 /// passes [`check_answer`], else the default. Without a trap on the region any answer
 /// is ignored.
-pub fn resolve(table: &RegionTable, frames: &FrameTable, fault: &Fault, answer: Option<Answer>) -> Resolution {
+pub fn resolve(table: &RegionTable, frames: &impl Frames, fault: &Fault, answer: Option<Answer>) -> Resolution {
     let default = || Resolution { outcome: default_outcome(table, fault), rejected: None };
     let (Some(trap), Some(answer)) = (fault.trap, answer) else { return default() };
     if fault.class == FaultClass::Spurious {

@@ -71,8 +71,8 @@ pub mod swap;
 mod tests;
 
 pub use fault::{
-    AccessKind, Answer, AnswerRejection, Fault, FaultClass, KillCause, Outcome, Pte, Resolution, TranslationRecord, check_answer, classify,
-    default_outcome, resolve,
+    AccessKind, Answer, AnswerRejection, Fault, FaultClass, FrameLookup, Frames, KillCause, Outcome, Pte, Resolution, TranslationRecord,
+    check_answer, classify, default_outcome, resolve,
 };
 pub use primitives::{CheckedChange, MAX_PROT_PAGES, PrimitiveError, ProtChange};
 pub use region::{MAX_REGIONS, PAGE_SIZE, Protection, Region, RegionError, RegionId, RegionKind, RegionTable, Trap, USER_END, USER_START, is_user_address};

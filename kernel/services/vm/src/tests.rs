@@ -477,3 +477,26 @@ fn a_change_in_a_known_region_is_checked_as_any() {
     assert_eq!(table.check_change_in(region(managed), HEAP, 1, Protection::READ).map(|_| ()), Err(PrimitiveError::NoRegion(HEAP)), "the page is not in it");
     assert_eq!(table.check_change_in(region(heap), HEAP + 1, 1, Protection::READ).map(|_| ()), Err(PrimitiveError::NoRegion(HEAP + 1)));
 }
+
+/// A `FrameLookup` answers as the frame table does, and only a `Map` answer asks it.
+#[test]
+fn frames_are_looked_up_only_for_a_map() {
+    let mut w = world();
+    let asked = core::cell::Cell::new(0);
+    let lookup = FrameLookup(|frame| {
+        asked.set(asked.get() + 1);
+        w.frames.info(frame)
+    });
+    let fault = classify(&w.regions, managed_page(2), AccessKind::Write, Pte::ABSENT);
+    let answer = map(managed_page(2), w.granted);
+    assert_eq!(check_answer(&w.regions, &lookup, &fault, PAGER, answer), check_answer(&w.regions, &w.frames, &fault, PAGER, answer));
+    assert_eq!(asked.get(), 1);
+    let stranger = map(managed_page(2), w.granted + 1);
+    assert_eq!(check_answer(&w.regions, &lookup, &fault, PAGER, stranger), Err(AnswerRejection::NotGranted));
+    assert_eq!(asked.get(), 2);
+    w.regions.prot_n(managed_page(0), 8, Protection::READ).unwrap();
+    let protection_fault = classify(&w.regions, managed_page(2), AccessKind::Write, Pte::mapped(Protection::READ));
+    let unprotect = Answer::Protect { page: managed_page(2), count: 1, protection: Protection::READ_WRITE };
+    assert!(matches!(resolve(&w.regions, &lookup, &protection_fault, Some(unprotect)).outcome, Outcome::Protect(_)));
+    assert_eq!(asked.get(), 2, "a protection answer looks no frame up");
+}
