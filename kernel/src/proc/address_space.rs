@@ -1038,7 +1038,7 @@ fn fault_in(root: PageTableRoot, id: u64, translation: &spin::Mutex<Translation>
         if fault.class != FaultClass::PageNotPresent {
             continue;
         }
-        match spindle_service_vm::default_outcome(&guard.regions, &fault) {
+        match spindle_service_vm::default_outcome(&fault) {
             Outcome::DemandZero { page, protection } => {
                 if let Ok(run) = crate::services::vm::allocate(id, page) {
                     let _ = map_vm_page(root, &mut guard, page, run, protection, kind == AccessKind::Write);

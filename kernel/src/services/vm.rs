@@ -551,7 +551,7 @@ pub fn refused() {
 pub fn decide(table: &RegionTable, fault: &Fault, root: crate::arch::sv39::PageTableRoot) -> Decision {
     count(&COUNTERS.faults);
     // Computed only where it is the outcome (a raise's resolution has its own).
-    let default = || Decision { outcome: spindle_service_vm::default_outcome(table, fault), frame: None, rejected: None, protects: Vec::new() };
+    let default = || Decision { outcome: spindle_service_vm::default_outcome(fault), frame: None, rejected: None, protects: Vec::new() };
     if fault.class == FaultClass::BadAddress {
         if let Some(events) = bound(&BAD_ADDRESS) {
             count(&COUNTERS.raised);

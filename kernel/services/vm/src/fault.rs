@@ -183,6 +183,9 @@ pub struct Fault {
     pub trap: Option<Trap>,
     /// Whether the PTE was present.
     pub present: bool,
+    /// The page's protection when classified (its own, else its region's); `None` outside
+    /// every region.
+    pub protection: Option<Protection>,
 }
 
 /// The record a translation event carries: plain `u64`s the kernel copies into the
@@ -226,8 +229,10 @@ pub fn classify(table: &RegionTable, address: u64, access: AccessKind, pte: Pte)
         kind: region.map(|region| region.kind),
         trap: region.and_then(|region| region.trap),
         present: pte.present,
+        protection: None,
     };
     let Some(protection) = region.map(|region| table.page_protection.get(page).unwrap_or(region.protection)) else { return fault };
+    fault.protection = Some(protection);
     fault.class = if !access.permitted_by(protection) {
         FaultClass::ProtectionFault
     } else if !pte.present {
@@ -382,17 +387,17 @@ impl fmt::Display for AnswerRejection {
 impl core::error::Error for AnswerRejection {}
 
 /// The default outcome of `fault` (no answer, or a refused one).
-pub fn default_outcome(table: &RegionTable, fault: &Fault) -> Outcome {
+pub fn default_outcome(fault: &Fault) -> Outcome {
     match (fault.class, fault.kind) {
         (FaultClass::Spurious, _) => Outcome::Retry,
         (FaultClass::BadAddress, _) | (_, None) => Outcome::Kill(KillCause::BadAddress),
         (FaultClass::ProtectionFault, _) => Outcome::Kill(KillCause::ProtectionViolation),
         (FaultClass::PageNotPresent, Some(RegionKind::Anonymous)) => {
-            Outcome::DemandZero { page: fault.page, protection: table.protection_of(fault.page).unwrap_or(Protection::NONE) }
+            Outcome::DemandZero { page: fault.page, protection: fault.protection.unwrap_or(Protection::NONE) }
         }
         (FaultClass::PageNotPresent, Some(RegionKind::Managed)) => Outcome::Kill(KillCause::NoPager),
         (FaultClass::PageNotPresent, Some(RegionKind::FileBacked)) => {
-            Outcome::Fill { page: fault.page, protection: table.protection_of(fault.page).unwrap_or(Protection::NONE) }
+            Outcome::Fill { page: fault.page, protection: fault.protection.unwrap_or(Protection::NONE) }
         }
     }
 }
@@ -409,7 +414,7 @@ pub fn default_outcome(table: &RegionTable, fault: &Fault) -> Outcome {
 /// Errors: an [`AnswerRejection`] naming the first rule broken.
 pub fn check_answer(table: &RegionTable, frames: &impl Frames, fault: &Fault, handler: Owner, answer: Answer) -> Result<Outcome, AnswerRejection> {
     let (page, protection) = match answer {
-        Answer::Decline => return Ok(default_outcome(table, fault)),
+        Answer::Decline => return Ok(default_outcome(fault)),
         Answer::Map { page, protection, .. } | Answer::Protect { page, protection, .. } => (page, protection),
     };
     let region = fault.region.and_then(|id| table.region(id)).ok_or(AnswerRejection::NoRegion)?;
@@ -457,7 +462,7 @@ pub fn check_answer(table: &RegionTable, frames: &impl Frames, fault: &Fault, ha
             }
             Ok(Outcome::Protect(checked))
         }
-        Answer::Decline => Ok(default_outcome(table, fault)),
+        Answer::Decline => Ok(default_outcome(fault)),
     }
 }
 
@@ -474,7 +479,7 @@ pub struct Resolution {
 /// passes [`check_answer`], else the default. Without a trap on the region any answer
 /// is ignored.
 pub fn resolve(table: &RegionTable, frames: &impl Frames, fault: &Fault, answer: Option<Answer>) -> Resolution {
-    let default = || Resolution { outcome: default_outcome(table, fault), rejected: None };
+    let default = || Resolution { outcome: default_outcome(fault), rejected: None };
     let (Some(trap), Some(answer)) = (fault.trap, answer) else { return default() };
     if fault.class == FaultClass::Spurious {
         return default();

@@ -279,7 +279,7 @@ fn declines_and_defaults() {
         (classify(&w.regions, HEAP, AccessKind::Read, Pte::mapped(Protection::READ_WRITE)), Outcome::Retry),
     ];
     for (fault, outcome) in cases {
-        assert_eq!(default_outcome(&w.regions, &fault), outcome, "{fault:?}");
+        assert_eq!(default_outcome(&fault), outcome, "{fault:?}");
         assert_eq!(check_answer(&w.regions, &w.frames, &fault, PAGER, Answer::Decline), Ok(outcome));
         assert_eq!(resolve(&w.regions, &w.frames, &fault, None), Resolution { outcome, rejected: None });
     }
@@ -354,9 +354,9 @@ fn an_image_region_is_not_the_programs_to_protect_or_trap() {
     // Its faults: a missing page is filled; a store into code is a protection fault.
     let store = classify(&table, CODE + PAGE_SIZE, AccessKind::Write, Pte::ABSENT);
     assert_eq!(store.class, FaultClass::ProtectionFault);
-    assert_eq!(default_outcome(&table, &store), Outcome::Kill(KillCause::ProtectionViolation));
+    assert_eq!(default_outcome(&store), Outcome::Kill(KillCause::ProtectionViolation));
     let fetch = classify(&table, CODE + PAGE_SIZE + 12, AccessKind::Execute, Pte::ABSENT);
-    assert_eq!(default_outcome(&table, &fetch), Outcome::Fill { page: CODE + PAGE_SIZE, protection: Protection::READ_EXECUTE });
+    assert_eq!(default_outcome(&fetch), Outcome::Fill { page: CODE + PAGE_SIZE, protection: Protection::READ_EXECUTE });
     assert!(PrimitiveError::Image(code).to_string().contains("image"));
 }
 
@@ -449,7 +449,7 @@ fn a_region_can_be_marked_managed() {
     let (mut table, heap, _, _) = regions();
     assert_eq!(table.set_kind(heap, RegionKind::Managed), Ok(RegionKind::Anonymous));
     let fault = classify(&table, HEAP, AccessKind::Read, Pte::ABSENT);
-    assert_eq!(default_outcome(&table, &fault), Outcome::Kill(KillCause::NoPager));
+    assert_eq!(default_outcome(&fault), Outcome::Kill(KillCause::NoPager));
     assert_eq!(table.set_kind(99, RegionKind::Managed), Err(RegionError::NoSuchRegion(99)));
 }
 
