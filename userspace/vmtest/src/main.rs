@@ -767,26 +767,32 @@ fn wide() -> i32 {
     }
     let all = |check: &dyn Fn(usize) -> bool| (0..pages).all(check);
     let mut status = 0;
+    // The first step that failed is the exit status.
+    let fail = |status: &mut i32, step: i32| {
+        if *status == 0 {
+            *status = step;
+        }
+    };
     // Read-only: no fault on a load, the data and the dirty bits kept.
     if raw::protect(base, pages, Some(arch::VM_READ)).is_err() || !all(&|index| raw::load(page(index)) == index as u64 + 1 && arch::dirty(page(index)) == Ok(true)) {
-        status = 3;
+        fail(&mut status, 3);
     }
     // No access: every leaf goes, so every load faults (the handler gives the page its
     // access back) and finds the data.
     if raw::protect(base, pages, Some(0)).is_err() || !all(&|index| raw::load(page(index)) == index as u64 + 1) {
-        status = 4;
+        fail(&mut status, 4);
     }
     // No access, then read-only again: the leaves come back (no load faults), read-only
     // (every store faults once), dirty as before.
     let back = raw::protect(base, pages, Some(0)).is_ok() && raw::protect(base, pages, Some(arch::VM_READ)).is_ok();
     if !back || !all(&|index| raw::load(page(index)) == index as u64 + 1 && arch::dirty(page(index)) == Ok(true)) {
-        status = 5;
+        fail(&mut status, 5);
     }
     for index in 0..pages {
         raw::store(page(index), index as u64 + 2);
     }
     if !all(&|index| raw::load(page(index)) == index as u64 + 2) {
-        status = 6;
+        fail(&mut status, 6);
     }
     let _ = arch::ext_unload("pager_fill");
     println!("vmtest: wide: {pages} pages from {base:#x} read-only, no access and back; status {status}");

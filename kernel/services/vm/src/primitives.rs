@@ -36,10 +36,11 @@ pub struct ProtChange {
     pub protection: Protection,
 }
 
-/// A [`ProtChange`] as [`RegionTable::check_change`] passed it: with its region's
-/// protection and the table's count of region changes then, so that
-/// [`RegionTable::apply_checked`] need not check it again while that count stays. Made
-/// only by the check (its fields are private).
+/// A [`ProtChange`] as [`RegionTable::check_change`] or [`RegionTable::check_change_in`]
+/// passed it: with its region's protection and the table's generation then (a number no
+/// other table or state of this one has), so that [`RegionTable::apply_checked`] need not
+/// check it again while the generation stays. Made only by those checks (its fields are
+/// private).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct CheckedChange {
     change: ProtChange,
@@ -207,8 +208,10 @@ impl RegionTable {
         Ok(())
     }
 
-    /// Records a change [`RegionTable::check_change`] passed: as it is if no region changed
-    /// since (the check holds), else checked again as [`RegionTable::apply`] does.
+    /// Records a change [`RegionTable::check_change`] or [`RegionTable::check_change_in`]
+    /// passed: as it is if it was checked by this table and no region changed since (the
+    /// generation is the same: the check holds), else checked again as
+    /// [`RegionTable::apply`] does.
     ///
     /// Errors: as [`RegionTable::apply`].
     pub fn apply_checked(&mut self, checked: &CheckedChange) -> Result<(), PrimitiveError> {

@@ -188,6 +188,15 @@ impl fmt::Display for RegionError {
 
 impl core::error::Error for RegionError {}
 
+/// Where [`RegionTable`]s draw their generations from: every table, and every change of
+/// one, gets a number no other has had.
+static GENERATIONS: core::sync::atomic::AtomicU64 = core::sync::atomic::AtomicU64::new(1);
+
+/// A generation no table has had ([`GENERATIONS`]; 2^64 changes do not happen).
+fn next_generation() -> u64 {
+    GENERATIONS.fetch_add(1, core::sync::atomic::Ordering::Relaxed)
+}
+
 /// The regions of one address space.
 #[derive(Debug)]
 pub struct RegionTable {
@@ -199,16 +208,17 @@ pub struct RegionTable {
     next_id: RegionId,
     /// Pages whose protection differs from their region's.
     pub(crate) page_protection: ProtectionRuns,
-    /// Counts the changes to the regions (added, removed, their kind or trap changed): a
-    /// protection change checked at one count holds as long as the count stays
-    /// ([`crate::CheckedChange`]).
+    /// Names the table's regions as they are now: a fresh number whenever one is added or
+    /// removed, or its kind or trap changes, drawn from [`GENERATIONS`] so that no two
+    /// tables (and no two states of one) share it. A protection change checked at one
+    /// number holds as long as the number stays ([`crate::CheckedChange`]).
     pub(crate) generation: u64,
 }
 
 impl RegionTable {
     /// No regions, for address space `space`.
     pub fn new(space: u64) -> RegionTable {
-        RegionTable { space, by_start: Vec::new(), next_id: 1, page_protection: ProtectionRuns::new(), generation: 0 }
+        RegionTable { space, by_start: Vec::new(), next_id: 1, page_protection: ProtectionRuns::new(), generation: next_generation() }
     }
 
     /// The address space's id.
@@ -267,7 +277,7 @@ impl RegionTable {
         }
         let id = self.next_id;
         self.next_id += 1;
-        self.generation += 1;
+        self.generation = next_generation();
         self.by_start.insert(position, Region { id, start, length, protection, kind, trap: None });
         Ok(id)
     }
@@ -278,7 +288,7 @@ impl RegionTable {
     pub fn remove(&mut self, id: RegionId) -> Result<Region, RegionError> {
         let index = self.by_start.iter().position(|region| region.id == id).ok_or(RegionError::NoSuchRegion(id))?;
         let region = self.by_start.remove(index);
-        self.generation += 1;
+        self.generation = next_generation();
         self.page_protection.clear(region.start, region.end());
         Ok(region)
     }
@@ -294,7 +304,7 @@ impl RegionTable {
 
     /// Region `id` to change: counted as a change of the regions.
     pub(crate) fn region_mut(&mut self, id: RegionId) -> Option<&mut Region> {
-        self.generation += 1;
+        self.generation = next_generation();
         self.by_start.iter_mut().find(|region| region.id == id)
     }
 

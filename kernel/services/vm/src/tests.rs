@@ -206,9 +206,10 @@ fn every_bad_map_is_rejected_with_its_reason() {
     assert!(AnswerRejection::NotGranted.to_string().contains("handler's owner"));
 }
 
-/// `apply` records the change it was last asked to check without checking it again, but
-/// only while no region changed: a region removed, or added again in its place with less
-/// access, makes the same change checked (and refused) afresh.
+/// `apply_checked` records a `CheckedChange` without checking it again only while the
+/// table's generation is the one it was checked at: a region removed, or added again in
+/// its place with less access, or its kind changed, makes the same change checked (and
+/// refused) afresh; so does another table, however alike.
 #[test]
 fn a_checked_change_is_checked_again_after_the_regions_change() {
     let (mut table, heap, _, _) = regions();
@@ -231,6 +232,28 @@ fn a_checked_change_is_checked_again_after_the_regions_change() {
     table.set_kind(again, RegionKind::FileBacked).unwrap();
     assert_eq!(table.apply_checked(&back), Err(PrimitiveError::Image(again)), "an image's pages are not the program's to protect");
     assert_eq!(table.protection_of(HEAP + 2 * PAGE_SIZE), Some(Protection::NONE), "still the old record");
+    // Two tables built alike: a change checked by one is checked again by the other.
+    let (mut first, ..) = regions();
+    let (mut second, second_heap, ..) = regions();
+    let checked = first.check_change(HEAP, 1, Protection::READ).unwrap();
+    second.set_kind(second_heap, RegionKind::FileBacked).unwrap();
+    assert_eq!(second.apply_checked(&checked), Err(PrimitiveError::Image(second_heap)), "not the table that checked it");
+    first.apply_checked(&checked).unwrap();
+    assert_eq!(first.protection_of(HEAP), Some(Protection::READ));
+}
+
+/// A fault keeps the page's own protection where it has one, and the default outcome
+/// maps the page with it.
+#[test]
+fn a_fault_keeps_the_pages_own_protection() {
+    let (mut table, ..) = regions();
+    table.prot_n(HEAP + PAGE_SIZE, 1, Protection::READ).unwrap();
+    let own = classify(&table, HEAP + PAGE_SIZE + 8, AccessKind::Read, Pte::ABSENT);
+    assert_eq!(own.protection, Some(Protection::READ));
+    assert_eq!(default_outcome(&own), Outcome::DemandZero { page: HEAP + PAGE_SIZE, protection: Protection::READ });
+    let regions = classify(&table, HEAP, AccessKind::Read, Pte::ABSENT);
+    assert_eq!(default_outcome(&regions), Outcome::DemandZero { page: HEAP, protection: Protection::READ_WRITE });
+    assert_eq!(classify(&table, 0x20_0000_0000, AccessKind::Read, Pte::ABSENT).protection, None, "in no region");
 }
 
 #[test]

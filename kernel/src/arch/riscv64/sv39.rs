@@ -149,6 +149,13 @@ fn is_leaf(entry: u64) -> bool {
     entry & (PteFlags::READ.0 | PteFlags::WRITE.0 | PteFlags::EXECUTE.0) != 0
 }
 
+/// Leaf `entry` with exactly the read, write and execute bits of `permissions` (its other
+/// bits kept).
+fn with_permissions(entry: u64, permissions: PteFlags) -> u64 {
+    let rwx = PteFlags::READ.0 | PteFlags::WRITE.0 | PteFlags::EXECUTE.0;
+    (entry & !rwx) | (permissions.0 & rwx)
+}
+
 fn index_at(virtual_address: usize, level: usize) -> usize {
     (virtual_address >> (PAGE_SHIFT + level * BITS_PER_LEVEL)) & (ENTRIES - 1)
 }
@@ -316,13 +323,12 @@ impl PageTableRoot {
     /// physical address and its flags before. `None`, changing nothing, if no leaf maps it
     /// or `permissions` is neither readable nor executable. The caller flushes the TLB.
     pub fn set_leaf_permissions(self, virtual_address: usize, permissions: PteFlags) -> Option<(usize, PteFlags)> {
-        let rwx = PteFlags::READ.0 | PteFlags::WRITE.0 | PteFlags::EXECUTE.0;
         if permissions.0 & (PteFlags::READ.0 | PteFlags::EXECUTE.0) == 0 {
             return None;
         }
         let (table, index, _) = self.leaf(virtual_address)?;
         let entry = read_entry(table, index);
-        write_entry(table, index, (entry & !rwx) | (permissions.0 & rwx));
+        write_entry(table, index, with_permissions(entry, permissions));
         Some((entry_address(entry), PteFlags(entry & 0xff)))
     }
 
@@ -333,7 +339,6 @@ impl PageTableRoot {
     /// no leaf maps. Nothing happens if `permissions` is neither readable nor executable.
     /// The caller flushes the TLB.
     pub fn set_leaf_permissions_in(self, start: usize, count: usize, permissions: PteFlags, mut unmapped: impl FnMut(usize)) {
-        let rwx = PteFlags::READ.0 | PteFlags::WRITE.0 | PteFlags::EXECUTE.0;
         if permissions.0 & (PteFlags::READ.0 | PteFlags::EXECUTE.0) == 0 {
             return;
         }
@@ -341,7 +346,7 @@ impl PageTableRoot {
             Some((table, index)) => {
                 let value = read_entry(table, index);
                 if value & PteFlags::VALID.0 != 0 && is_leaf(value) {
-                    write_entry(table, index, (value & !rwx) | (permissions.0 & rwx));
+                    write_entry(table, index, with_permissions(value, permissions));
                 } else {
                     unmapped(page);
                 }
