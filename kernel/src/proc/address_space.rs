@@ -255,7 +255,7 @@ impl AddressSpace {
         let root = PageTableRoot::new(&mut TableFrames(&mut table_frames)).map_err(|_| SpaceError::OutOfMemory)?;
         crate::mm::kernel_space::share_with(root, USER_ROOT_SLOTS).map_err(SpaceError::KernelUsesUserSlot)?;
         let translation = Translation {
-            regions: RegionTable::new(id),
+            regions: RegionTable::with_unique_ids(id),
             pages: BTreeMap::new(),
             tables: Vec::new(),
             swapped: BTreeMap::new(),

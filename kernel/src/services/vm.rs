@@ -361,11 +361,11 @@ fn authorize_for_region(request: &InstallRequest<'_, TranslationRecord>) -> Resu
         return Err(Refusal::Other("the record has no space or region field"));
     };
     Ok(match without_interrupts(|| ASSIGNMENTS.lock().get(request.owner).copied()) {
-        // The region first: the dispatcher indexes a binding by its first equality. A
-        // space's trapped regions have different ids, so the index separates them (keyed
-        // by the space, all of a space's pagers would be candidates of each of its faults);
-        // ids are per space, so two spaces' regions may share an id, and the space guard,
-        // checked after the lookup, separates those.
+        // The region first: the dispatcher indexes a binding by its first equality.
+        // Region ids are unique across address spaces (`RegionTable::with_unique_ids`), so
+        // the index leaves one candidate per fault (keyed by the space, all of a space's
+        // pagers would be candidates of each of its faults); the space guard, checked after
+        // the lookup, is what makes the binding the space's.
         Some((space, region)) => {
             Authorization::allow().impose(DeclarativeGuard::equals(region_field, region)).impose(DeclarativeGuard::equals(space_field, space))
         }

@@ -197,6 +197,10 @@ fn next_generation() -> u64 {
     GENERATIONS.fetch_add(1, core::sync::atomic::Ordering::Relaxed)
 }
 
+/// Where [`RegionTable::with_unique_ids`] tables draw region ids from (never 0: a record's
+/// `region` 0 means none).
+static REGION_IDS: core::sync::atomic::AtomicU64 = core::sync::atomic::AtomicU64::new(1);
+
 /// The regions of one address space.
 #[derive(Debug)]
 pub struct RegionTable {
@@ -205,6 +209,8 @@ pub struct RegionTable {
     /// tree: at most [`MAX_REGIONS`], and the fault path looks a region up several times
     /// per fault (a binary search here is a few instructions per level).
     by_start: Vec<Region>,
+    /// The next region's id; 0: drawn from [`REGION_IDS`] instead
+    /// ([`RegionTable::with_unique_ids`]).
     next_id: RegionId,
     /// Pages whose protection differs from their region's.
     pub(crate) page_protection: ProtectionRuns,
@@ -216,9 +222,17 @@ pub struct RegionTable {
 }
 
 impl RegionTable {
-    /// No regions, for address space `space`.
+    /// No regions, for address space `space`; region ids count from 1 in this table.
     pub fn new(space: u64) -> RegionTable {
         RegionTable { space, by_start: Vec::new(), next_id: 1, page_protection: ProtectionRuns::new(), generation: next_generation() }
+    }
+
+    /// No regions, for address space `space`; region ids are unique among every table made
+    /// so (drawn from one counter). The kernel's: a translation event's handlers are
+    /// indexed on the region, and two spaces' regions with one id would share an index
+    /// entry (the space guard then decides, on the dispatcher's general path).
+    pub fn with_unique_ids(space: u64) -> RegionTable {
+        RegionTable { next_id: 0, ..RegionTable::new(space) }
     }
 
     /// The address space's id.
@@ -275,8 +289,13 @@ impl RegionTable {
         if self.by_start.len() >= MAX_REGIONS {
             return Err(RegionError::TooManyRegions);
         }
-        let id = self.next_id;
-        self.next_id += 1;
+        let id = match self.next_id {
+            0 => REGION_IDS.fetch_add(1, core::sync::atomic::Ordering::Relaxed),
+            next => {
+                self.next_id = next + 1;
+                next
+            }
+        };
         self.generation = next_generation();
         self.by_start.insert(position, Region { id, start, length, protection, kind, trap: None });
         Ok(id)

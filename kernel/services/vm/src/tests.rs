@@ -523,3 +523,25 @@ fn frames_are_looked_up_only_for_a_map() {
     assert!(matches!(resolve(&w.regions, &lookup, &protection_fault, Some(unprotect)).outcome, Outcome::Protect(_)));
     assert_eq!(asked.get(), 2, "a protection answer looks no frame up");
 }
+
+/// Tables made with unique ids never hand out one id twice, across tables; a plain table
+/// counts from 1.
+#[test]
+fn unique_region_ids_are_unique_across_tables() {
+    let mut first = RegionTable::with_unique_ids(1);
+    let mut second = RegionTable::with_unique_ids(2);
+    let mut ids = Vec::new();
+    for index in 0..8u64 {
+        let start = HEAP + index * 2 * PAGE_SIZE;
+        ids.push(first.add(start, PAGE_SIZE, Protection::READ_WRITE, RegionKind::Anonymous).unwrap());
+        ids.push(second.add(start, PAGE_SIZE, Protection::READ_WRITE, RegionKind::Anonymous).unwrap());
+    }
+    let mut sorted = ids.clone();
+    sorted.sort_unstable();
+    sorted.dedup();
+    assert_eq!(sorted.len(), ids.len(), "an id handed out twice: {ids:?}");
+    assert!(!ids.contains(&0), "0 means no region");
+    assert!(first.region(ids[0]).is_some() && second.region(ids[1]).is_some() && first.region(ids[1]).is_none());
+    let mut plain = RegionTable::new(3);
+    assert_eq!(plain.add(HEAP, PAGE_SIZE, Protection::READ, RegionKind::Anonymous), Ok(1));
+}
