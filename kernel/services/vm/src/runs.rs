@@ -219,18 +219,22 @@ mod tests {
         assert_eq!(runs.pages(), 50);
     }
 
+    /// A repeatable stream of numbers below the bound asked (xorshift from `seed`).
+    fn numbers(mut seed: u64) -> impl FnMut(u64) -> u64 {
+        move |bound| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % bound
+        }
+    }
+
     /// Pages one or two at a time over a few pages: the barrier's shortcuts (a run that
     /// goes away whole, a run alone between gaps) next to touching neighbours that join.
     #[test]
     fn single_pages_agree_with_a_page_by_page_map() {
         let protections = [Protection::NONE, Protection::READ, Protection::READ_WRITE];
-        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
-        let mut next = |bound: u64| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed % bound
-        };
+        let mut next = numbers(0x9e37_79b9_7f4a_7c15);
         for _ in 0..200 {
             let mut runs = ProtectionRuns::new();
             let mut model = Model::default();
@@ -248,13 +252,7 @@ mod tests {
     #[test]
     fn agrees_with_a_page_by_page_map() {
         let protections = [Protection::NONE, Protection::READ, Protection::READ_WRITE, Protection::READ_EXECUTE];
-        let mut seed = 0x2545_f491_4f6c_dd1du64;
-        let mut next = |bound: u64| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed % bound
-        };
+        let mut next = numbers(0x2545_f491_4f6c_dd1d);
         for _ in 0..200 {
             let mut runs = ProtectionRuns::new();
             let mut model = Model::default();
