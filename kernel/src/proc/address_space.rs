@@ -84,7 +84,7 @@ struct Translation {
     regions: RegionTable,
     /// The frame of each page that has one, by page address (a page whose protection is
     /// none keeps its frame without a leaf).
-    pages: BTreeMap<u64, FrameRun>,
+    pages: spindle_service_vm::PageMap<FrameRun>,
     /// Page-table pages allocated while mapping those pages.
     tables: Vec<FrameRun>,
     /// Pages paged out to swap (no frame, no leaf), by page address: their slot.
@@ -256,7 +256,7 @@ impl AddressSpace {
         crate::mm::kernel_space::share_with(root, USER_ROOT_SLOTS).map_err(SpaceError::KernelUsesUserSlot)?;
         let translation = Translation {
             regions: RegionTable::with_unique_ids(id),
-            pages: BTreeMap::new(),
+            pages: spindle_service_vm::PageMap::new(),
             tables: Vec::new(),
             swapped: BTreeMap::new(),
             copies: BTreeMap::new(),
@@ -453,7 +453,7 @@ impl AddressSpace {
         let id = translation.regions.containing(region.start as u64).map(|region| region.id).ok_or(Error::BadAddress)?;
         {
             // Unmap and give back the pages that have a frame.
-            let pages: Vec<u64> = translation.pages.range(region.start as u64..region.end() as u64).map(|(&page, _)| page).collect();
+            let pages: Vec<u64> = translation.pages.range(region.start as u64..region.end() as u64).map(|(page, _)| page).collect();
             for page in pages {
                 if self.root.translate(page as usize).is_some() {
                     let _ = self.root.unmap_range(page as usize, PAGE_SIZE);
@@ -1271,7 +1271,6 @@ fn drop_image_pages(requester: u64, wanted: usize) -> usize {
             let read_only: Vec<u64> = translation
                 .pages
                 .keys()
-                .copied()
                 .filter(|&page| translation.is_image_page(page) && translation.regions.protection_of(page).is_some_and(|protection| !protection.writable()))
                 .collect();
             for page in read_only {
@@ -1336,7 +1335,7 @@ fn frame_of(run: &FrameRun) -> u64 {
 
 /// The samples of every resident page of `translation` (read from the leaves of `root`).
 fn samples_of(root: PageTableRoot, translation: &Translation) -> impl Iterator<Item = (u64, crate::services::vm::PageSample)> + '_ {
-    translation.pages.iter().map(move |(&page, run)| {
+    translation.pages.iter().map(move |(page, run)| {
         let frame = frame_of(run);
         let flags = root.translate(page as usize).map(|(_, flags)| flags);
         let accessed = flags.is_some_and(|flags| flags.contains(PteFlags::ACCESSED));
@@ -1527,7 +1526,7 @@ impl Drop for AddressSpace {
         translation.dead = true;
         // Pages being written to swap: cancelled (their writers free the slots).
         translation.in_transit.clear();
-        for (_, run) in core::mem::take(&mut translation.pages) {
+        for run in core::mem::take(&mut translation.pages).into_values() {
             crate::services::vm::release(run);
         }
         free_slots(&mut translation.swapped, 0..u64::MAX);
@@ -1573,7 +1572,7 @@ pub fn resident_vm_map_pages(id: u64) -> Vec<u64> {
     let Some((_, translation)) = live_space(id) else { return Vec::new() };
     let translation = translation.lock();
     let in_vm_map = |page: u64| page < STACK_BOTTOM as u64 && translation.regions.containing(page).is_some() && !translation.is_image_page(page);
-    translation.pages.keys().copied().filter(|&page| in_vm_map(page)).collect()
+    translation.pages.keys().filter(|&page| in_vm_map(page)).collect()
 }
 
 /// Kernel tests: the lowest resident page of live space `id`'s `vm_map` regions (its

@@ -62,6 +62,7 @@
 extern crate alloc;
 
 pub mod fault;
+pub mod pagemap;
 pub mod primitives;
 pub mod region;
 pub mod runs;
@@ -74,6 +75,7 @@ pub use fault::{
     AccessKind, Answer, AnswerRejection, Fault, FaultClass, FrameLookup, Frames, KillCause, Outcome, Pte, Resolution, TranslationRecord,
     check_answer, classify, default_outcome, resolve,
 };
+pub use pagemap::PageMap;
 pub use primitives::{CheckedChange, MAX_PROT_PAGES, PrimitiveError, ProtChange};
 pub use region::{MAX_REGIONS, PAGE_SIZE, Protection, Region, RegionError, RegionId, RegionKind, RegionTable, Trap, USER_END, USER_START, is_user_address};
 pub use runs::{ProtectionRuns, Run};
