@@ -174,12 +174,26 @@ pub fn allocate_zeroed(count: usize) -> Option<FrameRun> {
 /// `None` when memory is exhausted or the table refuses them for `owner` (over its memory
 /// limit).
 pub fn allocate_zeroed_for(count: usize, owner: Owner) -> Option<FrameRun> {
+    let run = allocate_for(count, owner)?;
+    // SAFETY: the frames were just taken from the allocator, so nothing else refers to
+    // them; RAM is identity-mapped read-write for the kernel; a run is whole pages,
+    // page-aligned.
+    unsafe { zero_blocks(run.start as *mut u64, run.size() / BLOCK) };
+    Some(run)
+}
+
+/// [`allocate_zeroed_for`] without the zeroing: the frames hold whatever they last held.
+/// Only for memory that nothing outside the kernel's own compiled code ever reads, and
+/// that code writes before it reads — a strand's kernel stack (zeroing one is 64 pages,
+/// about 41,000 instructions). Never for a page that user space, an extension or a device
+/// may see.
+pub fn allocate_for(count: usize, owner: Owner) -> Option<FrameRun> {
     if count == 0 {
         return None;
     }
     // The allocator, the counter and the table change together (interrupts off), so no
     // strand sees them disagree ([`audit`]).
-    let run = crate::arch::csr::without_interrupts(|| {
+    crate::arch::csr::without_interrupts(|| {
         let first = super::private_heap::on_kernel_heap(|| FRAMES.lock().alloc(count))?;
         ALLOCATED_FRAMES.fetch_add(count, Ordering::Relaxed);
         let frames = first as u64..(first + count) as u64;
@@ -196,12 +210,7 @@ pub fn allocate_zeroed_for(count: usize, owner: Owner) -> Option<FrameRun> {
         let run = FrameRun { start: first * PAGE_SIZE, count };
         // Refused: freed here, still with interrupts off.
         recorded.then_some(run)
-    })?;
-    // SAFETY: the frames were just taken from the allocator, so nothing else refers to
-    // them; RAM is identity-mapped read-write for the kernel; a run is whole pages,
-    // page-aligned.
-    unsafe { zero_blocks(run.start as *mut u64, run.size() / BLOCK) };
-    Some(run)
+    })
 }
 
 /// Bytes per unrolled step of [`zero_blocks`] and [`copy_blocks`].

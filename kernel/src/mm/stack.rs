@@ -54,7 +54,9 @@ impl KernelStack {
     /// Allocates and maps a stack of `STRAND_STACK_SIZE` bytes with a guard page below.
     pub fn new() -> Result<KernelStack, StackError> {
         let root = super::kernel_space::root().ok_or(StackError::Map(MapError::OutOfFrames))?;
-        let frames = frame::allocate_zeroed(STRAND_STACK_SIZE / PAGE_SIZE).ok_or(StackError::OutOfFrames)?;
+        // Not zeroed: a kernel stack is read only by the kernel's compiled code (and the
+        // safe Rust of native extensions), which writes a slot before it reads it.
+        let frames = frame::allocate_for(STRAND_STACK_SIZE / PAGE_SIZE, spindle_service_frames::Owner::Kernel).ok_or(StackError::OutOfFrames)?;
         let slot = crate::arch::csr::without_interrupts(|| {
             let mut slots = SLOTS.lock();
             slots.free.pop().or_else(|| {
