@@ -1526,7 +1526,8 @@ declare_records! {
         /// The access: [`TranslationRecord::READ`], [`TranslationRecord::WRITE`] or
         /// [`TranslationRecord::EXECUTE`].
         pub access: u64,
-        /// The region's id within its address space (from 1); 0 for none (`vm.BadAddress`).
+        /// The region's id (from 1, unique across address spaces); 0 for none
+        /// (`vm.BadAddress`).
         pub region: u64,
     }
 

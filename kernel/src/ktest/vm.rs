@@ -7,6 +7,7 @@
 use alloc::format;
 use alloc::string::String;
 use alloc::sync::Arc;
+use alloc::vec::Vec;
 
 use spindle_abi::event::{TranslationAnswer, TranslationRecord, VM_PAGE_NOT_PRESENT, VM_PROTECTION_FAULT};
 use spindle_abi::syscall::{ExitStatus, KillCause, SPAWN_EXTENSION_LOADER};
@@ -26,6 +27,7 @@ pub static TESTS: &[KernelTest] = &[
     KernelTest { name: "vm::managed_region_without_a_pager_is_killed", run: managed_region_without_a_pager_is_killed },
     KernelTest { name: "vm::pager_fill_in_every_technology", run: pager_fill_in_every_technology },
     KernelTest { name: "vm::guards_isolate_two_processes_regions", run: guards_isolate_two_processes_regions },
+    KernelTest { name: "vm::assigned_bindings_see_only_their_space_and_region", run: assigned_bindings_see_only_their_space_and_region },
     KernelTest { name: "vm::bad_answers_are_rejected_and_the_default_applies", run: bad_answers_are_rejected_and_the_default_applies },
     KernelTest { name: "vm::bad_address_is_announced_in_every_technology", run: bad_address_is_announced_in_every_technology },
     KernelTest { name: "vm::appel_li_write_barrier_in_every_technology", run: appel_li_write_barrier_in_every_technology },
@@ -248,6 +250,36 @@ fn guards_isolate_two_processes_regions() -> TestResult {
         })?;
     }
     Ok(())
+}
+
+/// The vm service's imposed guards on their own: a binding whose owner is assigned one
+/// space's region runs only for records naming that space *and* that region. Region ids
+/// are unique across spaces, so a real fault never tells the two guards apart; forged
+/// records do: the region in another space, and another region of the space, are both
+/// refused.
+fn assigned_bindings_see_only_their_space_and_region() -> TestResult {
+    const OWNER: &str = "test.vm.assigned";
+    let (space, other_space, region) = (u64::MAX - 3, u64::MAX - 4, 77);
+    crate::services::vm::assign_for_space(OWNER, space, region).map_err(text)?;
+    let dispatcher = crate::events::dispatcher();
+    let outcome = (|| {
+        let answer = |_: &TranslationRecord| Ok(TranslationAnswer::default());
+        let binding = dispatcher.install(&VM_PAGE_NOT_PRESENT, BindingSpec::new(OWNER, handler_fn(OWNER, answer))).map_err(text)?;
+        let table = dispatcher.table(&VM_PAGE_NOT_PRESENT).map_err(text);
+        let mut ran = Vec::new();
+        if let Ok(table) = &table {
+            for (space, region) in [(other_space, region), (space, region + 1), (space, region)] {
+                let _ = crate::events::raise(table, &TranslationRecord { space, address: 0x14_0000_0000, access: TranslationRecord::READ, region });
+                ran.push(invocations("vm.PageNotPresent", OWNER));
+            }
+        }
+        dispatcher.uninstall(binding).map_err(text)?;
+        table?;
+        ensure!(ran == [0, 0, 1], "the binding ran after each raise: {ran:?} (expected only for its own space and region)");
+        Ok(())
+    })();
+    crate::services::vm::forget_space(space);
+    outcome
 }
 
 /// A test handler of `vm.PageNotPresent`.

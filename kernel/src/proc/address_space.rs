@@ -612,6 +612,10 @@ impl AddressSpace {
     /// leaf's bit is kept in the frame table); a page never written is clean. Errors:
     /// `BadAddress` (not page-aligned, or in no `vm_map` region).
     pub fn dirty(&self, address: usize) -> Result<bool, Error> {
+        // Only page addresses are looked up below (the translation's maps are keyed by them).
+        if !address.is_multiple_of(PAGE_SIZE) {
+            return Err(Error::BadAddress);
+        }
         self.require_vm_map_region(address)?;
         let mut pte = self.pte(address);
         let translation = self.translation.lock();

@@ -4,8 +4,9 @@
 //! demand-zero fault does — is a tree lookup of the chunk and one store, where a tree of
 //! pages moves entries within a node (and splits it) through `memmove`.
 //!
-//! Keys are page-aligned addresses. A chunk holds a slot per page (a `Box`ed array), and
-//! goes when its last page does.
+//! Keys are page-aligned addresses. A chunk holds a slot per page (a `Box`ed array of
+//! 32 slots: 768 bytes for the kernel's frame runs, one 1 KiB heap block), and goes when
+//! its last page does.
 
 use alloc::boxed::Box;
 use alloc::collections::BTreeMap;
@@ -13,22 +14,22 @@ use core::ops::Range;
 
 use crate::region::PAGE_SIZE;
 
-/// Pages per chunk (256 KiB of address space).
-pub const CHUNK_PAGES: usize = 64;
+/// Pages per chunk (128 KiB of address space).
+pub const CHUNK_PAGES: usize = 32;
 
 /// Bytes of address space per chunk.
 const CHUNK_BYTES: u64 = CHUNK_PAGES as u64 * PAGE_SIZE;
 
-/// The pages of one chunk that have a value, and how many do.
+/// The pages of one chunk that have a value (the array alone on the heap), and how many do.
 struct Chunk<V> {
-    slots: [Option<V>; CHUNK_PAGES],
+    slots: Box<[Option<V>; CHUNK_PAGES]>,
     used: usize,
 }
 
 /// Values by page-aligned address (see the module documentation).
 pub struct PageMap<V> {
     /// Chunks by their first page's address.
-    chunks: BTreeMap<u64, Box<Chunk<V>>>,
+    chunks: BTreeMap<u64, Chunk<V>>,
     len: usize,
 }
 
@@ -80,7 +81,7 @@ impl<V> PageMap<V> {
     /// Gives `page` `value`; returns the value it had.
     pub fn insert(&mut self, page: u64, value: V) -> Option<V> {
         let (start, slot) = place(page);
-        let chunk = self.chunks.entry(start).or_insert_with(|| Box::new(Chunk { slots: core::array::from_fn(|_| None), used: 0 }));
+        let chunk = self.chunks.entry(start).or_insert_with(|| Chunk { slots: Box::new(core::array::from_fn(|_| None)), used: 0 });
         let previous = chunk.slots[slot].replace(value);
         if previous.is_none() {
             chunk.used += 1;
