@@ -147,13 +147,7 @@ mod tests {
     /// go.
     #[test]
     fn agrees_with_a_tree_of_pages() {
-        let mut seed = 0x1234_5678_9abc_def1u64;
-        let mut next = |bound: u64| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed % bound
-        };
+        let mut next = crate::runs::tests::numbers(0x1234_5678_9abc_def1);
         let mut map = PageMap::new();
         let mut model = BTreeMap::new();
         for round in 0..4000u64 {

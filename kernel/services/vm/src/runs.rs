@@ -163,7 +163,7 @@ impl ProtectionRuns {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use alloc::collections::BTreeMap;
 
@@ -219,8 +219,9 @@ mod tests {
         assert_eq!(runs.pages(), 50);
     }
 
-    /// A repeatable stream of numbers below the bound asked (xorshift from `seed`).
-    fn numbers(mut seed: u64) -> impl FnMut(u64) -> u64 {
+    /// A repeatable stream of numbers below the bound asked (xorshift from `seed`), for
+    /// the crate's randomized model tests.
+    pub(crate) fn numbers(mut seed: u64) -> impl FnMut(u64) -> u64 {
         move |bound| {
             seed ^= seed << 13;
             seed ^= seed >> 7;
