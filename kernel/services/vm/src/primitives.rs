@@ -36,6 +36,11 @@ pub struct ProtChange {
     pub protection: Protection,
 }
 
+/// A range of 1 to [`MAX_PROT_PAGES`] pages, or [`PrimitiveError::BadCount`].
+fn check_count(count: u64) -> Result<(), PrimitiveError> {
+    if count == 0 || count > MAX_PROT_PAGES { Err(PrimitiveError::BadCount(count)) } else { Ok(()) }
+}
+
 /// A [`ProtChange`] as [`RegionTable::check_change`] or [`RegionTable::check_change_in`]
 /// passed it: with its region's protection and the table's generation then (a number no
 /// other table or state of this one has), so that [`RegionTable::apply_checked`] need not
@@ -139,19 +144,14 @@ impl RegionTable {
 
     /// [`RegionTable::check_protect`], also answering the region's own protection.
     fn check_protect_in(&self, start: u64, count: u64, protection: Protection) -> Result<(ProtChange, Protection), PrimitiveError> {
-        if count == 0 || count > MAX_PROT_PAGES {
-            return Err(PrimitiveError::BadCount(count));
-        }
+        check_count(count)?;
         let region = self.check_page_region(start)?;
         Self::check_protect_of(region, start, count, protection)
     }
 
     /// [`RegionTable::check_protect_in`] once `region` is known to contain `start` (a
-    /// page-aligned user address).
+    /// page-aligned user address) and `count` has passed [`check_count`].
     fn check_protect_of(region: &crate::region::Region, start: u64, count: u64, protection: Protection) -> Result<(ProtChange, Protection), PrimitiveError> {
-        if count == 0 || count > MAX_PROT_PAGES {
-            return Err(PrimitiveError::BadCount(count));
-        }
         if region.kind == RegionKind::FileBacked {
             return Err(PrimitiveError::Image(region.id));
         }
@@ -183,6 +183,7 @@ impl RegionTable {
         if !ours || !region.contains(start) || !start.is_multiple_of(PAGE_SIZE) {
             return Err(PrimitiveError::NoRegion(start));
         }
+        check_count(count)?;
         let (change, ceiling) = Self::check_protect_of(region, start, count, protection)?;
         Ok(CheckedChange { change, ceiling, generation: self.generation })
     }
