@@ -82,10 +82,15 @@ fn usage() -> Usage {
 /// Runs `round` once to warm up, then [`ROUNDS`] times, and requires the heap and the
 /// free frames to be exactly where they were after the warm-up, and the frame table to
 /// name an owner for exactly the allocated frames.
-pub(super) fn repeat(path: &str, mut round: impl FnMut() -> TestResult) -> TestResult {
+pub(super) fn repeat(path: &str, round: impl FnMut() -> TestResult) -> TestResult {
+    repeat_rounds(path, ROUNDS, round)
+}
+
+/// [`repeat`] with `rounds` rounds after the warm-up.
+pub(super) fn repeat_rounds(path: &str, rounds: usize, mut round: impl FnMut() -> TestResult) -> TestResult {
     round().map_err(|error| alloc::format!("{path} (warm-up round): {error}"))?;
     let before = usage();
-    for index in 0..ROUNDS {
+    for index in 0..rounds {
         round().map_err(|error| alloc::format!("{path} (round {index}): {error}"))?;
     }
     let after = usage();
@@ -93,16 +98,16 @@ pub(super) fn repeat(path: &str, mut round: impl FnMut() -> TestResult) -> TestR
     let frame_change = after.free_frames as i64 - before.free_frames as i64;
     ensure!(
         after == before,
-        "{path}: after {ROUNDS} rounds the heap has {} bytes allocated (was {}: {heap_change:+}, {:+.1} per round) and {} frames are free (was {}: {frame_change:+})",
+        "{path}: after {rounds} rounds the heap has {} bytes allocated (was {}: {heap_change:+}, {:+.1} per round) and {} frames are free (was {}: {frame_change:+})",
         after.heap_bytes,
         before.heap_bytes,
-        heap_change as f64 / ROUNDS as f64,
+        heap_change as f64 / rounds as f64,
         after.free_frames,
         before.free_frames
     );
     // Every allocated frame has an owner in the frame table, and none is owned after its
     // free, on every path the rounds took.
-    crate::mm::frame::audit().map_err(|why| alloc::format!("{path}: after {ROUNDS} rounds: {why}"))
+    crate::mm::frame::audit().map_err(|why| alloc::format!("{path}: after {rounds} rounds: {why}"))
 }
 
 /// `name`'s state, if it is loaded.

@@ -51,6 +51,7 @@ pub static TESTS: &[KernelTest] = &[
     KernelTest { name: "vm::allocate_event_is_asked_for_cache_buffers_and_arenas", run: allocate_event_is_asked_for_cache_buffers_and_arenas },
     KernelTest { name: "vm::memory_pressure_takes_the_caches_clean_buffers_first", run: memory_pressure_takes_the_caches_clean_buffers_first },
     KernelTest { name: "vm::swap_and_frames_come_back_after_exit_and_kill", run: swap_and_frames_come_back_after_exit_and_kill },
+    KernelTest { name: "vm::random_calls_keep_every_word_and_leak_nothing", run: random_calls_keep_every_word_and_leak_nothing },
 ];
 
 /// Every technology: built in, native, Wasm, user level.
@@ -830,6 +831,50 @@ fn swap_and_frames_come_back_after_exit_and_kill() -> TestResult {
     })?;
     ensure!(stats().swap_used == used, "{} swap slots in use, {used} before", stats().swap_used);
     Ok(())
+    })
+}
+
+/// Seeds `vmtest random` runs with (a warm-up and [`RANDOM_ROUNDS`] more).
+const RANDOM_ROUNDS: usize = 6;
+/// Steps of each `vmtest random` run.
+const RANDOM_STEPS: usize = 1500;
+
+/// `vmtest random SEED 1500` for seven seeds, the odd ones (the warm-up among them: the
+/// first trapped fault allocates what later ones reuse) with the first region trapped to
+/// `pager_fill`: random interleavings of `vm_map`, `unmap`, stores, loads,
+/// `prot1`/`protN`/`unprotN`, `dirty`, kernel copies and `vm_limit` (so pages go to swap
+/// and come back while protected) agree with the program's model of every page; the heap,
+/// the free frames and the swap slots are exactly as after the first run; the runs paged
+/// (page-outs, swap writes, page-ins) and the trapped ones raised protection faults.
+fn random_calls_keep_every_word_and_leak_nothing() -> TestResult {
+    with_unmodelled_disk(|| {
+        clean(|| {
+            let grants = loader()?;
+            let used = stats().swap_used;
+            let before = stats();
+            let mut seed = 0;
+            super::leaks::repeat_rounds("random vm calls", RANDOM_ROUNDS, || {
+                seed += 1;
+                let command_line = format!("vmtest random {seed} {RANDOM_STEPS}{}", if seed % 2 == 1 { " trap" } else { "" });
+                let (process, status) = run_with(&command_line, grants)?;
+                ensure!(status == ExitStatus::Exited(0), "{command_line:?} ended {status} (fault {:?}; the log has the step)", process.fault_cause());
+                Ok(())
+            })?;
+            let change = delta(before, stats());
+            ensure!(stats().swap_used == used, "{} swap slots in use, {used} before", stats().swap_used);
+            ensure!(change.page_outs > 0 && change.swap_writes > 0 && change.page_ins > 0, "the runs did not page: {change:?}");
+            ensure!(change.protects > 0 && change.raised >= change.protects && change.rejected == 0, "the trapped runs raised no protection fault, or one was refused: {change:?}");
+            crate::println!(
+                "ktest: vmtest random: {} runs of {RANDOM_STEPS} steps: {} faults, {} protection answers, {} page-outs ({} written), {} page-ins",
+                RANDOM_ROUNDS + 1,
+                change.faults,
+                change.protects,
+                change.page_outs,
+                change.swap_writes,
+                change.page_ins
+            );
+            Ok(())
+        })
     })
 }
 

@@ -82,6 +82,8 @@
 //!   both and checks them all. The written image pages go to swap and come back like any
 //!   other page; code pages are dropped and filled again from the image. Exits 0 if every
 //!   word was right.
+//! - `random SEED STEPS [trap]`: random sequences of every call above against a model of
+//!   what each page holds ([`random`]).
 //! - `child WORD`: exits 0 if WORD is `swapped-ok`.
 //!
 //! The raw accesses need `unsafe`: the one place this crate allows it ([`raw`]).
@@ -91,6 +93,8 @@
 #![deny(unsafe_code)]
 
 use spindle_runtime::{Arguments, arch, println};
+
+mod random;
 
 spindle_runtime::entry!(main);
 
@@ -141,6 +145,10 @@ fn main(arguments: &Arguments) -> i32 {
             (Some(pages), Some(technology)) if pages > 0 => checkpoint(pages, technology),
             _ => usage(),
         },
+        Some("random") => match (arguments.get(1).and_then(|word| word.parse::<u64>().ok()), number(2), arguments.get(3)) {
+            (Some(seed), Some(steps), None | Some("trap")) => random::run(seed, steps, arguments.get(3).is_some(), arguments.line()),
+            _ => usage(),
+        },
         Some("child") => i32::from(arguments.get(1) != Some("swapped-ok")),
         Some("bench-trap") => match (number(1), arguments.get(2)) {
             (Some(technology), Some(label)) => bench_trap(technology, label),
@@ -155,7 +163,7 @@ fn main(arguments: &Arguments) -> i32 {
 }
 
 fn usage() -> i32 {
-    println!("vmtest: usage: vmtest zero PAGES TOUCH | bad | readonly | managed PAGES PAGER TECHNOLOGY [keep] | barrier PAGES TECHNOLOGY | errors | wide | chain PAGES [TECHNOLOGY] | bench | bench-trap TECHNOLOGY LABEL | swap PAGES LIMIT PASSES | idle PAGES TICKS | swapkill | image PASSES LIMIT | checkpoint PAGES TECHNOLOGY | hotscan HOT SCAN ROUNDS LIMIT hot|plain | child WORD");
+    println!("vmtest: usage: vmtest zero PAGES TOUCH | bad | readonly | managed PAGES PAGER TECHNOLOGY [keep] | barrier PAGES TECHNOLOGY | errors | wide | chain PAGES [TECHNOLOGY] | bench | bench-trap TECHNOLOGY LABEL | swap PAGES LIMIT PASSES | idle PAGES TICKS | swapkill | image PASSES LIMIT | checkpoint PAGES TECHNOLOGY | hotscan HOT SCAN ROUNDS LIMIT hot|plain | random SEED STEPS [trap] | child WORD");
     2
 }
 
