@@ -52,6 +52,7 @@ pub static TESTS: &[KernelTest] = &[
     KernelTest { name: "vm::memory_pressure_takes_the_caches_clean_buffers_first", run: memory_pressure_takes_the_caches_clean_buffers_first },
     KernelTest { name: "vm::swap_and_frames_come_back_after_exit_and_kill", run: swap_and_frames_come_back_after_exit_and_kill },
     KernelTest { name: "vm::random_calls_keep_every_word_and_leak_nothing", run: random_calls_keep_every_word_and_leak_nothing },
+    KernelTest { name: "vm::random_processes_under_global_pressure", run: random_processes_under_global_pressure },
 ];
 
 /// Every technology: built in, native, Wasm, user level.
@@ -834,18 +835,19 @@ fn swap_and_frames_come_back_after_exit_and_kill() -> TestResult {
     })
 }
 
-/// Seeds `vmtest random` runs with (a warm-up and [`RANDOM_ROUNDS`] more).
-const RANDOM_ROUNDS: usize = 6;
+/// Rounds of `vmtest random` runs after the warm-up round.
+const RANDOM_ROUNDS: usize = 3;
 /// Steps of each `vmtest random` run.
 const RANDOM_STEPS: usize = 1500;
 
-/// `vmtest random SEED 1500` for seven seeds, the odd ones (the warm-up among them: the
-/// first trapped fault allocates what later ones reuse) with the first region trapped to
-/// `pager_fill`: random interleavings of `vm_map`, `unmap`, stores, loads,
-/// `prot1`/`protN`/`unprotN`, `dirty`, kernel copies and `vm_limit` (so pages go to swap
-/// and come back while protected) agree with the program's model of every page; the heap,
-/// the free frames and the swap slots are exactly as after the first run; the runs paged
-/// (page-outs, swap writes, page-ins) and the trapped ones raised protection faults.
+/// `vmtest random SEED 1500`, a round being two runs — one with its first region trapped
+/// to `pager_fill`, one without — four rounds with new seeds each: random interleavings of
+/// `vm_map`, `unmap`, stores, loads, `prot1`/`protN`/`unprotN`, `dirty`, kernel copies and
+/// `vm_limit` (so pages go to swap and come back while protected) agree with the program's
+/// model of every page; after the first round (the first trapped fault and the first
+/// paging allocate what later ones reuse) the heap, the free frames and the swap slots are
+/// exactly as before; the runs paged (page-outs, swap writes, page-ins) and the trapped
+/// ones raised protection faults.
 fn random_calls_keep_every_word_and_leak_nothing() -> TestResult {
     with_unmodelled_disk(|| {
         clean(|| {
@@ -854,10 +856,12 @@ fn random_calls_keep_every_word_and_leak_nothing() -> TestResult {
             let before = stats();
             let mut seed = 0;
             super::leaks::repeat_rounds("random vm calls", RANDOM_ROUNDS, || {
-                seed += 1;
-                let command_line = format!("vmtest random {seed} {RANDOM_STEPS}{}", if seed % 2 == 1 { " trap" } else { "" });
-                let (process, status) = run_with(&command_line, grants)?;
-                ensure!(status == ExitStatus::Exited(0), "{command_line:?} ended {status} (fault {:?}; the log has the step)", process.fault_cause());
+                for trap in [true, false] {
+                    seed += 1;
+                    let command_line = format!("vmtest random {seed} {RANDOM_STEPS}{}", if trap { " trap" } else { "" });
+                    let (process, status) = run_with(&command_line, grants)?;
+                    ensure!(status == ExitStatus::Exited(0), "{command_line:?} ended {status} (fault {:?}; the log has the step)", process.fault_cause());
+                }
                 Ok(())
             })?;
             let change = delta(before, stats());
@@ -866,7 +870,7 @@ fn random_calls_keep_every_word_and_leak_nothing() -> TestResult {
             ensure!(change.protects > 0 && change.raised >= change.protects && change.rejected == 0, "the trapped runs raised no protection fault, or one was refused: {change:?}");
             crate::println!(
                 "ktest: vmtest random: {} runs of {RANDOM_STEPS} steps: {} faults, {} protection answers, {} page-outs ({} written), {} page-ins",
-                RANDOM_ROUNDS + 1,
+                2 * (RANDOM_ROUNDS + 1),
                 change.faults,
                 change.protects,
                 change.page_outs,
@@ -874,6 +878,64 @@ fn random_calls_keep_every_word_and_leak_nothing() -> TestResult {
                 change.page_ins
             );
             Ok(())
+        })
+    })
+}
+
+/// Three `vmtest random` processes at once (one with a trapped region) under global memory
+/// pressure (the low-water mark 40 frames below the free frames, the buffer cache at its
+/// floor): each takes frames while the global clock pages out the others' pages as well as
+/// its own, also while they are protected, in transit or trapped. Every model agrees in
+/// every process; twice after a warm-up, the heap, the free frames and the swap slots are
+/// exactly as before; pages of one process went out for another.
+fn random_processes_under_global_pressure() -> TestResult {
+    with_unmodelled_disk(|| {
+        with_cache_at_its_floor(|| {
+            clean(|| {
+                let grants = loader()?;
+                let default = crate::services::vm::low_water();
+                let used = stats().swap_used;
+                let before = stats();
+                let mut seed = 100;
+                let outcome = super::leaks::repeat_rounds("random processes under pressure", 2, || {
+                    let frames = crate::mm::frame::stats();
+                    crate::services::vm::set_low_water(((frames.total - frames.allocated) as u64).saturating_sub(40));
+                    let mut processes = Vec::new();
+                    for trap in [false, true, false] {
+                        seed += 1;
+                        let command_line = format!("vmtest random {seed} {RANDOM_STEPS}{}", if trap { " trap" } else { "" });
+                        processes.push((proc::spawn(&command_line, Parent::Kernel, grants).map_err(|error| format!("spawn {command_line:?}: {error}")), command_line));
+                    }
+                    let mut failed = None;
+                    for (process, command_line) in processes {
+                        let ended = process.and_then(|process| {
+                            let status = proc::wait(process.pid(), Parent::Kernel, &|| false).map_err(|error| format!("wait for {command_line:?}: {error:?}"))?;
+                            Ok((status, process.fault_cause()))
+                        });
+                        match ended {
+                            Ok((ExitStatus::Exited(0), _)) => {}
+                            Ok((status, cause)) => failed = failed.or(Some(format!("{command_line:?} ended {status} (fault {cause:?}; the log has the step)"))),
+                            Err(error) => failed = failed.or(Some(error)),
+                        }
+                    }
+                    crate::services::vm::set_low_water(default);
+                    failed.map_or(Ok(()), Err)
+                });
+                crate::services::vm::set_low_water(default);
+                outcome?;
+                let change = delta(before, stats());
+                ensure!(stats().swap_used == used, "{} swap slots in use, {used} before", stats().swap_used);
+                ensure!(change.pressure_page_outs > 0 && change.taken_from_others > 0, "no page went for another process: {change:?}");
+                crate::println!(
+                    "ktest: three random processes under pressure, 3 times: {} page-outs ({} under pressure, {} for another process), {} page-ins, {} waits for a page in transit",
+                    change.page_outs,
+                    change.pressure_page_outs,
+                    change.taken_from_others,
+                    change.page_ins,
+                    change.transit_waits
+                );
+                Ok(())
+            })
         })
     })
 }

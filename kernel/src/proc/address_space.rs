@@ -1304,15 +1304,51 @@ fn drop_image_pages(requester: u64, wanted: usize) -> usize {
 
 /// While space `id` holds as many frames as its memory limit allows (or more), pages one
 /// of its pages out, so the next frame it takes fits; and under global memory pressure
-/// (free frames below the low-water mark) [`relieve_pressure`] frees frames elsewhere. Errors: over its limit,
-/// nothing may go ([`FaultKill::NothingToPageOut`]) or swap failed ([`FaultKill::Swap`]).
+/// (free frames below the low-water mark) [`relieve_pressure`] frees frames elsewhere.
+///
+/// Other strands may hold frames of this space that are not among its resident pages:
+/// a page one of them writes to swap (in transit), or gives back clean, or fills — the
+/// frame counts against the limit until that strand is done with it, and the clock may
+/// choose it, which [`page_out`] cannot evict; and one of them may take the page chosen
+/// here before it is evicted. So when nothing could be paged out, a space that has given a
+/// frame back meanwhile tries again, and one that holds more frames than it has resident
+/// pages waits a tick for those strands (at most [`IN_FLIGHT_WAIT_TICKS`] in all) and
+/// tries again. Errors: over its limit with
+/// every held frame resident and none that may go — all pinned — or still after the wait
+/// ([`FaultKill::NothingToPageOut`]; at once where the strand may not block), or swap
+/// failed ([`FaultKill::Swap`]).
 fn make_room(root: PageTableRoot, id: u64, translation: &spin::Mutex<Translation>) -> Result<(), FaultKill> {
+    let mut waited = 0;
     while crate::services::vm::at_limit(id) {
-        page_out(root, id, translation)?;
+        let held = crate::services::vm::held_by(id);
+        match page_out(root, id, translation) {
+            Err(FaultKill::NothingToPageOut) => {
+                let (now, resident) = {
+                    let translation = translation.lock();
+                    (crate::services::vm::held_by(id), translation.pages.len() as u64)
+                };
+                if now < held {
+                    // Another strand gave a frame of the space back meanwhile (perhaps the
+                    // page chosen here): look again.
+                    continue;
+                }
+                if now == resident || waited == IN_FLIGHT_WAIT_TICKS || !crate::sched::can_block() {
+                    return Err(FaultKill::NothingToPageOut);
+                }
+                crate::services::vm::counted_transit_wait();
+                crate::sched::sleep_ticks(1);
+                waited += 1;
+            }
+            outcome => outcome?,
+        }
     }
     relieve_pressure(id);
     Ok(())
 }
+
+/// Ticks [`make_room`] waits at most for frames of the space that other strands hold
+/// outside its resident pages (a second at 100 Hz; a disk write takes milliseconds).
+const IN_FLIGHT_WAIT_TICKS: usize = 100;
 
 /// The global part of [`make_room`]: under global memory pressure the buffer
 /// cache gives back up to [`CACHE_GIVE_BACK_BATCH`] clean buffers, else other processes'

@@ -197,8 +197,9 @@ pub struct Stats {
     /// Of those, pages of another address space than the one that needed the frame (the
     /// global clock chose them).
     pub taken_from_others: u64,
-    /// Faults and kernel copies that waited for a page being written to swap by another
-    /// strand (a tick at a time).
+    /// Waits of a tick: a fault or kernel copy for a page another strand is writing to swap,
+    /// or a space at its limit for frames other strands hold outside its resident pages
+    /// (in transit, being given back or filled) when nothing else could be paged out.
     pub transit_waits: u64,
     /// Stack pages given a zeroed frame on their first touch (the stack is demand-zero).
     pub stack_pages: u64,

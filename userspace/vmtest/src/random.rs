@@ -6,7 +6,8 @@
 //! store a word, load and check a page's words, `prot1`/`protN` to no access, read-only or
 //! read-write, `unprotN`, `dirty`, a kernel copy into a page (`arguments`: refused unless
 //! the page is writable), and `vm_limit` (0, or 12 to 32 frames, so pages go to swap and
-//! come back while protected, clean or written). The model says, for every page, its
+//! come back while protected, clean or written; 64 to 128 with `trap`, whose trapped
+//! region's pages are the pager's, pinned). The model says, for every page, its
 //! protection, the value of three words and whether it was written; an access the model
 //! says would fault is never made (that would end the process). With `trap` the first
 //! region is read-write and trapped to `pager_fill` (built in; needs the
@@ -128,7 +129,7 @@ pub fn run(seed: u64, steps: usize, trap: bool, line: &str) -> i32 {
                 }
             }
             _ => match pick(&mut numbers, &mut areas) {
-                Some((area, page)) => act(action, step, &mut numbers, area, page, copied),
+                Some((area, page)) => act(action, step, &mut numbers, area, page, copied, trap),
                 None => 0,
             },
         };
@@ -222,8 +223,8 @@ fn check(area: &mut Area, page: usize, step: usize) -> i32 {
     0
 }
 
-/// Step `action` (2 to 9) on `page` of `area`.
-fn act(action: usize, step: usize, numbers: &mut Numbers, area: &mut Area, page: usize, copied: u64) -> i32 {
+/// Step `action` (2 to 9) on `page` of `area`; `trapped`: the program has a trapped region.
+fn act(action: usize, step: usize, numbers: &mut Numbers, area: &mut Area, page: usize, copied: u64, trapped: bool) -> i32 {
     let base = address(area, page);
     let pages = area.length / arch::PAGE_SIZE;
     match action {
@@ -296,7 +297,11 @@ fn act(action: usize, step: usize, numbers: &mut Numbers, area: &mut Area, page:
         }
         // A memory limit (0: none).
         8 => {
-            let limit = [0, 12, 16, 24, 32][numbers.below(5)];
+            // A trapped region's pages are the pager's, pinned while mapped: never paged out,
+            // so a limit below them and what the program itself needs would leave nothing
+            // to give up.
+            let limits = if trapped { [0, 64, 64, 96, 128] } else { [0, 12, 16, 24, 32] };
+            let limit = limits[numbers.below(limits.len())];
             match arch::vm_limit(limit) {
                 Ok(()) => 0,
                 Err(error) => {
