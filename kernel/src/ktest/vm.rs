@@ -847,7 +847,7 @@ const RANDOM_STEPS: usize = 1500;
 /// model of every page; after the first round (the first trapped fault and the first
 /// paging allocate what later ones reuse) the heap, the free frames and the swap slots are
 /// exactly as before; the runs paged (page-outs, swap writes, page-ins) and the trapped
-/// ones raised protection faults.
+/// ones had protection faults answered and pages mapped by the pager.
 fn random_calls_keep_every_word_and_leak_nothing() -> TestResult {
     with_unmodelled_disk(|| {
         clean(|| {
@@ -867,7 +867,7 @@ fn random_calls_keep_every_word_and_leak_nothing() -> TestResult {
             let change = delta(before, stats());
             ensure!(stats().swap_used == used, "{} swap slots in use, {used} before", stats().swap_used);
             ensure!(change.page_outs > 0 && change.swap_writes > 0 && change.page_ins > 0, "the runs did not page: {change:?}");
-            ensure!(change.protects > 0 && change.raised >= change.protects && change.rejected == 0, "the trapped runs raised no protection fault, or one was refused: {change:?}");
+            ensure!(change.protects > 0 && change.pager_maps > 0 && change.rejected == 0, "the trapped runs had no protection fault or no page from the pager, or an answer was refused: {change:?}");
             crate::println!(
                 "ktest: vmtest random: {} runs of {RANDOM_STEPS} steps: {} faults, {} protection answers, {} page-outs ({} written), {} page-ins",
                 2 * (RANDOM_ROUNDS + 1),
@@ -1028,12 +1028,29 @@ fn allocate_event_is_asked_for_cache_buffers_and_arenas() -> TestResult {
 fn checkpoint_client_in_every_technology() -> TestResult {
     for preference in TECHNOLOGIES {
         let before = stats();
+        let running = pids();
         let (process, status) = run_with(&format!("vmtest checkpoint 12 {}", technology_number(preference)), loader()?)?;
         let change = delta(before, stats());
         let unloaded = unload_named("vm_checkpoint");
+        // `vmtest` unloads the extension itself: a user-level server may still be ending
+        // (and giving its frames back, which the next test would count).
+        wait_for_new_processes(&running)?;
         ensure!(status == ExitStatus::Exited(0), "{}: vmtest checkpoint ended {status} (fault {:?})", preference.label(), process.fault_cause());
         ensure!(change.raised == 4 && change.protects == 4 && change.rejected == 0 && change.kills == 0, "{}: counters {change:?}", preference.label());
         unloaded?;
+    }
+    Ok(())
+}
+
+/// The pids of the processes that exist now.
+fn pids() -> Vec<u64> {
+    proc::list().iter().map(|process| process.pid()).collect()
+}
+
+/// Waits until every process not in `running` has been reaped (2 s each at most).
+fn wait_for_new_processes(running: &[u64]) -> TestResult {
+    for pid in pids().into_iter().filter(|pid| !running.contains(pid)) {
+        ensure!(proc::wait_until_reaped(pid, 200), "process {pid} did not end");
     }
     Ok(())
 }

@@ -950,7 +950,12 @@ unsafe fn write_in(root: PageTableRoot, id: u64, translation: &spin::Mutex<Trans
 /// checks them and calls `copy` with the physical address — the check, the translation
 /// and the copy with interrupts off, so memory pressure (another strand paging this
 /// space's pages out) cannot take the frame between them. A page taken between the fault
-/// and the check is faulted in again (twice at most; then the check's error).
+/// and the check is faulted in again ([`KERNEL_COPY_TRIES`] times at most; then the
+/// check's error).
+/// Times [`with_page_in`] faults a page in again after memory pressure took it before the
+/// check (several processes paging under global pressure do that now and then).
+const KERNEL_COPY_TRIES: usize = 8;
+
 fn with_page_in(
     root: PageTableRoot,
     id: u64,
@@ -970,7 +975,7 @@ fn with_page_in(
             Ok(())
         });
         match checked {
-            Err(_) if tries < 2 => tries += 1,
+            Err(_) if tries < KERNEL_COPY_TRIES => tries += 1,
             result => return result,
         }
     }
@@ -1308,17 +1313,19 @@ fn drop_image_pages(requester: u64, wanted: usize) -> usize {
 ///
 /// Other strands may hold frames of this space that are not among its resident pages:
 /// a page one of them writes to swap (in transit), or gives back clean, or fills — the
-/// frame counts against the limit until that strand is done with it, and the clock may
-/// choose it, which [`page_out`] cannot evict; and one of them may take the page chosen
-/// here before it is evicted. So when nothing could be paged out, a space that has given a
-/// frame back meanwhile tries again, and one that holds more frames than it has resident
-/// pages waits a tick for those strands (at most [`IN_FLIGHT_WAIT_TICKS`] in all) and
-/// tries again. Errors: over its limit with
-/// every held frame resident and none that may go — all pinned — or still after the wait
+/// frame counts against the limit until that strand is done with it (the clock passes it,
+/// [`crate::services::vm::choose_victim`]); and one of them may take the page chosen here
+/// before it is evicted. So when nothing could be paged out, a space that has given a
+/// frame back meanwhile tries again (at most [`IN_FLIGHT_WAIT_TICKS`] times), and one
+/// that holds more frames than it has resident pages — every page that may go is in
+/// flight — waits a tick for those strands (at most [`IN_FLIGHT_WAIT_TICKS`] in all) and
+/// tries again. Errors: over its limit with every held frame resident and none that may
+/// go — pinned, or a wired program's file pages — or still after the waits
 /// ([`FaultKill::NothingToPageOut`]; at once where the strand may not block), or swap
 /// failed ([`FaultKill::Swap`]).
 fn make_room(root: PageTableRoot, id: u64, translation: &spin::Mutex<Translation>) -> Result<(), FaultKill> {
     let mut waited = 0;
+    let mut looked_again = 0;
     while crate::services::vm::at_limit(id) {
         let held = crate::services::vm::held_by(id);
         match page_out(root, id, translation) {
@@ -1327,12 +1334,13 @@ fn make_room(root: PageTableRoot, id: u64, translation: &spin::Mutex<Translation
                     let translation = translation.lock();
                     (crate::services::vm::held_by(id), translation.pages.len() as u64)
                 };
-                if now < held {
+                if now < held && looked_again < IN_FLIGHT_WAIT_TICKS {
                     // Another strand gave a frame of the space back meanwhile (perhaps the
                     // page chosen here): look again.
+                    looked_again += 1;
                     continue;
                 }
-                if now == resident || waited == IN_FLIGHT_WAIT_TICKS || !crate::sched::can_block() {
+                if now <= resident || waited == IN_FLIGHT_WAIT_TICKS || !crate::sched::can_block() {
                     return Err(FaultKill::NothingToPageOut);
                 }
                 crate::services::vm::counted_transit_wait();

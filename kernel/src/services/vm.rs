@@ -827,17 +827,29 @@ pub fn reclaim_queue<T>(body: impl FnOnce(&[u64]) -> T) -> Option<T> {
     without_interrupts(|| RECLAIM_QUEUE.lock().as_deref().map(body))
 }
 
-/// Chooses the page `space` gives up: records the samples in the frame table, runs the
-/// clock hand over the space's queue (second chance), then raises `mm.Reclaim` for the
+/// Chooses the page `space` gives up among its pages in `samples` (the resident ones that
+/// may go): records the samples in the frame table (its other frames as referenced), runs
+/// the clock hand over the space's queue (second chance), then raises `mm.Reclaim` for the
 /// candidate with the owner's queue exported; the answer is checked
 /// ([`spindle_service_frames::check_reclaim_answer`]: the candidate, or a resident,
 /// unpinned frame of the same space) and a refused one counted and replaced by the
 /// candidate. Thread context (a user-level handler blocks the caller).
 pub fn choose_victim(space: u64, samples: &[PageSample]) -> Victim {
     let owner = Owner::AddressSpace(space);
+    let mut resident: Vec<u64> = samples.iter().map(|sample| sample.frame).collect();
+    resident.sort_unstable();
     let (sweep, queue) = with_frames(|frames| {
         for sample in samples {
             let _ = frames.sample(sample.frame, sample.accessed, sample.dirty);
+        }
+        // Frames of the space that are not among the pages sampled — another strand holds
+        // them (a page in transit to or from swap, being given back or being filled), or
+        // the caller may not give them up — count as referenced, as the hand passes pinned
+        // ones: it goes on to a page that can go instead of stopping at one it cannot.
+        for frame in frames.queue(owner) {
+            if resident.binary_search(&frame).is_err() {
+                let _ = frames.sample(frame, true, false);
+            }
         }
         (frames.next_victims_of(owner, 1), frames.queue(owner))
     });

@@ -82,7 +82,8 @@
 //!   both and checks them all. The written image pages go to swap and come back like any
 //!   other page; code pages are dropped and filled again from the image. Exits 0 if every
 //!   word was right.
-//! - `random SEED STEPS [trap]`: random sequences of every call above against a model of
+//! - `random SEED STEPS [trap]`: random sequences of `vm_map`, `unmap`, loads, stores,
+//!   `prot1`/`protN`/`unprotN`, `dirty`, kernel copies and `vm_limit` against a model of
 //!   what each page holds ([`random`]).
 //! - `child WORD`: exits 0 if WORD is `swapped-ok`.
 //!
