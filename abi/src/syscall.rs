@@ -759,7 +759,20 @@ declare_syscalls! {
     /// `BadAddress` (not in a `vm_map` region, or it cannot be faulted in), `BadArgument`
     /// (slot above 64).
     VmHot = 52, "vm_hot", (address, slot) -> "frame number";
+    /// `hw_counters(pointer, length) -> total`: what the hart running the caller has done
+    /// since boot, as [`HW_COUNTERS`] little-endian `u64`s — traps taken (system calls,
+    /// faults and interrupts, this call's own included), `satp` writes, and `sfence.vma`s
+    /// (those of the `satp` writes included): the events `cargo xtask bench`'s cost model
+    /// prices. A program reads them before and after an operation; the difference less
+    /// one (the second call's trap) is what the operation and anything that interrupted
+    /// it caused. Copied up to `length` bytes; returns the full length (copy semantics
+    /// as [`Syscall::ExtList`]). Errors: `BadLength` (wrapping), `BadAddress` (the bytes
+    /// to be copied are not writable user memory).
+    HwCounters = 53, "hw_counters", (pointer, length) -> "length of the counters";
 }
+
+/// The counters [`Syscall::HwCounters`] writes: traps, `satp` writes, `sfence.vma`s.
+pub const HW_COUNTERS: usize = 3;
 
 /// [`Syscall::VmMap`] protection bit: readable.
 pub const VM_READ: usize = 1;

@@ -150,6 +150,7 @@ fn buffer_call(syscall: Syscall, first: Option<usize>, buffer: &mut [u8]) -> Res
     debug_assert!(matches!(
         syscall,
         Syscall::Read | Syscall::ExtList | Syscall::Events | Syscall::Processes | Syscall::LastError | Syscall::ExtStats | Syscall::DiskState
+            | Syscall::HwCounters
     ));
     let (address, length) = (buffer.as_mut_ptr() as usize, buffer.len());
     let arguments = match first {
@@ -207,6 +208,20 @@ pub fn ext_stats(buffer: &mut [u8]) -> Result<usize, Error> {
 /// [`Syscall::DiskState`].
 pub fn disk_state(buffer: &mut [u8]) -> Result<usize, Error> {
     buffer_call(Syscall::DiskState, None, buffer)
+}
+
+/// The running hart's counters since boot: traps, `satp` writes, `sfence.vma`s (see
+/// [`Syscall::HwCounters`]). Errors as for it.
+pub fn hw_counters() -> Result<[u64; spindle_abi::syscall::HW_COUNTERS], Error> {
+    let mut bytes = [0u8; spindle_abi::syscall::HW_COUNTERS * 8];
+    buffer_call(Syscall::HwCounters, None, &mut bytes)?;
+    let mut counters = [0u64; spindle_abi::syscall::HW_COUNTERS];
+    for (counter, chunk) in counters.iter_mut().zip(bytes.chunks_exact(8)) {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(chunk);
+        *counter = u64::from_le_bytes(word);
+    }
+    Ok(counters)
 }
 
 /// Opens the file-system path `path` with `flags` (`spindle_abi::syscall::OPEN_*`);

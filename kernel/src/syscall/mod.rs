@@ -82,6 +82,7 @@ pub fn handle(process: &Arc<Process>, space: &mut AddressSpace, context: &mut Us
         Some(Syscall::VmHot) => space.hot(arguments[0], arguments[1]).map(|frame| frame as usize),
         Some(Syscall::Unmap) => space.unmap(arguments[0], arguments[1]).map(|()| 0),
         Some(Syscall::EventCount) => Ok(crate::events::dispatcher().snapshot().len()),
+        Some(Syscall::HwCounters) => hw_counters(space, arguments),
         Some(Syscall::Arguments) => copy_arguments(process, space, arguments),
         Some(Syscall::Kill) => {
             let pid = arguments[0] as u64;
@@ -177,6 +178,20 @@ fn vm_manage(space: &mut AddressSpace, [address, pointer, length, ..]: Arguments
 fn disk_state(space: &AddressSpace, [pointer, length, ..]: Arguments) -> Result<usize, Error> {
     let state = crate::services::disk::exported_state(crate::time::now_ns()).ok_or(Error::NoDevice)?;
     shell_calls::copy_out(space, pointer, length, &state)
+}
+
+/// `hw_counters(pointer, length)`: this hart's traps, `satp` writes and `sfence.vma`s
+/// (the `satp` writes' included), as the benchmarks' `bench hw` lines count them.
+fn hw_counters(space: &AddressSpace, [pointer, length, ..]: Arguments) -> Result<usize, Error> {
+    let local = crate::arch::hart::current();
+    let read = |counter: &core::sync::atomic::AtomicUsize| counter.load(core::sync::atomic::Ordering::Relaxed) as u64;
+    let satp = read(&local.satp_writes);
+    let counters: [u64; spindle_abi::syscall::HW_COUNTERS] = [read(&local.trap_count), satp, satp + read(&local.tlb_flushes)];
+    let mut bytes = [0u8; spindle_abi::syscall::HW_COUNTERS * 8];
+    for (chunk, counter) in bytes.chunks_exact_mut(8).zip(counters) {
+        chunk.copy_from_slice(&counter.to_le_bytes());
+    }
+    shell_calls::copy_out(space, pointer, length, &bytes)
 }
 
 /// `spawn(pointer, length, flags)`: BadLength (0 or too long), BadAddress, BadArgument

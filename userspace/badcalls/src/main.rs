@@ -446,7 +446,12 @@ fn listing_calls(check: &mut Checker, pid: usize, code_address: usize) {
         let mut short = [0u8; 3];
         check.holds("ext_stats(short buffer) returns the full length", arch::ext_stats(&mut short) == Ok(total));
     }
-    for call in [Syscall::Events, Syscall::Processes, Syscall::ExtStats] {
+    // `hw_counters`: each call is a trap of its own, so the trap count grows; an empty
+    // buffer gets the full length back.
+    let (first, second) = (arch::hw_counters(), arch::hw_counters());
+    check.holds("hw_counters counts its own trap", matches!((first, second), (Ok(first), Ok(second)) if second[0] > first[0]));
+    check.holds("hw_counters(null, 0) returns the full length", raw::listing_into(Syscall::HwCounters, 0, 0) == Ok(24));
+    for call in [Syscall::Events, Syscall::Processes, Syscall::ExtStats, Syscall::HwCounters] {
         check.expect("listing(null)", raw::listing_into(call, 0, 16), Some(Error::BadAddress));
         check.expect("listing(kernel)", raw::listing_into(call, KERNEL_TEXT, 16), Some(Error::BadAddress));
         check.expect("listing(unmapped)", raw::listing_into(call, UNMAPPED, 16), Some(Error::BadAddress));

@@ -18,7 +18,9 @@
 //!   every page read-only (`protN`) and stores to each: every store faults, the handler
 //!   unprotects the page and the store runs again (PAGES protection faults). Then `protN`
 //!   and `unprotN` (no faults), and `prot1` to no access and back (the page keeps its
-//!   contents). Exits 0 if all is as expected.
+//!   contents). Last, the region's one page more, made read-only before its first touch:
+//!   the load gets the pager's page (mapped read-only, the page's own protection) and
+//!   the store after it faults once more. Exits 0 if all is as expected.
 //! - `chain PAGES [TECHNOLOGY]`: maps PAGES pages, touches them, traps the region for
 //!   handlers assigned to nobody (`vm_trap`, no name) — or, with TECHNOLOGY, to the
 //!   `scan_barrier` extension, which it loads in that technology — protects the first page
@@ -39,7 +41,9 @@
 //! - `bench`: Appel & Li's primitives without a handler (SPIN Table 4's `dirty`, `prot1`,
 //!   `prot100`, `unprot100`, and `fault`: a demand-zero fault), as `bench row vm NAME
 //!   ITERATIONS MILLI-INSTRUCTIONS` lines for `cargo xtask bench` (`rdinstret` in U-mode,
-//!   which counts the kernel's instructions too; the cost of the two reads subtracted).
+//!   which counts the kernel's instructions too; the cost of the two reads subtracted),
+//!   each followed by `bench hw vm NAME TRAPS SATP SFENCE` (per operation ×1000, from
+//!   `hw_counters` read around the operation).
 //! - `bench-trap TECHNOLOGY LABEL`: with `pager_fill` loaded as TECHNOLOGY handling one
 //!   region's protection faults: `trap-LABEL` (a store to a read-only page, delivered to the
 //!   handler, which unprotects the page; the store runs again) and `appel2-LABEL` (`protN`
@@ -634,8 +638,35 @@ fn instructions(operation: impl FnOnce()) -> u64 {
     (end - start).saturating_sub(empty_end - empty_start)
 }
 
-fn row(name: &str, iterations: u64, total: u64) {
-    println!("bench row vm {name} {iterations} {}", total * 1000 / iterations);
+/// A row's instructions and hardware events over its measured operations.
+#[derive(Default)]
+struct Meter {
+    instructions: u64,
+    /// Traps, `satp` writes and `sfence.vma`s (`arch::hw_counters`).
+    events: [u64; 3],
+}
+
+impl Meter {
+    /// Measures `operation` once: its instructions ([`instructions`]) and, read around
+    /// that, the hart's hardware events (less the second read's own trap).
+    fn add(&mut self, operation: impl FnOnce()) {
+        let before = arch::hw_counters().unwrap_or_default();
+        self.instructions += instructions(operation);
+        let after = arch::hw_counters().unwrap_or_default();
+        let own = [1, 0, 0];
+        for ((total, (after, before)), own) in self.events.iter_mut().zip(after.iter().zip(before)).zip(own) {
+            *total += (after - before).saturating_sub(own);
+        }
+    }
+
+    /// Prints the row and its hardware events, per operation (×1000), for `cargo xtask
+    /// bench`: `bench row vm NAME ITERATIONS MILLI-INSTRUCTIONS` and `bench hw vm NAME
+    /// TRAPS SATP SFENCE` (each ×1000).
+    fn row(&self, name: &str, iterations: u64) {
+        println!("bench row vm {name} {iterations} {}", self.instructions * 1000 / iterations);
+        let [traps, satp, sfence] = self.events.map(|count| count * 1000 / iterations);
+        println!("bench hw vm {name} {traps} {satp} {sfence}");
+    }
 }
 
 /// Pages of the benchmark region (its first page is not protected by the `prot100` rows).
@@ -645,39 +676,39 @@ fn bench() -> i32 {
     let Ok(base) = arch::vm_map(BENCH_PAGES * arch::PAGE_SIZE, arch::VM_READ | arch::VM_WRITE) else { return 2 };
     let page = |index: usize| base + index * arch::PAGE_SIZE;
     // `fault`: a store to a page that has no frame yet (demand-zero).
-    let mut total = 0;
+    let mut fault = Meter::default();
     for index in 0..BENCH_PAGES {
-        total += instructions(|| raw::store(page(index), index as u64));
+        fault.add(|| raw::store(page(index), index as u64));
     }
-    row("fault", BENCH_PAGES as u64, total);
+    fault.row("fault", BENCH_PAGES as u64);
     let iterations = 1000;
-    let mut total = 0;
+    let mut dirty = Meter::default();
     for _ in 0..iterations {
-        total += instructions(|| {
+        dirty.add(|| {
             let _ = arch::dirty(base);
         });
     }
-    row("dirty", iterations, total);
-    let mut total = 0;
+    dirty.row("dirty", iterations);
+    let mut prot1 = Meter::default();
     for round in 0..iterations {
         let protection = if round % 2 == 0 { arch::VM_READ } else { arch::VM_READ | arch::VM_WRITE };
-        total += instructions(|| {
+        prot1.add(|| {
             let _ = raw::protect(page(1), 1, Some(protection));
         });
     }
-    row("prot1", iterations, total);
+    prot1.row("prot1", iterations);
     let rounds = 100;
-    let (mut protect, mut unprotect) = (0, 0);
+    let (mut protect, mut unprotect) = (Meter::default(), Meter::default());
     for _ in 0..rounds {
-        protect += instructions(|| {
+        protect.add(|| {
             let _ = raw::protect(page(1), 100, Some(arch::VM_READ));
         });
-        unprotect += instructions(|| {
+        unprotect.add(|| {
             let _ = raw::protect(page(1), 100, None);
         });
     }
-    row("prot100", rounds, protect);
-    row("unprot100", rounds, unprotect);
+    protect.row("prot100", rounds);
+    unprotect.row("unprot100", rounds);
     0
 }
 
@@ -704,12 +735,12 @@ fn bench_trap(technology: usize, label: &str) -> i32 {
         return 2;
     }
     let iterations = 1000;
-    let (mut trap, mut appel1, mut right) = (0, 0, 0);
+    let (mut trap, mut appel1, mut right) = (Meter::default(), Meter::default(), 0);
     for round in 0..iterations {
         let _ = raw::protect(page(0), 1, Some(arch::VM_READ));
-        trap += instructions(|| raw::store(page(0), round));
+        trap.add(|| raw::store(page(0), round));
         let _ = raw::protect(scan_page(1), 1, Some(arch::VM_READ));
-        appel1 += instructions(|| raw::store(scan_page(1), round));
+        appel1.add(|| raw::store(scan_page(1), round));
         // The handler protected the page after it; unprotected again, outside the count.
         right += u64::from(raw::protect(scan_page(2), 1, None).is_ok() && raw::load(scan_page(1)) == round);
     }
@@ -718,9 +749,9 @@ fn bench_trap(technology: usize, label: &str) -> i32 {
         return 1;
     }
     let rounds = 10;
-    let mut appel2 = 0;
+    let mut appel2 = Meter::default();
     for round in 0..rounds {
-        appel2 += instructions(|| {
+        appel2.add(|| {
             let _ = raw::protect(page(8), 100, Some(arch::VM_READ));
             for index in 8..108 {
                 raw::store(page(index), round);
@@ -729,9 +760,9 @@ fn bench_trap(technology: usize, label: &str) -> i32 {
     }
     let _ = arch::ext_unload("pager_fill");
     let _ = arch::ext_unload("scan_barrier");
-    row(&alloc_name("trap", label), iterations, trap);
-    row(&alloc_name("appel1", label), iterations, appel1);
-    row(&alloc_name("appel2", label), rounds * 100, appel2);
+    trap.row(&alloc_name("trap", label), iterations);
+    appel1.row(&alloc_name("appel1", label), iterations);
+    appel2.row(&alloc_name("appel2", label), rounds * 100);
     0
 }
 
@@ -809,7 +840,8 @@ fn wide() -> i32 {
 }
 
 fn barrier(pages: usize, technology: usize) -> i32 {
-    let Ok(base) = arch::vm_map(pages * arch::PAGE_SIZE, arch::VM_READ | arch::VM_WRITE) else { return 2 };
+    // One page more than PAGES, left untouched until the end.
+    let Ok(base) = arch::vm_map((pages + 1) * arch::PAGE_SIZE, arch::VM_READ | arch::VM_WRITE) else { return 2 };
     let page = |index: usize| base + index * arch::PAGE_SIZE;
     if raw::load(base) != 0 || arch::dirty(base) != Ok(false) {
         println!("vmtest: a page only read is not clean and zero");
@@ -849,6 +881,20 @@ fn barrier(pages: usize, technology: usize) -> i32 {
     }
     if raw::protect(base, 1, Some(0)).is_err() || raw::protect(base, 1, None).is_err() || raw::load(base) != 7 {
         status = 8;
+    }
+    // A trapped page made read-only before its first touch: the pager's read-write page
+    // comes mapped read-only, so the store after the load still reaches the handler.
+    let fresh = page(pages);
+    if raw::protect(fresh, 1, Some(arch::VM_READ)).is_err() {
+        status = 6;
+    }
+    if raw::load(fresh) != fresh as u64 {
+        println!("vmtest: the read-only page's first word is not the pager's");
+        status = 9;
+    }
+    raw::store(fresh + 8, 5);
+    if raw::load(fresh + 8) != 5 {
+        status = 9;
     }
     let _ = arch::ext_unload("pager_fill");
     println!("vmtest: barrier over {pages} pages ended with {status}");

@@ -379,7 +379,7 @@ pub fn run(kernel: &Image, variant: Option<(&str, &str, &Image)>) -> Result<bool
 }
 
 /// `bench --groups A,B`: one boot of each build running only those groups (the kernel's
-/// `spindle.bench.groups`), its rows printed; nothing is compared, checked against goals
+/// `spindle.bench.groups`), its rows printed (with their `bench hw` counts); nothing is compared, checked against goals
 /// or written (a quick look while working on a few rows; the full run stays the record).
 /// `builds` are (label, image), the default build labelled `default`.
 pub fn run_only(groups: &str, builds: &[(&str, &Image)]) -> Result<()> {
@@ -387,7 +387,11 @@ pub fn run_only(groups: &str, builds: &[(&str, &Image)]) -> Result<()> {
         println!("== benchmark groups {groups} ({label} build), one run");
         let measured = run_groups(image, label != "default", Some(groups))?;
         for row in &measured.rows {
-            println!("  {:<16} {:<44} {:>14.3}", row.group, row.name, row.instructions);
+            let hardware = measured.hardware.iter().find(|line| line.group == row.group && line.name == row.name);
+            let events = hardware.map_or_else(String::new, |line| {
+                format!("  traps {:.3}, satp {:.3}, sfence.vma {:.3}", line.counts.traps, line.counts.satp_writes, line.counts.sfences)
+            });
+            println!("  {:<16} {:<44} {:>14.3}{events}", row.group, row.name, row.instructions);
         }
         for run in &measured.policies {
             println!("  policies {:<10} {:<12} {:<8} {:?}", run.experiment, run.policy, run.technology, run.values);

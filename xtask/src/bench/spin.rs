@@ -175,6 +175,24 @@ pub fn markdown(
         }
     }
     let _ = writeln!(text);
+    // The appel1 ratio in both units: the modelled time prices the upcall's
+    // extra traps, which instructions leave out.
+    let find = |name: &str| vm.iter().find(|row| row.name == name);
+    if let (Some(native), Some(user)) = (find("appel1-native"), find("appel1-user")) {
+        let modelled = |row: &Row| {
+            let counts = hardware.get(&format!("vm/{}", row.name)).copied().unwrap_or_default();
+            (cycles.cycles(row.instructions, counts), counts.traps)
+        };
+        let ((native_cycles, native_traps), (user_cycles, user_traps)) = (modelled(native), modelled(user));
+        let _ = writeln!(
+            text,
+            "Appel1, in-kernel (native) ÷ user-level upcall: {:.2}× in instructions, {:.2}× in modelled time ({} ÷ {} traps per operation).\n",
+            native.instructions / user.instructions,
+            native_cycles / user_cycles,
+            numbers::trimmed(native_traps),
+            numbers::trimmed(user_traps)
+        );
+    }
 }
 
 #[cfg(test)]
@@ -229,8 +247,23 @@ mod tests {
             text.contains("| Fault (fault on a page and resolve it) | kernel | not measured |"),
             "another group's row is not ours: {text}"
         );
+        assert!(!text.contains("Appel1, in-kernel"), "no appel1 rows, no ratio: {text}");
         let mut empty = String::new();
         markdown(&mut empty, &rows[3..], &hardware, &CYCLE_MODEL);
         assert!(empty.contains("The `vm` group was not measured in this run."));
+    }
+
+    #[test]
+    fn appel1_is_compared_in_instructions_and_modelled_time() {
+        let rows = vec![row("appel1-native", 1_000.0), row("appel1-user", 4_000.0)];
+        let one_trap = HardwareCounts { traps: 1.0, satp_writes: 0.0, sfences: 0.0 };
+        let four_traps = HardwareCounts { traps: 4.0, satp_writes: 2.0, sfences: 2.0 };
+        let hardware: BTreeMap<String, HardwareCounts> =
+            [("vm/appel1-native".to_string(), one_trap), ("vm/appel1-user".to_string(), four_traps)].into_iter().collect();
+        let mut text = String::new();
+        markdown(&mut text, &rows, &hardware, &CYCLE_MODEL);
+        let modelled = CYCLE_MODEL.cycles(1_000.0, one_trap) / CYCLE_MODEL.cycles(4_000.0, four_traps);
+        let line = format!("Appel1, in-kernel (native) ÷ user-level upcall: 0.25× in instructions, {modelled:.2}× in modelled time (1 ÷ 4 traps per operation).");
+        assert!(text.contains(&line), "{line} not in {text}");
     }
 }

@@ -92,6 +92,12 @@ impl Protection {
     pub fn within(self, ceiling: Protection) -> bool {
         self.0 & !ceiling.0 == 0
     }
+
+    /// The accesses both `self` and `ceiling` allow (write never without read: both
+    /// allow read wherever both allow write).
+    pub fn capped_at(self, ceiling: Protection) -> Protection {
+        Protection(self.0 & ceiling.0)
+    }
 }
 
 /// What backs a region, which decides the default outcome of its faults.

@@ -172,6 +172,27 @@ fn a_valid_map_is_granted() {
 }
 
 #[test]
+fn a_map_is_capped_at_the_pages_own_protection() {
+    let mut w = world();
+    let page = managed_page(4);
+    w.regions.prot1(page, Protection::READ).unwrap();
+    // A read of the untouched read-only page: the pager's read-write answer maps it
+    // read-only, so a later store still faults.
+    let read = classify(&w.regions, page, AccessKind::Read, Pte::ABSENT);
+    assert_eq!((read.class, read.protection), (FaultClass::PageNotPresent, Some(Protection::READ)));
+    let expected = Outcome::Map { page, frame: w.granted, protection: Protection::READ };
+    assert_eq!(check_answer(&w.regions, &w.frames, &read, PAGER, map(page, w.granted)), Ok(expected));
+    // A store to it is a protection fault, which no map resolves (the pager unprotects).
+    let write = classify(&w.regions, page, AccessKind::Write, Pte::ABSENT);
+    assert_eq!(write.class, FaultClass::ProtectionFault);
+    assert_eq!(check_answer(&w.regions, &w.frames, &write, PAGER, map(page, w.granted)), Err(AnswerRejection::Unresolved));
+    // Pages the call did not narrow still get the answer's protection.
+    let other = classify(&w.regions, managed_page(5), AccessKind::Read, Pte::ABSENT);
+    let full = Outcome::Map { page: managed_page(5), frame: w.granted, protection: Protection::READ_WRITE };
+    assert_eq!(check_answer(&w.regions, &w.frames, &other, PAGER, map(managed_page(5), w.granted)), Ok(full));
+}
+
+#[test]
 fn every_bad_map_is_rejected_with_its_reason() {
     let mut w = world();
     let fault = classify(&w.regions, managed_page(2), AccessKind::Write, Pte::ABSENT);
