@@ -524,23 +524,24 @@ impl<A: EventRecord, R: EventRecord> EventTable<A, R> {
     ///
     /// A valid result is returned here, without `settle`. This path is entered only with a
     /// zero health word, so a fault streak can exist here only if another hart began one
-    /// meanwhile: a validated success clears it (one load and test); an unvalidated one
-    /// leaves it, and the next raise, seeing a non-zero health word, takes the general
-    /// path, whose first success clears it. A rejected result or a fault goes to
+    /// meanwhile: any success clears it (one load and test), so the breaker counts only
+    /// faults that were consecutive. A rejected result or a fault goes to
     /// [`Self::fault_contribution`], out of line.
     #[inline]
     pub(crate) fn finish_single_bounded(&self, binding: &BindingCore<A, R>, outcome: Result<R, HandlerFault>, args: &A) -> R {
-        match outcome {
-            Ok(result) if !self.validates_results => result,
-            Ok(result) => match self.primary.validate_result(args, &result) {
-                Ok(()) => {
-                    binding.record_success();
-                    result
-                }
-                Err(rejection) => self.fault_contribution(binding, Fault::InvalidResult(rejection), args),
-            },
-            Err(fault) => self.fault_contribution(binding, Fault::Handler(fault), args),
+        let result = match outcome {
+            Ok(result) => result,
+            Err(fault) => return self.fault_contribution(binding, Fault::Handler(fault), args),
+        };
+        if self.validates_results
+            && let Err(rejection) = self.primary.validate_result(args, &result)
+        {
+            return self.fault_contribution(binding, Fault::InvalidResult(rejection), args);
         }
+        // This way is taken with no streak at entry, but another hart's fault may have
+        // begun one meanwhile: a success ends it (one load and test).
+        binding.record_success();
+        result
     }
 
     /// Runs a binding's handler under the platform's bounded executor with its budget,

@@ -230,3 +230,43 @@ fn install_and_uninstall_race_with_raises_without_losing_handlers() {
         assert_eq!(Arc::strong_count(handler), 1);
     }
 }
+
+/// A success on the single bounded binding's way clears a fault streak that another hart
+/// began while the handler ran: that way is taken only when the binding has no streak at
+/// its entry, so without the clearing the streak would outlive the success and the
+/// breaker would count faults that were not consecutive.
+#[test]
+fn a_bounded_success_clears_a_streak_begun_meanwhile_on_another_hart() {
+    let (_dispatcher, table) = packet_table(TestPrimary::new(Combiner::FirstNonDefault));
+    let calls = Arc::new(AtomicU64::new(0));
+    let faulted = Arc::new(AtomicBool::new(false));
+    let handler = {
+        let (calls, faulted) = (calls.clone(), faulted.clone());
+        spindle_dispatch::handler_fn("slow-then-faulting", move |_: &Packet| {
+            if calls.fetch_add(1, Ordering::SeqCst) == 0 {
+                // The first raise waits until the second has faulted and been counted.
+                while !faulted.load(Ordering::SeqCst) {
+                    std::hint::spin_loop();
+                }
+                Ok(Answer { value: 7 })
+            } else {
+                Err(HandlerFault::Trapped { cause: 13 })
+            }
+        })
+    };
+    let id = table.install(BindingSpec::new("ext", handler).mode(spindle_dispatch::Mode::Bounded { budget: u64::MAX / 2 })).unwrap();
+    let slow = {
+        let table = table.clone();
+        thread::spawn(move || table.raise(&packet(1, 1)))
+    };
+    while calls.load(Ordering::SeqCst) == 0 {
+        std::hint::spin_loop();
+    }
+    assert_eq!(table.raise(&packet(2, 2)), DEFAULT_ANSWER, "the second raise faults");
+    assert_eq!(table.snapshot().binding(id).unwrap().consecutive_faults, 1);
+    faulted.store(true, Ordering::SeqCst);
+    assert_eq!(slow.join().unwrap(), Answer { value: 7 });
+    let binding = table.snapshot().binding(id).cloned().unwrap();
+    assert_eq!((binding.counters.invocations, binding.counters.faults), (2, 1));
+    assert_eq!(binding.consecutive_faults, 0, "the success after the fault ends the streak");
+}
