@@ -63,17 +63,14 @@ pub fn measure(iterations: u64, mut operation: impl FnMut(u64)) -> u64 {
 /// full `sfence.vma`) and other `sfence.vma`s, read from this hart's counters.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct HardwareEvents {
-    traps: usize,
-    satp_writes: usize,
-    tlb_flushes: usize,
+    /// Traps, `satp` writes, `sfence.vma`s (`HartLocal::hardware_events`).
+    counts: [u64; 3],
 }
 
 impl HardwareEvents {
     /// The counters now.
     pub fn now() -> HardwareEvents {
-        let local = crate::arch::hart::current();
-        let read = |counter: &core::sync::atomic::AtomicUsize| counter.load(core::sync::atomic::Ordering::Relaxed);
-        HardwareEvents { traps: read(&local.trap_count), satp_writes: read(&local.satp_writes), tlb_flushes: read(&local.tlb_flushes) }
+        HardwareEvents { counts: crate::arch::hart::current().hardware_events() }
     }
 
     /// Prints what happened since `start`, per operation ×1000, as a `bench hw` line:
@@ -81,14 +78,8 @@ impl HardwareEvents {
     /// count includes the one in every `satp` write).
     pub fn report_since(start: HardwareEvents, group: &str, name: &str, iterations: u64) {
         let end = HardwareEvents::now();
-        let per = |delta: usize| delta as u64 * 1000 / iterations.max(1);
-        let satp = end.satp_writes - start.satp_writes;
-        crate::println!(
-            "bench hw {group} {name} {} {} {}",
-            per(end.traps - start.traps),
-            per(satp),
-            per(satp + end.tlb_flushes - start.tlb_flushes)
-        );
+        let [traps, satp, sfence] = core::array::from_fn(|index| (end.counts[index] - start.counts[index]) * 1000 / iterations.max(1));
+        crate::println!("bench hw {group} {name} {traps} {satp} {sfence}");
     }
 }
 

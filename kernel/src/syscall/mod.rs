@@ -183,10 +183,7 @@ fn disk_state(space: &AddressSpace, [pointer, length, ..]: Arguments) -> Result<
 /// `hw_counters(pointer, length)`: this hart's traps, `satp` writes and `sfence.vma`s
 /// (the `satp` writes' included), as the benchmarks' `bench hw` lines count them.
 fn hw_counters(space: &AddressSpace, [pointer, length, ..]: Arguments) -> Result<usize, Error> {
-    let local = crate::arch::hart::current();
-    let read = |counter: &core::sync::atomic::AtomicUsize| counter.load(core::sync::atomic::Ordering::Relaxed) as u64;
-    let satp = read(&local.satp_writes);
-    let counters: [u64; spindle_abi::syscall::HW_COUNTERS] = [read(&local.trap_count), satp, satp + read(&local.tlb_flushes)];
+    let counters: [u64; spindle_abi::syscall::HW_COUNTERS] = crate::arch::hart::current().hardware_events();
     let mut bytes = [0u8; spindle_abi::syscall::HW_COUNTERS * 8];
     for (chunk, counter) in bytes.chunks_exact_mut(8).zip(counters) {
         chunk.copy_from_slice(&counter.to_le_bytes());

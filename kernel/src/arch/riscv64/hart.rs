@@ -120,6 +120,14 @@ impl HartLocal {
             process: AtomicU64::new(0),
         }
     }
+
+    /// What the cost model prices, as counted so far: traps taken, `satp` writes, and
+    /// `sfence.vma`s (those of the `satp` writes included).
+    pub fn hardware_events(&self) -> [u64; 3] {
+        let read = |counter: &AtomicUsize| counter.load(Ordering::Relaxed) as u64;
+        let satp = read(&self.satp_writes);
+        [read(&self.trap_count), satp, satp + read(&self.tlb_flushes)]
+    }
 }
 
 /// Size of one emergency stack (traps taken after a kernel stack overflow run here).
