@@ -1560,7 +1560,9 @@ declare_records! {
         /// [`TranslationAnswer::DECLINE`] (0: the default), [`TranslationAnswer::MAP`] or
         /// [`TranslationAnswer::PROTECT`].
         pub action: u32,
-        /// The protection to map or set: bits 1 read, 2 write, 4 execute.
+        /// The protection to map or set: bits 1 read, 2 write, 4 execute. A `MAP` is
+        /// applied with no more than the page's own protection (`prot1` may have
+        /// narrowed it below the region's before the first touch).
         pub protection: u32,
         /// The page (page-aligned) to map, or the first page to protect.
         pub page: u64,

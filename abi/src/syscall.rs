@@ -760,7 +760,7 @@ declare_syscalls! {
     /// (slot above 64).
     VmHot = 52, "vm_hot", (address, slot) -> "frame number";
     /// `hw_counters(pointer, length) -> total`: what the hart running the caller has done
-    /// since boot, as [`HW_COUNTERS`] little-endian `u64`s — traps taken (system calls,
+    /// since boot, as a [`HwCounters`] record — traps taken (system calls,
     /// faults and interrupts, this call's own included), `satp` writes, and `sfence.vma`s
     /// (those of the `satp` writes included): the events `cargo xtask bench`'s cost model
     /// prices. A program reads them before and after an operation; the difference less
@@ -771,8 +771,6 @@ declare_syscalls! {
     HwCounters = 53, "hw_counters", (pointer, length) -> "length of the counters";
 }
 
-/// The counters [`Syscall::HwCounters`] writes: traps, `satp` writes, `sfence.vma`s.
-pub const HW_COUNTERS: usize = 3;
 
 /// [`Syscall::VmMap`] protection bit: readable.
 pub const VM_READ: usize = 1;
@@ -855,6 +853,52 @@ impl FileStat {
         }
         let [inode, kind, size, blocks, links, changes] = words;
         Some(FileStat { inode, kind, size, blocks, links, changes })
+    }
+}
+
+/// What [`Syscall::HwCounters`] copies: [`HwCounters::WORDS`] little-endian `u64`s in field
+/// order, counted by the hart since boot.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct HwCounters {
+    /// Traps taken: system calls, faults and interrupts.
+    pub traps: u64,
+    /// `satp` writes (address-space switches, each with a full `sfence.vma`).
+    pub satp_writes: u64,
+    /// `sfence.vma`s, those of the `satp` writes included.
+    pub sfences: u64,
+}
+
+impl HwCounters {
+    /// Words of the record.
+    pub const WORDS: usize = 3;
+    /// Bytes of the record.
+    pub const SIZE: usize = Self::WORDS * 8;
+
+    /// The counters as words, in field order.
+    pub const fn words(&self) -> [u64; Self::WORDS] {
+        [self.traps, self.satp_writes, self.sfences]
+    }
+
+    /// The record's bytes.
+    pub fn to_bytes(&self) -> [u8; Self::SIZE] {
+        let mut bytes = [0u8; Self::SIZE];
+        for (chunk, word) in bytes.chunks_exact_mut(8).zip(self.words()) {
+            chunk.copy_from_slice(&word.to_le_bytes());
+        }
+        bytes
+    }
+
+    /// Reads a record; `None` if `bytes` is shorter than [`HwCounters::SIZE`].
+    pub fn from_bytes(bytes: &[u8]) -> Option<HwCounters> {
+        let bytes = bytes.get(..Self::SIZE)?;
+        let mut words = [0u64; Self::WORDS];
+        for (word, chunk) in words.iter_mut().zip(bytes.chunks_exact(8)) {
+            let mut value = [0u8; 8];
+            value.copy_from_slice(chunk);
+            *word = u64::from_le_bytes(value);
+        }
+        let [traps, satp_writes, sfences] = words;
+        Some(HwCounters { traps, satp_writes, sfences })
     }
 }
 
@@ -1093,6 +1137,16 @@ mod tests {
         bytes.extend_from_slice(&[0xff; 8]);
         bytes.extend_from_slice(&entries[0].to_bytes());
         assert_eq!(DiskState::from_bytes(&bytes).unwrap().entries(&bytes).next(), Some(entries[0]));
+    }
+
+    #[test]
+    fn hardware_counters_round_trip_in_field_order() {
+        let counters = HwCounters { traps: 1, satp_writes: 2, sfences: 0x0102_0304_0506_0708 };
+        let bytes = counters.to_bytes();
+        assert_eq!((bytes[0], bytes[8], &bytes[16..]), (1, 2, &[8, 7, 6, 5, 4, 3, 2, 1][..]), "little-endian words in field order");
+        assert_eq!(HwCounters::from_bytes(&bytes), Some(counters));
+        assert_eq!(HwCounters::from_bytes(&bytes[..HwCounters::SIZE - 1]), None, "a short copy is none");
+        assert_eq!(counters.words(), [1, 2, 0x0102_0304_0506_0708]);
     }
 
     #[test]

@@ -212,16 +212,10 @@ pub fn disk_state(buffer: &mut [u8]) -> Result<usize, Error> {
 
 /// The running hart's counters since boot: traps, `satp` writes, `sfence.vma`s (see
 /// [`Syscall::HwCounters`]). Errors as for it.
-pub fn hw_counters() -> Result<[u64; spindle_abi::syscall::HW_COUNTERS], Error> {
-    let mut bytes = [0u8; spindle_abi::syscall::HW_COUNTERS * 8];
+pub fn hw_counters() -> Result<spindle_abi::syscall::HwCounters, Error> {
+    let mut bytes = [0u8; spindle_abi::syscall::HwCounters::SIZE];
     buffer_call(Syscall::HwCounters, None, &mut bytes)?;
-    let mut counters = [0u64; spindle_abi::syscall::HW_COUNTERS];
-    for (counter, chunk) in counters.iter_mut().zip(bytes.chunks_exact(8)) {
-        let mut word = [0u8; 8];
-        word.copy_from_slice(chunk);
-        *counter = u64::from_le_bytes(word);
-    }
-    Ok(counters)
+    spindle_abi::syscall::HwCounters::from_bytes(&bytes).ok_or(Error::BadLength)
 }
 
 /// Opens the file-system path `path` with `flags` (`spindle_abi::syscall::OPEN_*`);

@@ -525,7 +525,10 @@ impl<A: EventRecord, R: EventRecord> EventTable<A, R> {
     /// A valid result is returned here, without `settle`. This path is entered only with a
     /// zero health word, so a fault streak can exist here only if another hart began one
     /// meanwhile: any success clears it (one load and test), so the breaker counts only
-    /// faults that were consecutive. A rejected result or a fault goes to
+    /// faults that were consecutive. (The sync fast paths, `raise_fast` and the accounted
+    /// single binding, do not: their handlers are trusted built-in code, and the check
+    /// would sit on the 1-binding raise. With one hart, as the kernel runs now, neither
+    /// race can happen.) A rejected result or a fault goes to
     /// [`Self::fault_contribution`], out of line.
     #[inline]
     pub(crate) fn finish_single_bounded(&self, binding: &BindingCore<A, R>, outcome: Result<R, HandlerFault>, args: &A) -> R {

@@ -237,6 +237,22 @@ fn install_and_uninstall_race_with_raises_without_losing_handlers() {
 /// breaker would count faults that were not consecutive.
 #[test]
 fn a_bounded_success_clears_a_streak_begun_meanwhile_on_another_hart() {
+    /// Lets the slow handler go however the test ends (an assertion failing first must
+    /// not leave its thread spinning).
+    struct Release(Arc<AtomicBool>);
+    impl Drop for Release {
+        fn drop(&mut self) {
+            self.0.store(true, Ordering::SeqCst);
+        }
+    }
+    /// Waits up to 10 s for `done`.
+    fn wait_for(what: &str, done: impl Fn() -> bool) {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while !done() {
+            assert!(std::time::Instant::now() < deadline, "gave up waiting: {what}");
+            std::hint::spin_loop();
+        }
+    }
     let (_dispatcher, table) = packet_table(TestPrimary::new(Combiner::FirstNonDefault));
     let calls = Arc::new(AtomicU64::new(0));
     let faulted = Arc::new(AtomicBool::new(false));
@@ -245,9 +261,7 @@ fn a_bounded_success_clears_a_streak_begun_meanwhile_on_another_hart() {
         spindle_dispatch::handler_fn("slow-then-faulting", move |_: &Packet| {
             if calls.fetch_add(1, Ordering::SeqCst) == 0 {
                 // The first raise waits until the second has faulted and been counted.
-                while !faulted.load(Ordering::SeqCst) {
-                    std::hint::spin_loop();
-                }
+                wait_for("the second raise", || faulted.load(Ordering::SeqCst));
                 Ok(Answer { value: 7 })
             } else {
                 Err(HandlerFault::Trapped { cause: 13 })
@@ -255,16 +269,15 @@ fn a_bounded_success_clears_a_streak_begun_meanwhile_on_another_hart() {
         })
     };
     let id = table.install(BindingSpec::new("ext", handler).mode(spindle_dispatch::Mode::Bounded { budget: u64::MAX / 2 })).unwrap();
+    let release = Release(faulted.clone());
     let slow = {
         let table = table.clone();
         thread::spawn(move || table.raise(&packet(1, 1)))
     };
-    while calls.load(Ordering::SeqCst) == 0 {
-        std::hint::spin_loop();
-    }
+    wait_for("the first raise's handler", || calls.load(Ordering::SeqCst) > 0);
     assert_eq!(table.raise(&packet(2, 2)), DEFAULT_ANSWER, "the second raise faults");
     assert_eq!(table.snapshot().binding(id).unwrap().consecutive_faults, 1);
-    faulted.store(true, Ordering::SeqCst);
+    drop(release);
     assert_eq!(slow.join().unwrap(), Answer { value: 7 });
     let binding = table.snapshot().binding(id).cloned().unwrap();
     assert_eq!((binding.counters.invocations, binding.counters.faults), (2, 1));

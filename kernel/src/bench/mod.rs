@@ -60,17 +60,17 @@ pub fn measure(iterations: u64, mut operation: impl FnMut(u64)) -> u64 {
 }
 
 /// What the hardware did during a measurement: traps taken, `satp` writes (each with a
-/// full `sfence.vma`) and other `sfence.vma`s, read from this hart's counters.
+/// full `sfence.vma`) and `sfence.vma`s (those included), read from this hart's counters.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct HardwareEvents {
     /// Traps, `satp` writes, `sfence.vma`s (`HartLocal::hardware_events`).
-    counts: [u64; 3],
+    counts: [u64; spindle_abi::syscall::HwCounters::WORDS],
 }
 
 impl HardwareEvents {
     /// The counters now.
     pub fn now() -> HardwareEvents {
-        HardwareEvents { counts: crate::arch::hart::current().hardware_events() }
+        HardwareEvents { counts: crate::arch::hart::current().hardware_events().words() }
     }
 
     /// Prints what happened since `start`, per operation ×1000, as a `bench hw` line:

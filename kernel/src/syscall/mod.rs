@@ -183,12 +183,7 @@ fn disk_state(space: &AddressSpace, [pointer, length, ..]: Arguments) -> Result<
 /// `hw_counters(pointer, length)`: this hart's traps, `satp` writes and `sfence.vma`s
 /// (the `satp` writes' included), as the benchmarks' `bench hw` lines count them.
 fn hw_counters(space: &AddressSpace, [pointer, length, ..]: Arguments) -> Result<usize, Error> {
-    let counters: [u64; spindle_abi::syscall::HW_COUNTERS] = crate::arch::hart::current().hardware_events();
-    let mut bytes = [0u8; spindle_abi::syscall::HW_COUNTERS * 8];
-    for (chunk, counter) in bytes.chunks_exact_mut(8).zip(counters) {
-        chunk.copy_from_slice(&counter.to_le_bytes());
-    }
-    shell_calls::copy_out(space, pointer, length, &bytes)
+    shell_calls::copy_out(space, pointer, length, &crate::arch::hart::current().hardware_events().to_bytes())
 }
 
 /// `spawn(pointer, length, flags)`: BadLength (0 or too long), BadAddress, BadArgument

@@ -57,7 +57,7 @@ pub mod arch {
         MAX_COMMAND_LINE, MAX_MAP_LENGTH, MAX_NAME, MAX_READ_LENGTH, MAX_SLEEP_TICKS, MAX_WRITE_LENGTH, PAGE_SIZE,
         SPAWN_CONSOLE, SPAWN_EXTENSION_LOADER, Syscall, Technology, VM_EXECUTE, VM_READ, VM_WRITE,
     };
-    pub use spindle_abi::syscall::DiskState;
+    pub use spindle_abi::syscall::{DiskState, HwCounters};
     pub use spindle_abi::syscall::{FileStat, LOCK_READ, LOCK_WAIT, LOCK_WRITE, MAX_PATH, OPEN_APPEND, OPEN_CREATE, OPEN_READ, OPEN_TRUNCATE, OPEN_WRITE, SEEK_CURRENT, SEEK_END, SEEK_START};
     pub use spindle_abi::event::DiskQueueEntry;
 }

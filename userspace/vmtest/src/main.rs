@@ -644,18 +644,24 @@ struct Meter {
     instructions: u64,
     /// Traps, `satp` writes and `sfence.vma`s (`arch::hw_counters`).
     events: [u64; 3],
+    /// A read of the counters failed: the row gets no `bench hw` line.
+    unread: bool,
 }
 
 impl Meter {
     /// Measures `operation` once: its instructions ([`instructions`]) and, read around
     /// that, the hart's hardware events (less the second read's own trap).
     fn add(&mut self, operation: impl FnOnce()) {
-        let before = arch::hw_counters().unwrap_or_default();
+        let before = arch::hw_counters();
         self.instructions += instructions(operation);
-        let after = arch::hw_counters().unwrap_or_default();
+        let after = arch::hw_counters();
+        let (Ok(before), Ok(after)) = (before, after) else {
+            self.unread = true;
+            return;
+        };
         let own = [1, 0, 0];
-        for ((total, (after, before)), own) in self.events.iter_mut().zip(after.iter().zip(before)).zip(own) {
-            *total += (after - before).saturating_sub(own);
+        for (((total, after), before), own) in self.events.iter_mut().zip(after.words()).zip(before.words()).zip(own) {
+            *total += after.saturating_sub(before).saturating_sub(own);
         }
     }
 
@@ -664,8 +670,10 @@ impl Meter {
     /// TRAPS SATP SFENCE` (each ×1000).
     fn row(&self, name: &str, iterations: u64) {
         println!("bench row vm {name} {iterations} {}", self.instructions * 1000 / iterations);
-        let [traps, satp, sfence] = self.events.map(|count| count * 1000 / iterations);
-        println!("bench hw vm {name} {traps} {satp} {sfence}");
+        if !self.unread {
+            let [traps, satp, sfence] = self.events.map(|count| count * 1000 / iterations);
+            println!("bench hw vm {name} {traps} {satp} {sfence}");
+        }
     }
 }
 

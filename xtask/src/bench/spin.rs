@@ -176,22 +176,21 @@ pub fn markdown(
     }
     let _ = writeln!(text);
     // The appel1 ratio in both units: the modelled time prices the upcall's
-    // extra traps, which instructions leave out.
+    // extra traps, which instructions leave out (only when both rows have their counts).
     let find = |name: &str| vm.iter().find(|row| row.name == name);
     if let (Some(native), Some(user)) = (find("appel1-native"), find("appel1-user")) {
-        let modelled = |row: &Row| {
-            let counts = hardware.get(&format!("vm/{}", row.name)).copied().unwrap_or_default();
-            (cycles.cycles(row.instructions, counts), counts.traps)
+        let instructions = numbers::ratio(native.instructions / user.instructions);
+        let counts = |row: &Row| hardware.get(&format!("vm/{}", row.name)).copied();
+        let modelled = match (counts(native), counts(user)) {
+            (Some(native_counts), Some(user_counts)) => format!(
+                ", {} in modelled time ({} ÷ {} traps per operation)",
+                numbers::ratio(cycles.cycles(native.instructions, native_counts) / cycles.cycles(user.instructions, user_counts)),
+                numbers::trimmed(native_counts.traps),
+                numbers::trimmed(user_counts.traps)
+            ),
+            _ => String::new(),
         };
-        let ((native_cycles, native_traps), (user_cycles, user_traps)) = (modelled(native), modelled(user));
-        let _ = writeln!(
-            text,
-            "Appel1, in-kernel (native) ÷ user-level upcall: {:.2}× in instructions, {:.2}× in modelled time ({} ÷ {} traps per operation).\n",
-            native.instructions / user.instructions,
-            native_cycles / user_cycles,
-            numbers::trimmed(native_traps),
-            numbers::trimmed(user_traps)
-        );
+        let _ = writeln!(text, "Appel1, in-kernel (native) ÷ user-level upcall: {instructions} in instructions{modelled}.\n");
     }
 }
 
@@ -263,7 +262,14 @@ mod tests {
         let mut text = String::new();
         markdown(&mut text, &rows, &hardware, &CYCLE_MODEL);
         let modelled = CYCLE_MODEL.cycles(1_000.0, one_trap) / CYCLE_MODEL.cycles(4_000.0, four_traps);
-        let line = format!("Appel1, in-kernel (native) ÷ user-level upcall: 0.25× in instructions, {modelled:.2}× in modelled time (1 ÷ 4 traps per operation).");
+        let line = format!(
+            "Appel1, in-kernel (native) ÷ user-level upcall: 0.25× in instructions, {} in modelled time (1 ÷ 4 traps per operation).",
+            numbers::ratio(modelled)
+        );
         assert!(text.contains(&line), "{line} not in {text}");
+        // Without the rows' counts there is no modelled ratio to state.
+        let mut bare = String::new();
+        markdown(&mut bare, &rows, &BTreeMap::new(), &CYCLE_MODEL);
+        assert!(bare.contains("Appel1, in-kernel (native) ÷ user-level upcall: 0.25× in instructions.\n"), "{bare}");
     }
 }

@@ -407,9 +407,10 @@ pub fn default_outcome(fault: &Fault) -> Outcome {
 ///
 /// A `Map` must name a page-aligned user page inside the faulting region — the faulting
 /// page, not present, with a protection within the region's that allows the access —
-/// and a frame `handler` holds that is not mapped. The frame is mapped with the answer's
-/// protection capped at the page's own ([`Fault::protection`]: `prot1` may have narrowed
-/// it below the region's); the capped protection must still allow the access. A `Protect` must be a valid
+/// and a frame `handler` holds that is not mapped. The frame is mapped with the
+/// answer's protection capped at the page's own ([`Fault::protection`]: `prot1` may
+/// have narrowed it below the region's); the capped protection must still allow the
+/// access. A `Protect` must be a valid
 /// `protN` of the region ([`RegionTable::check_protect`]) that covers the faulting page
 /// and allows the access. `Decline` is the default outcome.
 ///
@@ -437,7 +438,7 @@ pub fn check_answer(table: &RegionTable, frames: &impl Frames, fault: &Fault, ha
             // A page narrowed by `prot1`/`protN` before its first touch keeps its own
             // protection: the frame is mapped with no more than the page's, so a later
             // access the page does not allow still faults.
-            let protection = fault.protection.map_or(protection, |page| protection.capped_at(page));
+            let protection = fault.protection.map_or(protection, |own| protection.capped_at(own));
             if page != fault.page || !fault.access.permitted_by(protection) {
                 return Err(AnswerRejection::Unresolved);
             }

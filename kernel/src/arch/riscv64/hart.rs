@@ -123,10 +123,10 @@ impl HartLocal {
 
     /// What the cost model prices, as counted so far: traps taken, `satp` writes, and
     /// `sfence.vma`s (those of the `satp` writes included).
-    pub fn hardware_events(&self) -> [u64; 3] {
+    pub fn hardware_events(&self) -> spindle_abi::syscall::HwCounters {
         let read = |counter: &AtomicUsize| counter.load(Ordering::Relaxed) as u64;
-        let satp = read(&self.satp_writes);
-        [read(&self.trap_count), satp, satp + read(&self.tlb_flushes)]
+        let satp_writes = read(&self.satp_writes);
+        spindle_abi::syscall::HwCounters { traps: read(&self.trap_count), satp_writes, sfences: satp_writes + read(&self.tlb_flushes) }
     }
 }
 
