@@ -805,6 +805,25 @@ pub const SEEK_CURRENT: usize = 1;
 /// [`Syscall::Seek`] origin: the end of the file.
 pub const SEEK_END: usize = 2;
 
+/// Writes `words` into `bytes` as little-endian `u64`s, in order (as many as fit).
+fn put_words(bytes: &mut [u8], words: &[u64]) {
+    for (chunk, word) in bytes.chunks_exact_mut(8).zip(words) {
+        chunk.copy_from_slice(&word.to_le_bytes());
+    }
+}
+
+/// The first `N` little-endian `u64`s of `bytes`; `None` if `bytes` is shorter.
+fn get_words<const N: usize>(bytes: &[u8]) -> Option<[u64; N]> {
+    let bytes = bytes.get(..N * 8)?;
+    let mut words = [0u64; N];
+    for (word, chunk) in words.iter_mut().zip(bytes.chunks_exact(8)) {
+        let mut value = [0u8; 8];
+        value.copy_from_slice(chunk);
+        *word = u64::from_le_bytes(value);
+    }
+    Some(words)
+}
+
 /// What [`Syscall::Stat`] writes: [`FileStat::WORDS`] little-endian `u64`s in field order.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct FileStat {
@@ -834,24 +853,14 @@ impl FileStat {
 
     /// The record's bytes.
     pub fn to_bytes(&self) -> [u8; Self::SIZE] {
-        let words = [self.inode, self.kind, self.size, self.blocks, self.links, self.changes];
         let mut bytes = [0u8; Self::SIZE];
-        for (chunk, word) in bytes.chunks_exact_mut(8).zip(words) {
-            chunk.copy_from_slice(&word.to_le_bytes());
-        }
+        put_words(&mut bytes, &[self.inode, self.kind, self.size, self.blocks, self.links, self.changes]);
         bytes
     }
 
     /// Reads a record; `None` if `bytes` is shorter than [`FileStat::SIZE`].
     pub fn from_bytes(bytes: &[u8]) -> Option<FileStat> {
-        let bytes = bytes.get(..Self::SIZE)?;
-        let mut words = [0u64; Self::WORDS];
-        for (word, chunk) in words.iter_mut().zip(bytes.chunks_exact(8)) {
-            let mut value = [0u8; 8];
-            value.copy_from_slice(chunk);
-            *word = u64::from_le_bytes(value);
-        }
-        let [inode, kind, size, blocks, links, changes] = words;
+        let [inode, kind, size, blocks, links, changes] = get_words::<{ Self::WORDS }>(bytes)?;
         Some(FileStat { inode, kind, size, blocks, links, changes })
     }
 }
@@ -882,22 +891,13 @@ impl HwCounters {
     /// The record's bytes.
     pub fn to_bytes(&self) -> [u8; Self::SIZE] {
         let mut bytes = [0u8; Self::SIZE];
-        for (chunk, word) in bytes.chunks_exact_mut(8).zip(self.words()) {
-            chunk.copy_from_slice(&word.to_le_bytes());
-        }
+        put_words(&mut bytes, &self.words());
         bytes
     }
 
     /// Reads a record; `None` if `bytes` is shorter than [`HwCounters::SIZE`].
     pub fn from_bytes(bytes: &[u8]) -> Option<HwCounters> {
-        let bytes = bytes.get(..Self::SIZE)?;
-        let mut words = [0u64; Self::WORDS];
-        for (word, chunk) in words.iter_mut().zip(bytes.chunks_exact(8)) {
-            let mut value = [0u8; 8];
-            value.copy_from_slice(chunk);
-            *word = u64::from_le_bytes(value);
-        }
-        let [traps, satp_writes, sfences] = words;
+        let [traps, satp_writes, sfences] = get_words::<{ Self::WORDS }>(bytes)?;
         Some(HwCounters { traps, satp_writes, sfences })
     }
 }
@@ -984,22 +984,14 @@ impl DiskState {
     /// The header's bytes.
     pub fn to_bytes(&self) -> [u8; Self::SIZE] {
         let mut bytes = [0u8; Self::SIZE];
-        for (chunk, word) in bytes.chunks_exact_mut(8).zip(self.words()) {
-            chunk.copy_from_slice(&word.to_le_bytes());
-        }
+        put_words(&mut bytes, &self.words());
         bytes
     }
 
     /// Reads a header from the start of `bytes`; `None` if they are shorter than
     /// [`Self::SIZE`] or the first word says a shorter header.
     pub fn from_bytes(bytes: &[u8]) -> Option<DiskState> {
-        let bytes = bytes.get(..Self::SIZE)?;
-        let mut words = [0u64; Self::WORDS];
-        for (word, chunk) in words.iter_mut().zip(bytes.chunks_exact(8)) {
-            let mut value = [0u8; 8];
-            value.copy_from_slice(chunk);
-            *word = u64::from_le_bytes(value);
-        }
+        let words = get_words::<{ Self::WORDS }>(bytes)?;
         if words[0] < Self::SIZE as u64 {
             return None;
         }
