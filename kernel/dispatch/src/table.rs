@@ -541,8 +541,6 @@ impl<A: EventRecord, R: EventRecord> EventTable<A, R> {
         {
             return self.fault_contribution(binding, Fault::InvalidResult(rejection), args);
         }
-        // This way is taken with no streak at entry, but another hart's fault may have
-        // begun one meanwhile: a success ends it (one load and test).
         binding.record_success();
         result
     }

@@ -642,8 +642,8 @@ fn instructions(operation: impl FnOnce()) -> u64 {
 #[derive(Default)]
 struct Meter {
     instructions: u64,
-    /// Traps, `satp` writes and `sfence.vma`s (`arch::hw_counters`).
-    events: [u64; 3],
+    /// Traps, `satp` writes and `sfence.vma`s (`arch::hw_counters`, in its field order).
+    events: [u64; arch::HwCounters::WORDS],
     /// A read of the counters failed: the row gets no `bench hw` line.
     unread: bool,
 }
